@@ -1,0 +1,108 @@
+// Package cmd holds the cobra commands of kubectl-mesh and their rendering.
+// Each command follows kubectl's pattern: an Options struct filled from flags,
+// then Complete, Validate and Run.
+package cmd
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+)
+
+// Exit codes, documented in the README and in `kubectl mesh --help`.
+const (
+	ExitOK         = 0 // the command did what was asked
+	ExitError      = 1 // the command failed (cluster unreachable, object not found, …)
+	ExitUsage      = 2 // bad flags or arguments
+	ExitIncomplete = 3 // an answer was given, but part of it could not be determined
+)
+
+// UsageError marks an error in how the command was called; it exits with ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageErrorf builds a UsageError.
+func usageErrorf(format string, a ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, a...)}
+}
+
+// IncompleteError marks an answer that was printed but is missing parts; it
+// exits with ExitIncomplete.
+type IncompleteError struct{ Err error }
+
+func (e *IncompleteError) Error() string { return e.Err.Error() }
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// NewRootCmd builds `kubectl mesh` with every subcommand. The kubectl
+// connection flags (--kubeconfig, --context, -n, --as, …) are persistent, so
+// they work on every subcommand.
+func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	configFlags := genericclioptions.NewConfigFlags(true)
+
+	root := &cobra.Command{
+		Use:   "kubectl-mesh",
+		Short: "Diagnose service-mesh pods: injection, startup order and traffic capture",
+		Long: `kubectl mesh explains what a service mesh did to a pod, and why.
+
+Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl mesh",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return c.Help()
+		},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
+	})
+
+	configFlags.AddFlags(root.PersistentFlags())
+	// klog's verbosity only; klog's other flags are not part of our interface.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+
+	root.AddCommand(NewVersionCmd(streams))
+	return root
+}
+
+// Execute runs `kubectl mesh` with args and returns the process exit code.
+func Execute(args []string) int {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	root := NewRootCmd(streams)
+	root.SetArgs(args)
+	return exitCode(root.Execute(), streams.ErrOut)
+}
+
+// exitCode prints err (if any) the way kubectl does and maps it to an exit code.
+func exitCode(err error, errOut io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(errOut, "error: %v\n", err)
+	var usage *UsageError
+	var incomplete *IncompleteError
+	switch {
+	case errors.As(err, &usage):
+		return ExitUsage
+	case errors.As(err, &incomplete):
+		return ExitIncomplete
+	default:
+		return ExitError
+	}
+}

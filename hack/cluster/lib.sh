@@ -1,0 +1,59 @@
+# Shared settings for the local test cluster scripts. Sourced, never run.
+# Every path the harness writes to is derived here, so that down.sh can find
+# and remove exactly what up.sh created.
+
+# shellcheck shell=bash
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$HACK_DIR/../.." && pwd)
+
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+# Build outputs that survive between runs (Kubernetes binaries, images).
+CACHE_DIR=${KMESH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-mesh}
+# Runtime state of the running cluster (etcd data, containerd root, PKI,
+# kubeconfigs, PID files, logs). Removed by `down.sh --purge`.
+STATE_DIR=${KMESH_STATE_DIR:-/var/tmp/kubectl-mesh-cluster}
+RUN_DIR=$STATE_DIR/run
+PID_DIR=$RUN_DIR/pids
+LOG_DIR=$RUN_DIR/logs
+PKI_DIR=$STATE_DIR/pki
+ETC_DIR=$STATE_DIR/etc
+KUBE_BIN=$CACHE_DIR/kube/$K8S_VERSION
+IMAGE_DIR=$CACHE_DIR/images
+KUBECONFIG_ADMIN=$STATE_DIR/admin.kubeconfig
+
+NODE_NAME=${KMESH_NODE_NAME:-kmesh-node}
+# The pod network. up.sh refuses a range that anything else on this machine
+# already routes.
+POD_CIDR=${KMESH_POD_CIDR:-10.213.77.0/24}
+SERVICE_CIDR=${KMESH_SERVICE_CIDR:-10.213.78.0/24}
+BRIDGE=kmeshcni0
+CNI_NETWORK=kmeshnet
+APISERVER_PORT=${KMESH_APISERVER_PORT:-6443}
+ETCD_CLIENT_PORT=${KMESH_ETCD_PORT:-2379}
+ETCD_PEER_PORT=$((ETCD_CLIENT_PORT + 1))
+INJECTOR_PORT=${KMESH_INJECTOR_PORT:-15017}
+
+PAUSE_IMAGE=registry.k8s.io/pause:3.10
+# The test image: busybox, iptables (nft and legacy backends) and the
+# mesh stand-in binary (istio-iptables, proxy, pilot-agent).
+TEST_IMAGE=kmesh.local/mesh-test:v1
+
+CONTAINERD_SOCK=$RUN_DIR/containerd/containerd.sock
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# The stand-in of Istio's proxyv2 image, tagged with the Istio versions the
+# demo mesh's revisions run. The tag is what kubectl-mesh reads a version from.
+PROXY_IMAGE_REPO=kmesh.local/istio/proxyv2
+PROXY_VERSIONS="1.28.1 1.26.3"
+
+# The node's address is the pod network's gateway, on the pod bridge that
+# up.sh creates, so the cluster does not depend on this machine's own
+# addresses or routes.
+NODE_IP=${POD_CIDR%.*}.1
+# Pods get this cluster DNS address in their resolv.conf; nothing serves it
+# (no DNS add-on), but it is what DNS capture rules are written for.
+CLUSTER_DNS=${SERVICE_CIDR%.*}.10
+# Binaries of this repository the harness runs (stand-in injector, kubectl-mesh).
+OUT_BIN=$REPO_ROOT/_output/bin

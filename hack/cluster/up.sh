@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Starts the local single-node cluster: etcd, kube-apiserver, containerd,
+# kubelet, kube-controller-manager, kube-scheduler and the stand-in injector.
+# Installs, builds and imports what is missing first. Every process is started
+# in its own session, its PID recorded in $PID_DIR/<name>.pid and its output in
+# $LOG_DIR/<name>.log; down.sh stops exactly those.
+#
+# A cluster that is already up and healthy is left as it is. Leftovers of one
+# that died or was killed half way (stale PID files, bridge, netns, mounts)
+# are cleared by down.sh first.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || die "the local cluster needs root (network namespaces, mounts, iptables)"
+
+t0=$(date +%s.%N)
+elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1fs", b - a }'; }
+step() { log "[$(elapsed)] $*"; }
+export KUBECONFIG=$KUBECONFIG_ADMIN
+KUBECTL=$KUBE_BIN/kubectl
+
+"$HACK_DIR/deps.sh"
+"$HACK_DIR/build-kube.sh"
+"$HACK_DIR/images.sh"
+mkdir -p "$OUT_BIN"
+(cd "$REPO_ROOT" && go build -o "$OUT_BIN/mesh-injector" ./test/standin/injector)
+
+names=(etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler mesh-injector)
+alive() { [ -f "$PID_DIR/$1.pid" ] && kill -0 "$(cat "$PID_DIR/$1.pid")" 2>/dev/null; }
+all_alive=1; any_state=0
+for n in "${names[@]}"; do alive "$n" || all_alive=0; done
+if [ -d "$RUN_DIR" ] || ip link show "$BRIDGE" >/dev/null 2>&1; then
+  any_state=1
+fi
+if [ $all_alive = 1 ] && "$KUBECTL" get --raw /readyz >/dev/null 2>&1; then
+  step "cluster already up (kubeconfig: $KUBECONFIG_ADMIN)"
+  exit 0
+fi
+if [ $any_state = 1 ]; then
+  step "clearing what an earlier cluster left behind"
+  "$HACK_DIR/down.sh" >&2
+fi
+
+# Everything this cluster listens on, and its networks, must be free.
+for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10250 10257 10259 "$INJECTOR_PORT"; do
+  if ss -Hltn "sport = :$port" | grep -q .; then
+    die "port $port is in use: $(ss -Hltnp "sport = :$port" | head -1)"
+  fi
+done
+for net in "$POD_CIDR" "$SERVICE_CIDR"; do
+  used=$( { ip -4 route show table all root "$net" | grep -vE '^(local|broadcast) '; ip -4 -o addr show to "$net"; } | head -1)
+  [ -z "$used" ] || die "$net is already in use on this machine ($used); pick another with KMESH_POD_CIDR or KMESH_SERVICE_CIDR (each a /24)"
+done
+
+mkdir -p "$PID_DIR" "$LOG_DIR" "$ETC_DIR/cni" "$RUN_DIR"/{etcd,containerd/root,containerd/state,kubelet,pod-logs,cni-ipam}
+"$HACK_DIR/pki.sh"
+cat /proc/sys/net/ipv4/ip_forward > "$RUN_DIR/ip_forward.orig"
+# Host chains that exist before the kubelet adds its own: down.sh leaves these.
+for ipt in iptables ip6tables; do
+  for table in filter nat mangle; do
+    $ipt -w -t "$table" -S 2>/dev/null | awk -v p="$ipt $table" '$1 == "-N" { print p " " $2 }'
+  done
+done > "$RUN_DIR/host-chains.before"
+
+start() { # NAME COMMAND…
+  local name=$1; shift
+  setsid "$@" > "$LOG_DIR/$name.log" 2>&1 < /dev/null &
+  echo $! > "$PID_DIR/$name.pid"
+}
+wait_for() { # WHAT SECONDS COMMAND…
+  local what=$1 secs=$2; shift 2
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "timed out after ${secs}s waiting for $what; last lines of its log:"
+      tail -n 20 "$LOG_DIR/${what%% *}.log" >&2 2>/dev/null || true
+      return 1
+    fi
+    sleep 0.2
+  done
+  step "$what ready"
+}
+
+ip link add "$BRIDGE" type bridge
+ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+
+start etcd etcd --name kmesh --data-dir "$RUN_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "kmesh=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls "http://127.0.0.1:$((ETCD_CLIENT_PORT + 2))"
+wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
+
+start kube-apiserver "$KUBE_BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --bind-address=127.0.0.1 --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
+  --tls-cert-file="$PKI_DIR/apiserver.crt" --tls-private-key-file="$PKI_DIR/apiserver.key" --client-ca-file="$PKI_DIR/ca.crt" \
+  --authorization-mode=Node,RBAC --allow-privileged=true --enable-admission-plugins=NodeRestriction,PodSecurity \
+  --service-cluster-ip-range="$SERVICE_CIDR" --service-account-issuer=https://kubernetes.default.svc \
+  --service-account-key-file="$PKI_DIR/sa.pub" --service-account-signing-key-file="$PKI_DIR/sa.key" \
+  --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="$PKI_DIR/ca.crt" --kubelet-preferred-address-types=InternalIP \
+  --profiling=false --v=1
+
+cat > "$ETC_DIR/containerd.toml" <<TOML
+version = 2
+root = "$RUN_DIR/containerd/root"
+state = "$RUN_DIR/containerd/state"
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # Processes here lack CAP_SYS_RESOURCE, so not even root may lower
+  # oom_score_adj (runc fails with "failed to update /proc/self/oom_score_adj:
+  # Permission denied" for the sandbox's -998). Clamp to containerd's own score.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "$(command -v runc)"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$ETC_DIR/cni"
+TOML
+cat > "$ETC_DIR/cni/10-$CNI_NETWORK.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "$CNI_NETWORK",
+  "plugins": [
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$RUN_DIR/cni-ipam",
+              "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "$POD_CIDR"}]}}
+  ]
+}
+JSON
+start containerd containerd --config "$ETC_DIR/containerd.toml"
+CTR=(ctr --address "$CONTAINERD_SOCK" -n k8s.io)
+wait_for containerd 30 "${CTR[@]}" version
+for img in pause mesh-test proxyv2; do
+  "${CTR[@]}" images import --snapshotter overlayfs "$IMAGE_DIR/$img.tar" >/dev/null
+done
+step "images imported"
+wait_for kube-apiserver 120 "$KUBECTL" get --raw /readyz
+
+cat > "$ETC_DIR/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $PKI_DIR/ca.crt}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+tlsCertFile: $PKI_DIR/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI_DIR/kubelet-serving.key
+podLogsDir: $RUN_DIR/pod-logs
+podCIDR: $POD_CIDR
+resolvConf: /etc/resolv.conf
+clusterDNS: [$CLUSTER_DNS]
+clusterDomain: cluster.local
+registerNode: true
+evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%", nodefs.inodesFree: "2%"}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+YAML
+start kubelet "$KUBE_BIN/kubelet" --config="$ETC_DIR/kubelet.yaml" --kubeconfig="$STATE_DIR/kubelet.kubeconfig" \
+  --root-dir="$RUN_DIR/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE_NAME" \
+  --oom-score-adj=0 --volume-plugin-dir="$RUN_DIR/kubelet-plugins" --v=2
+start kube-controller-manager "$KUBE_BIN/kube-controller-manager" --kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 --service-account-private-key-file="$PKI_DIR/sa.key" --root-ca-file="$PKI_DIR/ca.crt" \
+  --use-service-account-credentials=true --controllers='*,-nodeipam,-service,-route,-cloud-node-lifecycle' --v=1
+start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 --v=1
+start mesh-injector "$OUT_BIN/mesh-injector" --listen "127.0.0.1:$INJECTOR_PORT" \
+  --tls-cert "$PKI_DIR/injector.crt" --tls-key "$PKI_DIR/injector.key" --kubeconfig "$KUBECONFIG_ADMIN"
+
+# Ready only counts when the kubelet reported it after this start: a node
+# object left in etcd by an earlier run can still say Ready.
+since=$(date -u -d "@${t0%.*}" +%Y-%m-%dT%H:%M:%SZ)
+node_ready() {
+  "$KUBECTL" get node "$NODE_NAME" -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}' |
+    awk -v since="$since" '$1 == "True" && $2 >= since { ok = 1 } END { exit !ok }'
+}
+wait_for "kubelet (node $NODE_NAME Ready)" 120 node_ready
+wait_for "kube-controller-manager (default service account)" 120 "$KUBECTL" get serviceaccount default -n default
+wait_for "mesh-injector" 30 curl -sf --cacert "$PKI_DIR/ca.crt" "https://127.0.0.1:$INJECTOR_PORT/healthz"
+for n in "${names[@]}"; do alive "$n" || die "$n exited; see $LOG_DIR/$n.log"; done
+step "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"

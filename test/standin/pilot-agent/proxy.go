@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// originalDst returns the destination a REDIRECTed or TPROXYed connection
+// was sent to before the nat table rewrote it (SO_ORIGINAL_DST).
+func originalDst(c *net.TCPConn) (netip.AddrPort, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	var dst netip.AddrPort
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		const soOriginalDst = 80
+		// sockaddr_in fits in the 16 bytes of an IPv6Mreq.
+		m, e := syscall.GetsockoptIPv6Mreq(int(fd), syscall.SOL_IP, soOriginalDst)
+		if e != nil {
+			serr = e
+			return
+		}
+		port := binary.BigEndian.Uint16(m.Multiaddr[2:4])
+		addr := netip.AddrFrom4([4]byte{m.Multiaddr[4], m.Multiaddr[5], m.Multiaddr[6], m.Multiaddr[7]})
+		dst = netip.AddrPortFrom(addr, port)
+	})
+	if err != nil {
+		return dst, err
+	}
+	return dst, serr
+}
+
+type proxyStats struct {
+	outbound, inbound, failed atomic.Int64
+}
+
+// forward accepts connections on ln and relays each to its original
+// destination. Inbound connections are sent from 127.0.0.6, as Envoy's inbound
+// passthrough does, so that ISTIO_OUTPUT lets them through.
+func forward(ln *net.TCPListener, inbound bool, st *proxyStats, ownPort uint16) {
+	for {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			dst, err := originalDst(c)
+			if err != nil || dst.Port() == ownPort {
+				st.failed.Add(1)
+				return
+			}
+			d := net.Dialer{Timeout: 5 * time.Second}
+			if inbound {
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 6)}
+				st.inbound.Add(1)
+			} else {
+				st.outbound.Add(1)
+			}
+			up, err := d.Dial("tcp", dst.String())
+			if err != nil {
+				st.failed.Add(1)
+				return
+			}
+			defer up.Close()
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, up); _ = c.CloseWrite() }()
+			wg.Wait()
+		}()
+	}
+}
+
+func runProxy(args []string) int {
+	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	if err := fs.Parse(args); err != nil {
+		logf("error: %v", err)
+		return 2
+	}
+	readyDelay := time.Duration(0)
+	if v := os.Getenv("STANDIN_READY_DELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			logf("error: STANDIN_READY_DELAY=%q: %v", v, err)
+			return 2
+		}
+		readyDelay = d
+	}
+	start := time.Now()
+	st := &proxyStats{}
+	for _, l := range []struct {
+		port    int
+		inbound bool
+	}{{15001, false}, {15006, true}} {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{Port: l.port})
+		if err != nil {
+			logf("error: listen %d: %v", l.port, err)
+			return 1
+		}
+		go forward(ln, l.inbound, st, uint16(l.port))
+	}
+	ready := func() bool { return time.Since(start) >= readyDelay }
+	readyHandler := func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "proxy not ready yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	}
+	statsHandler := func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "# stand-in proxy\nstandin_outbound_connections_total %d\nstandin_inbound_connections_total %d\nstandin_failed_connections_total %d\n",
+			st.outbound.Load(), st.inbound.Load(), st.failed.Load())
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz/ready", readyHandler)
+	mux.HandleFunc("/ready", readyHandler)
+	mux.HandleFunc("/stats/prometheus", statsHandler)
+	mux.HandleFunc("/stats", statsHandler)
+	servers := []*http.Server{}
+	for _, addr := range []string{":15021", ":15090", ":15020", "127.0.0.1:15000"} {
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			logf("error: listen %s: %v", addr, err)
+			return 1
+		}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+	}
+	logf("stand-in proxy listening: outbound 15001, inbound 15006, health 15021, stats 15090/15020, admin 15000 (ready after %s)", readyDelay)
+	go func() {
+		time.Sleep(readyDelay)
+		logf("Envoy proxy is ready")
+	}()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	logf("received %v, draining", s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(ctx)
+	}
+	return 0
+}
+
+// runWait polls the proxy's readiness endpoint, as `pilot-agent wait` does in
+// the holdApplicationUntilProxyStarts postStart hook.
+func runWait(args []string) int {
+	fs := pflag.NewFlagSet("wait", pflag.ContinueOnError)
+	timeout := fs.Int("timeoutSeconds", 60, "seconds to wait")
+	period := fs.Int("periodMillis", 500, "milliseconds between checks")
+	url := fs.String("url", "http://localhost:15021/healthz/ready", "readiness URL")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logf("Waiting for Envoy proxy to be ready (timeout: %d seconds)...", *timeout)
+	deadline := time.Now().Add(time.Duration(*timeout) * time.Second)
+	client := http.Client{Timeout: time.Second}
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(*url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				logf("Envoy is ready!")
+				return 0
+			}
+			err = fmt.Errorf("HTTP status code %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(time.Duration(*period) * time.Millisecond)
+	}
+	logf("error: timeout waiting for Envoy proxy to become ready. Last error: %v", last)
+	return 1
+}
+
+var errValidation = errors.New("iptables validation failed; workload is not ready for Istio")
+
+// runValidation checks that a connection from the proxy uid to
+// 127.0.0.6:<probe port> is redirected to the inbound capture port, as Istio's
+// istio-validation init container does in CNI mode. It exits 126 on failure.
+func runValidation(c *captureConfig) int {
+	got := make(chan uint16, 1)
+	for _, p := range []string{c.proxyPort, c.inboundCapturePort} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+p)
+		if err != nil {
+			logf("error: listen 127.0.0.1:%s: %v", p, err)
+			return 126
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				if dst, err := originalDst(conn.(*net.TCPConn)); err == nil {
+					select {
+					case got <- dst.Port():
+					default:
+					}
+				}
+				conn.Close()
+			}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", "127.0.0.6:"+c.probePort, time.Second)
+		if err == nil {
+			conn.Close()
+			select {
+			case port := <-got:
+				if fmt.Sprint(port) == c.probePort {
+					logf("Validation passed, iptables rules established")
+					return 0
+				}
+			case <-time.After(time.Second):
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	logf("error: %v. When using Istio CNI, this can occur if a pod is scheduled before the node is ready.", errValidation)
+	return 126
+}
