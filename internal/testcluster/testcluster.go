@@ -1,0 +1,333 @@
+// Package testcluster gives tests the local cluster that hack/cluster/up.sh
+// starts: a clientset, the kubeconfig, namespaces that tests create and delete
+// themselves, and helpers to apply manifests, wait for pods and run ephemeral
+// containers.
+//
+// The cluster is found through $KMESH_KUBECONFIG, else the kubeconfig up.sh
+// writes. When there is none, tests are skipped, except under CI=true, where a
+// missing cluster fails them: CI must never pass by testing nothing.
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// DefaultKubeconfig is where hack/cluster/up.sh writes the admin kubeconfig.
+const DefaultKubeconfig = "/var/tmp/kubectl-mesh-cluster/admin.kubeconfig"
+
+// Cluster is a running local test cluster.
+type Cluster struct {
+	Kubeconfig string
+	Config     *rest.Config
+	Client     kubernetes.Interface
+	Dynamic    dynamic.Interface
+	Mapper     meta.RESTMapper
+	// RepoRoot is the repository's top directory (where go.mod is).
+	RepoRoot string
+	// KubectlPath is the kubectl built for the cluster, if found.
+	KubectlPath string
+}
+
+var (
+	once    sync.Once
+	shared  *Cluster
+	initErr error
+)
+
+// Get returns the local cluster, or ends the test: skipped when no cluster is
+// running, failed when CI=true.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	once.Do(func() { shared, initErr = connect() })
+	if initErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the local test cluster is required under CI=true: %v (start it with `make cluster-up`)", initErr)
+		}
+		t.Skipf("no local test cluster (%v); start one with `make cluster-up`", initErr)
+	}
+	return shared
+}
+
+func connect() (*Cluster, error) {
+	kc := os.Getenv("KMESH_KUBECONFIG")
+	if kc == "" {
+		kc = DefaultKubeconfig
+	}
+	if _, err := os.Stat(kc); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kc, err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return nil, fmt.Errorf("apiserver behind %s is not ready: %w", kc, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		Kubeconfig: kc, Config: cfg, Client: client, Dynamic: dyn, RepoRoot: root,
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
+	}
+	cache := os.Getenv("KMESH_CACHE_DIR")
+	if cache == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(base, "kubectl-mesh")
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(cache, "kube", "*", "kubectl")); len(matches) > 0 {
+		c.KubectlPath = matches[len(matches)-1]
+	}
+	return c, nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/kubectl-mesh/kubectl-mesh\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (go.mod of kubectl-mesh) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Namespace creates a namespace named prefix-<random> with the given labels
+// and deletes it when the test ends.
+func (c *Cluster) Namespace(t testing.TB, prefix string, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5), Labels: labels}}
+	created, err := c.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	return created.Name
+}
+
+// Apply server-side-applies every object of a multi-document YAML manifest.
+// Namespaced objects without a namespace go to namespace ns.
+func (c *Cluster) Apply(t testing.TB, ns string, manifest []byte) {
+	t.Helper()
+	if err := c.ApplyManifest(context.Background(), ns, manifest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ApplyManifest is Apply without a test.
+func (c *Cluster) ApplyManifest(ctx context.Context, ns string, manifest []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("decode manifest: %w", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s: %w", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = c.Dynamic.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(ns)
+			}
+			ri = c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		}
+		data, err := obj.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		force := true
+		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "kubectl-mesh-tests", Force: &force}); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// MeshManifest returns hack/demo/mesh.yaml with the stand-in injector's URL
+// and CA filled in.
+func (c *Cluster) MeshManifest() ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(c.RepoRoot, "hack", "demo", "mesh.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	port := os.Getenv("KMESH_INJECTOR_PORT")
+	if port == "" {
+		port = "15017"
+	}
+	b = bytes.ReplaceAll(b, []byte("__INJECTOR_URL__"), []byte("https://127.0.0.1:"+port))
+	b = bytes.ReplaceAll(b, []byte("__CA_BUNDLE__"), []byte(base64.StdEncoding.EncodeToString(c.Config.CAData)))
+	return b, nil
+}
+
+var meshOnce sync.Once
+
+// InstallMesh applies the demo mesh (injector ConfigMaps and Istio's
+// MutatingWebhookConfigurations pointing at the stand-in injector), once per
+// test binary. It stays installed: it is shared state, like a real mesh.
+func (c *Cluster) InstallMesh(t testing.TB) {
+	t.Helper()
+	var err error
+	meshOnce.Do(func() {
+		var m []byte
+		if m, err = c.MeshManifest(); err == nil {
+			err = c.ApplyManifest(context.Background(), "", m)
+		}
+	})
+	if err != nil {
+		t.Fatalf("install mesh: %v", err)
+	}
+}
+
+// WaitPod polls the pod until cond holds, failing the test after timeout with
+// the pod's last status.
+func (c *Cluster) WaitPod(t testing.TB, ns, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		status := "pod not found"
+		if last != nil {
+			status = fmt.Sprintf("phase=%s conditions=%v init=%v containers=%v", last.Status.Phase, last.Status.Conditions,
+				last.Status.InitContainerStatuses, last.Status.ContainerStatuses)
+		}
+		t.Fatalf("pod %s/%s: waiting for %s: %v; %s", ns, name, what, err, status)
+	}
+	return last
+}
+
+// Running reports whether every container of the pod runs and is ready.
+func Running(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && podReady(p)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// RunEphemeral adds an ephemeral container running command in the pod,
+// waits for it to finish and returns its logs.
+func (c *Cluster) RunEphemeral(t testing.TB, ns, pod, name, image string, caps []corev1.Capability, command ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	no := false
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: image, ImagePullPolicy: corev1.PullNever, Command: command,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no,
+			Capabilities: &corev1.Capabilities{Add: caps}},
+	}}
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ec)
+	if _, err := c.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, pod, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("add ephemeral container %s: %v", name, err)
+	}
+	c.WaitPod(t, ns, pod, 60*time.Second, "ephemeral container "+name+" to finish", func(p *corev1.Pod) bool {
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if s.Name == name && s.State.Terminated != nil {
+				return true
+			}
+		}
+		return false
+	})
+	return c.Logs(t, ns, pod, name)
+}
+
+// Logs returns a container's log.
+func (c *Cluster) Logs(t testing.TB, ns, pod, container string) string {
+	t.Helper()
+	b, err := c.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("logs of %s/%s -c %s: %v", ns, pod, container, err)
+	}
+	return string(b)
+}
+
+// IgnoreNotFound returns nil for a NotFound error.
+func IgnoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ContainerNames lists the names of containers, in order.
+func ContainerNames(cs []corev1.Container) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",")
+}
