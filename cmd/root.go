@@ -78,7 +78,23 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
 	root.AddCommand(NewVersionCmd(streams))
+	usageOnBadArgs(root)
 	return root
+}
+
+// usageOnBadArgs makes a positional-argument error of any command a UsageError.
+func usageOnBadArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &UsageError{Err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageOnBadArgs(sub)
+	}
 }
 
 // Execute runs `kubectl mesh` with args and returns the process exit code.
