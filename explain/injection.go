@@ -1,0 +1,235 @@
+// Package explain turns facts read from a cluster into findings: whether a
+// pod is and would be injected and why, how its containers started, what its
+// capture rules do. It does no I/O and holds no client: facts in, findings out.
+package explain
+
+import (
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Effects a factor can have on injection.
+const (
+	EffectInject   = "inject"    // this factor makes the pod injected
+	EffectSkip     = "skip"      // this factor makes the injector skip the pod
+	EffectNone     = "no effect" // present, but it does not change the outcome
+	EffectBlocks   = "blocks"    // this factor prevents injection (or pod creation) whatever else says
+	EffectUnknown  = "unknown"   // the fact could not be read
+	EffectWarning  = "warning"   // does not decide, but is likely a mistake
+	EffectInfoOnly = "info"      // context for the verdict
+)
+
+// Factor is one row of the factor table: something that was found, what it
+// does to injection, and where it was found.
+type Factor struct {
+	Factor string `json:"factor"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"`
+	Source string `json:"source"`
+}
+
+// ClusterFacts is what inspect/ reads once for a whole run: the mesh's
+// control-plane objects and the namespaces. Maps are keyed by name, or by
+// "namespace/name".
+type ClusterFacts struct {
+	Webhooks []admissionregistrationv1.MutatingWebhookConfiguration
+	// Namespaces present in the cluster, by name.
+	Namespaces map[string]*corev1.Namespace
+	// ConfigMaps that may be mesh injector configurations, by "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
+	// Services that webhooks call, by "namespace/name".
+	Services map[string]*corev1.Service
+	// EndpointSlices by "namespace/service".
+	EndpointSlices map[string][]discoveryv1.EndpointSlice
+	// ControlPlanes are the mesh's control-plane Deployments (istiod), whose
+	// images tell the mesh version.
+	ControlPlanes []appsv1.Deployment
+	// KubeletVersions of the cluster's nodes.
+	KubeletVersions map[string]string
+	// Unknown names the facts that could not be read and why, e.g.
+	// "webhooks" → "forbidden: list mutatingwebhookconfigurations.admissionregistration.k8s.io".
+	Unknown map[string]string
+}
+
+// Fact kinds, the keys of ClusterFacts.Unknown.
+const (
+	FactWebhooks       = "webhooks"
+	FactNamespaces     = "namespaces"
+	FactConfigMaps     = "configmaps"
+	FactServices       = "services"
+	FactEndpointSlices = "endpointslices"
+	FactControlPlanes  = "deployments"
+	FactNodes          = "nodes"
+	FactEvents         = "events"
+)
+
+// NamespaceSource tells where a workload's namespace labels came from.
+const (
+	NamespaceFromCluster = "cluster"
+	NamespaceFromFile    = "file"
+	NamespaceMissing     = "missing"
+)
+
+// Workload is one thing to explain: a live pod, or a pod template (of a
+// workload in the cluster or in a manifest).
+type Workload struct {
+	// Kind is "Pod" or the kind owning the template (Deployment, …).
+	Kind      string
+	Namespace string
+	Name      string
+	// Labels, Annotations and Spec are the pod's, or the template's.
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        corev1.PodSpec
+	// Pod is set for a live pod: what happened to it is read from it.
+	Pod *corev1.Pod
+	// NamespaceSource is one of NamespaceFromCluster, NamespaceFromFile, NamespaceMissing.
+	NamespaceSource string
+	// NamespaceLabels, when NamespaceSource is "file", are the labels the
+	// manifest gives the namespace.
+	NamespaceLabels map[string]string
+	// Owner is the workload that re-creates the pod (Deployment, StatefulSet,
+	// …), used for the fix ("kubectl rollout restart").
+	Owner *Owner
+	// Events are FailedCreate events on the owner, newest first.
+	Events []corev1.Event
+}
+
+// Owner is the controller that creates a pod.
+type Owner struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// InjectionReport is the answer for one workload.
+type InjectionReport struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Mesh      string `json:"mesh"`
+	// Injected is what happened (a live pod); null for a template.
+	Injected *bool `json:"injected"`
+	// Expected is whether it would be injected if created now.
+	Expected bool `json:"expected"`
+	// Revision is the mesh revision that would inject it (or did, when not expected).
+	Revision string `json:"revision"`
+	// InjectedRevision is the revision that injected the live pod.
+	InjectedRevision string `json:"injectedRevision,omitempty"`
+	// Webhook is "<configuration>/<webhook>" that would inject it, or "".
+	Webhook string `json:"webhook"`
+	// Sidecar is "native", "classic" or "" (how the proxy is, or would be, added).
+	Sidecar string `json:"sidecar,omitempty"`
+	// Ambient is set when the pod is (or would be) captured by ambient mode instead.
+	Ambient bool `json:"ambient,omitempty"`
+	// CreationBlocked is set when the pod cannot be created at all (a webhook
+	// with failurePolicy Fail cannot be reached, or rejects it).
+	CreationBlocked bool     `json:"creationBlocked,omitempty"`
+	Factors         []Factor `json:"factors"`
+	Verdict         string   `json:"verdict"`
+	// Reason is the verdict in a few words, for one-row-per-pod tables.
+	Reason string `json:"reason"`
+	Fix    string `json:"fix"`
+	// Mismatch is set when a live pod's state differs from what it would get now.
+	Mismatch bool     `json:"mismatch"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Incomplete names the facts that could not be read; the verdict may be wrong.
+	Incomplete []string `json:"incomplete,omitempty"`
+}
+
+// Mesh is one service mesh's injection model. Istio implements it; another
+// mesh fits by implementing it too.
+type Mesh interface {
+	// Name is the mesh's name in reports ("istio").
+	Name() string
+	// Installed reports whether the facts show this mesh's injector.
+	Installed(f *ClusterFacts) bool
+	// ProxyContainer is the name of the injected proxy container.
+	ProxyContainer() string
+	// Explain says whether w was and would be injected, and why.
+	Explain(f *ClusterFacts, w *Workload) *InjectionReport
+}
+
+// NamespaceSummary counts a namespace's pods for the many-pods view.
+type NamespaceSummary struct {
+	Namespace   string `json:"namespace"`
+	Pods        int    `json:"pods"`
+	Injected    int    `json:"injected"`
+	Expected    int    `json:"expected"`
+	Mismatched  int    `json:"mismatched"`
+	Labels      string `json:"labels"`
+	Revision    string `json:"revision,omitempty"`
+	Description string `json:"description"`
+}
+
+// SortReports puts mismatches first, then pods that are not injected, then
+// the rest, each by namespace and name.
+func SortReports(rs []*InjectionReport) {
+	rank := func(r *InjectionReport) int {
+		switch {
+		case r.Mismatch || r.CreationBlocked:
+			return 0
+		case r.Injected != nil && !*r.Injected && !r.Ambient:
+			return 1
+		default:
+			return 2
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+}
+
+// Summarize counts reports per namespace, in namespace order.
+func Summarize(f *ClusterFacts, rs []*InjectionReport) []NamespaceSummary {
+	by := map[string]*NamespaceSummary{}
+	var names []string
+	for _, r := range rs {
+		s, ok := by[r.Namespace]
+		if !ok {
+			s = &NamespaceSummary{Namespace: r.Namespace}
+			by[r.Namespace] = s
+			names = append(names, r.Namespace)
+		}
+		s.Pods++
+		if r.Injected != nil && *r.Injected {
+			s.Injected++
+		}
+		if r.Expected {
+			s.Expected++
+		}
+		if r.Mismatch {
+			s.Mismatched++
+		}
+	}
+	sort.Strings(names)
+	out := make([]NamespaceSummary, 0, len(names))
+	for _, n := range names {
+		s := by[n]
+		if ns := f.Namespaces[n]; ns != nil {
+			s.Labels = injectionLabels(ns.Labels)
+		}
+		switch {
+		case s.Mismatched > 0:
+			s.Description = pluralize(s.Mismatched, "pod differs", "pods differ") + " from what it would get if re-created"
+		case s.Injected == s.Pods:
+			s.Description = "all injected"
+		case s.Injected == 0 && s.Expected == 0:
+			s.Description = "not injected"
+		default:
+			s.Description = "partly injected, as expected"
+		}
+		out = append(out, *s)
+	}
+	return out
+}

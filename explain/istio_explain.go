@@ -1,0 +1,327 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Explain implements Mesh: every factor that decides Istio sidecar injection
+// for w, in Istio's order of precedence, then one verdict and the fix.
+func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
+	r := &InjectionReport{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Mesh: m.Name()}
+	add := func(factor, value, effect, source string) {
+		r.Factors = append(r.Factors, Factor{Factor: factor, Value: value, Effect: effect, Source: source})
+	}
+	for k, why := range f.Unknown {
+		r.Incomplete = append(r.Incomplete, k+": "+why)
+	}
+	sort.Strings(r.Incomplete)
+
+	// The namespace's labels, as the apiserver will see them.
+	nsLabels := map[string]string{}
+	nsSource := "Namespace " + w.Namespace
+	switch w.NamespaceSource {
+	case NamespaceFromFile:
+		for k, v := range w.NamespaceLabels {
+			nsLabels[k] = v
+		}
+		nsSource += " (from the manifest: not in the cluster yet)"
+	case NamespaceMissing:
+		nsSource += " (does not exist: no labels)"
+	default:
+		if ns := f.Namespaces[w.Namespace]; ns != nil {
+			for k, v := range ns.Labels {
+				nsLabels[k] = v
+			}
+		}
+	}
+	if _, ok := nsLabels[metadataNameLabel]; !ok {
+		nsLabels[metadataNameLabel] = w.Namespace
+	}
+	if why, unknown := f.Unknown[FactNamespaces]; unknown && w.NamespaceSource == NamespaceFromCluster {
+		add("namespace labels", "unknown", EffectUnknown, why)
+	}
+
+	evals := evaluateWebhooks(f, nsLabels, w.Labels)
+	revs := istioRevisions(f)
+	var matched []*webhookEval
+	for _, e := range evals {
+		if e.matches() {
+			matched = append(matched, e)
+		}
+	}
+
+	// Which webhook injects: every matching webhook is called, in order, and
+	// each re-injects (istiod strips an earlier injection first), so the last
+	// one whose injector agrees wins.
+	var calls []webhookCall
+	var injecting *webhookCall
+	blocked := ""
+	for _, e := range matched {
+		rev := revs[e.revision]
+		if rev == nil {
+			rev = &istioRevision{name: e.revision, configMap: "(not found)", config: istioInjectorConfig{Policy: "enabled"}}
+		}
+		c := webhookCall{e: e, rev: rev, d: injectRequired(rev, w)}
+		if e.backendIssue != "" && e.failClosed && blocked == "" {
+			blocked = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue)
+		}
+		if c.d.inject && e.backendIssue == "" {
+			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
+				blocked = "istiod rejects the pod: " + tf.Source
+			}
+		}
+		calls = append(calls, c)
+		if c.d.inject && e.backendIssue == "" {
+			injecting = &calls[len(calls)-1]
+		}
+	}
+
+	// Namespace labels.
+	hasSelector := func(want string, object bool) *webhookEval {
+		for _, e := range matched {
+			sel := e.nsSelector
+			if object {
+				sel = e.objSelector
+			}
+			if strings.Contains(sel, want) {
+				return e
+			}
+		}
+		return nil
+	}
+	if v, ok := nsLabels[istioInjectionLabel]; !ok {
+		add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
+	} else if v == "enabled" {
+		if e := hasSelector("istio-injection in (enabled)", false); e != nil {
+			add("namespace label istio-injection", quote(v), EffectInject, nsSource+"; selects webhook "+e.fullName())
+		} else {
+			add("namespace label istio-injection", quote(v), EffectWarning, nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
+		}
+	} else {
+		add("namespace label istio-injection", quote(v), EffectBlocks, nsSource+"; every Istio webhook needs it absent or \"enabled\"")
+	}
+	if v, ok := nsLabels[istioRevLabel]; !ok {
+		add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
+	} else if _, both := nsLabels[istioInjectionLabel]; both {
+		add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
+		r.Warnings = append(r.Warnings, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
+	} else if e := hasSelector("istio.io/rev in", false); e != nil {
+		via := "revision " + e.revision
+		if e.tag != "" {
+			via = "tag " + e.tag + " → revision " + e.revision
+		}
+		add("namespace label istio.io/rev", quote(v), EffectInject, nsSource+"; "+via+" (webhook "+e.fullName()+")")
+	} else {
+		add("namespace label istio.io/rev", quote(v), EffectWarning, nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
+	}
+	if v, ok := nsLabels[istioDataplaneLabel]; ok {
+		add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
+	}
+
+	// Pod labels the webhook selectors read; the annotation they cannot see.
+	podSource := "pod label"
+	if w.Pod == nil {
+		podSource = w.Kind + " " + w.Name + " pod template label"
+	}
+	if v, ok := w.Labels[istioInjectKey]; !ok {
+		add("pod label sidecar.istio.io/inject", "(not set)", EffectNone, podSource)
+	} else if v == "false" {
+		add("pod label sidecar.istio.io/inject", quote(v), EffectSkip, podSource+"; every Istio webhook's objectSelector excludes it")
+	} else if e := hasSelector(istioInjectKey+" in (true)", true); e != nil {
+		add("pod label sidecar.istio.io/inject", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+	} else {
+		add("pod label sidecar.istio.io/inject", quote(v), EffectNone, podSource+"; the namespace's labels decide which webhook is called")
+	}
+	if v, ok := w.Labels[istioRevLabel]; ok {
+		if e := hasSelector("istio.io/rev in", true); e != nil {
+			add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+		} else {
+			add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
+		}
+	}
+	if v, ok := w.Annotations[istioInjectKey]; ok {
+		if _, label := w.Labels[istioInjectKey]; !label && len(matched) == 0 && v == "true" {
+			add("pod annotation sidecar.istio.io/inject", quote(v), EffectWarning, "pod annotation; webhook selectors only see labels, so it cannot select a webhook (use the label)")
+		} else {
+			add("pod annotation sidecar.istio.io/inject", quote(v), EffectNone, "pod annotation; invisible to webhook selectors, read by istiod once a webhook is called (deprecated: use the label)")
+		}
+	}
+
+	// Every Istio webhook.
+	if why, unknown := f.Unknown[FactWebhooks]; unknown {
+		add("mutating webhooks", "unknown", EffectUnknown, why)
+	}
+	for _, e := range evals {
+		src := "MutatingWebhookConfiguration " + e.config + " (revision " + e.revision
+		if e.tag != "" {
+			src += ", tag " + e.tag
+		}
+		src += ")"
+		value := fmt.Sprintf("namespaceSelector %s %s; objectSelector %s %s",
+			quote(e.nsSelector), matchWord(e.nsMatch), quote(e.objSelector), matchWord(e.objMatch))
+		effect := EffectNone
+		switch {
+		case e.deactivated:
+			value = "deactivated (istio.io/deactivated selector: never matches)"
+		case !e.rulesMatch:
+			value = "its rules do not cover pod CREATE"
+		case e.matches() && e.conditions:
+			effect = EffectUnknown
+			value += "; has matchConditions (CEL), not evaluated here"
+		case e.matches():
+			effect = EffectInject
+		}
+		add("webhook "+e.fullName(), value, effect, src)
+	}
+	for _, c := range calls {
+		e := c.e
+		switch {
+		case e.backendIssue != "" && e.failClosed:
+			add("webhook backend", e.backend, EffectBlocks, e.backendIssue+"; failurePolicy Fail: pod creation fails")
+		case e.backendIssue != "":
+			add("webhook backend", e.backend, EffectSkip, e.backendIssue+"; failurePolicy Ignore: pods are created without injection")
+		default:
+			add("webhook backend", e.backend, EffectNone, e.backendNote)
+		}
+	}
+	if len(matched) > 1 {
+		var names []string
+		for _, e := range matched {
+			names = append(names, e.fullName())
+		}
+		r.Warnings = append(r.Warnings, "more than one Istio webhook matches ("+strings.Join(names, ", ")+"): each injects in turn; overlapping webhooks are a misconfiguration")
+	}
+
+	// Inside the injector, for each revision called.
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if seen[c.rev.name] {
+			continue
+		}
+		seen[c.rev.name] = true
+		prefix := ""
+		if len(calls) > 1 {
+			prefix = "[" + c.rev.name + "] "
+		}
+		if c.rev.configMap == "(not found)" {
+			effect := EffectWarning
+			if why, unknown := f.Unknown[FactConfigMaps]; unknown {
+				effect = EffectUnknown
+				add(prefix+"injector ConfigMap", "unknown", effect, why)
+			} else {
+				add(prefix+"injector ConfigMap", "none for revision "+quote(c.rev.name), effect, "istio-sidecar-injector[-<revision>]: policy assumed \"enabled\"")
+			}
+		} else if c.rev.err != nil {
+			add(prefix+"injector ConfigMap", c.rev.configMap, EffectWarning, "unreadable: "+c.rev.err.Error())
+		}
+		for _, fac := range c.d.factors {
+			fac.Factor = prefix + fac.Factor
+			r.Factors = append(r.Factors, fac)
+		}
+		if tf, ok := templatesProblem(c.rev, w); ok {
+			tf.Factor = prefix + tf.Factor
+			r.Factors = append(r.Factors, tf)
+		}
+	}
+	if injecting != nil {
+		if v := w.Annotations[istioInterceptAnno]; v == "NONE" {
+			add("sidecar.istio.io/interceptionMode", `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
+		}
+		native, why := nativeSidecar(f, injecting.rev, w)
+		r.Sidecar = "classic"
+		if native {
+			r.Sidecar = "native"
+		}
+		add("sidecar kind", r.Sidecar, EffectInfoOnly, why)
+	}
+
+	// Ambient.
+	ambient := isAmbient(nsLabels, w.Labels)
+	if v, ok := w.Labels[istioDataplaneLabel]; ok {
+		add("pod label istio.io/dataplane-mode", quote(v), EffectInfoOnly, podSource)
+	}
+
+	// What happened to a live pod.
+	var st istioStatus
+	if w.Pod != nil {
+		st = readIstioStatus(w.Pod)
+		injected := st.injected
+		r.Injected = &injected
+		r.InjectedRevision = st.revision
+		if st.injected {
+			kind := "container"
+			if st.native {
+				kind = "native sidecar (init container, restartPolicy Always)"
+			}
+			add("sidecar.istio.io/status", st.evidence, EffectInfoOnly, "pod (written by the injector)")
+			add("istio-proxy", kind+", image "+st.image, EffectInfoOnly, "pod spec")
+			if want := revs[st.revision]; want != nil && want.version != "" && !strings.HasSuffix(st.image, ":"+want.version) {
+				add("proxy version", st.image, EffectWarning, "revision "+st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
+			}
+		} else {
+			add("sidecar.istio.io/status", "(not set)", EffectInfoOnly, "pod: not injected")
+		}
+		if v, ok := w.Pod.Annotations[istioRedirectionAnno]; ok {
+			add("ambient.istio.io/redirection", quote(v), EffectInfoOnly, "pod annotation written by istio-cni")
+			if v == "enabled" {
+				ambient = true
+			}
+		}
+	}
+
+	// Pods that could not be created: the owner's FailedCreate events.
+	for _, ev := range w.Events {
+		if strings.Contains(ev.Message, "webhook") && strings.Contains(ev.Message, "istio.io") {
+			add("event FailedCreate", truncate(ev.Message, 200), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
+			if blocked == "" {
+				blocked = "the apiserver rejected pod creation: " + truncate(ev.Message, 200)
+			}
+		}
+	}
+
+	// Outcome.
+	if blocked != "" {
+		r.CreationBlocked = true
+	}
+	r.Expected = injecting != nil && blocked == ""
+	if injecting != nil {
+		r.Revision = injecting.rev.name
+		r.Webhook = injecting.e.fullName()
+	} else if st.injected {
+		r.Revision = st.revision
+	}
+	if ambient && r.Expected {
+		r.Warnings = append(r.Warnings, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
+		ambient = false
+	}
+	if st.injected {
+		ambient = false
+	}
+	r.Ambient = ambient
+	istioVerdict(r, w, st, evals, calls, blocked, nsLabels)
+	return r
+}
+
+// webhookCall is one matching webhook, the revision it calls, and what that
+// revision's injector decides.
+type webhookCall struct {
+	e   *webhookEval
+	rev *istioRevision
+	d   istioDecision
+}
+
+func matchWord(ok bool) string {
+	if ok {
+		return "matches"
+	}
+	return "does not match"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,213 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// istioVerdict fills r's verdict, short reason, fix and mismatch from what
+// was found.
+func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webhookEval, calls []webhookCall, blocked string, nsLabels map[string]string) {
+	sidecar := ""
+	if r.Sidecar != "" {
+		sidecar = ", as a " + r.Sidecar + " sidecar"
+	}
+	by := fmt.Sprintf("revision %s (webhook %s)%s", r.Revision, r.Webhook, sidecar)
+	if tag := tagOf(evals, r.Webhook); tag != "" {
+		by = fmt.Sprintf("revision %s through tag %s (webhook %s)%s", r.Revision, tag, r.Webhook, sidecar)
+	}
+	whyNot, enable := istioWhyNot(w, evals, calls, nsLabels)
+
+	switch {
+	case blocked != "":
+		r.Verdict = "Pods cannot be created: " + blocked + "."
+		r.Reason = "pod creation rejected by a webhook"
+		r.Fix = backendFix(evals)
+		r.Mismatch = w.Pod != nil
+		return
+	case r.Ambient && !r.Expected:
+		r.Verdict = "No sidecar: the pod is in ambient mode (istio.io/dataplane-mode=ambient); ztunnel captures its traffic, no sidecar is expected."
+		r.Reason = "ambient mode"
+		return
+	}
+
+	if w.Pod == nil {
+		if r.Expected {
+			r.Verdict = "Pods created from this template will be injected by " + by + "."
+			r.Reason = "will be injected"
+			return
+		}
+		r.Verdict = "Pods created from this template will not be injected: " + whyNot + "."
+		r.Reason = "will not be injected: " + whyNot
+		r.Fix = enable
+		return
+	}
+
+	restart := restartCommand(w)
+	switch {
+	case st.injected && r.Expected && (st.revision == "" || st.revision == r.Revision):
+		r.Verdict = "Injected by " + by + "; re-created now, it would be injected the same way."
+		r.Reason = "injected"
+	case st.injected && r.Expected:
+		r.Mismatch = true
+		r.Verdict = fmt.Sprintf("Injected by revision %s, but re-created now it would be injected by %s.", st.revision, by)
+		r.Reason = fmt.Sprintf("injected by %s; %s would inject it now: restart", st.revision, r.Revision)
+		r.Fix = restart
+	case st.injected:
+		r.Mismatch = true
+		rev := ""
+		if st.revision != "" {
+			rev = " (revision " + st.revision + ")"
+		}
+		r.Verdict = "Injected" + rev + " when it was created, but it would not be now: " + whyNot + "."
+		r.Reason = "injected; would not be now: restart to remove the sidecar"
+		r.Fix = restart
+	case r.Expected:
+		r.Mismatch = true
+		r.Verdict = "Not injected, but it would be if re-created now, by " + by + ": it was created before injection was enabled for it (or while the injector skipped or could not reach it)."
+		r.Reason = "created before injection was enabled: restart"
+		r.Fix = restart
+	default:
+		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
+		r.Reason = whyNot
+		if enable != "" {
+			r.Fix = enable + "\n" + restart
+		}
+	}
+}
+
+func tagOf(evals []*webhookEval, full string) string {
+	for _, e := range evals {
+		if e.fullName() == full {
+			return e.tag
+		}
+	}
+	return ""
+}
+
+// istioWhyNot says why w gets no sidecar, and how to enable injection.
+func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabels map[string]string) (string, string) {
+	ns := w.Namespace
+	if v, ok := nsLabels[istioInjectionLabel]; ok && v != "enabled" {
+		return fmt.Sprintf("namespace label istio-injection=%q blocks every Istio webhook", v),
+			fmt.Sprintf("kubectl label namespace %s istio-injection=enabled --overwrite", ns)
+	}
+	if w.Labels[istioInjectKey] == "false" {
+		return "pod label sidecar.istio.io/inject=\"false\" excludes it from every Istio webhook",
+			setTemplateLabel(w, istioInjectKey, "")
+	}
+	if len(calls) == 0 {
+		active := activeNamespaceWebhooks(evals)
+		if rev, ok := nsLabels[istioRevLabel]; ok {
+			if _, both := nsLabels[istioInjectionLabel]; !both {
+				fix := ""
+				if len(active) > 0 {
+					fix = fmt.Sprintf("kubectl label namespace %s %s --overwrite", ns, active[0])
+				}
+				return fmt.Sprintf("no active Istio webhook serves revision or tag %q (namespace label istio.io/rev)", rev), fix
+			}
+		}
+		if v := w.Annotations[istioInjectKey]; v == "true" && w.Labels[istioInjectKey] == "" {
+			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
+				setTemplateLabel(w, istioInjectKey, "true")
+		}
+		why := "no Istio webhook matches: the namespace has no istio-injection=enabled or istio.io/rev label, and the pod no sidecar.istio.io/inject=true or istio.io/rev label"
+		if len(evals) == 0 {
+			why = "no Istio injection webhook is installed"
+		}
+		if len(active) == 0 {
+			return why, ""
+		}
+		return why, fmt.Sprintf("kubectl label namespace %s %s", ns, active[0])
+	}
+	last := calls[len(calls)-1]
+	if last.e.backendIssue != "" {
+		return fmt.Sprintf("webhook %s is skipped (%s, failurePolicy Ignore)", last.e.fullName(), last.e.backendIssue), backendFix(evals)
+	}
+	why := "istiod skips it: " + last.d.reason
+	switch {
+	case w.Spec.HostNetwork, strings.HasPrefix(last.d.reason, "namespace "):
+		return why, ""
+	case strings.Contains(last.d.reason, "sidecar.istio.io/inject"):
+		return why, setTemplateLabel(w, istioInjectKey, "true")
+	default:
+		return why, setTemplateLabel(w, istioInjectKey, "true")
+	}
+}
+
+// activeNamespaceWebhooks lists namespace labels that select an active Istio
+// webhook, preferred first: istio-injection=enabled, then istio.io/rev=<each>.
+func activeNamespaceWebhooks(evals []*webhookEval) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pass := range []string{"istio-injection in (enabled)", "istio.io/rev in ("} {
+		for _, e := range evals {
+			if e.deactivated || !e.rulesMatch {
+				continue
+			}
+			i := strings.Index(e.nsSelector, pass)
+			if i < 0 {
+				continue
+			}
+			label := "istio-injection=enabled"
+			if strings.HasPrefix(pass, "istio.io/rev") {
+				rest := e.nsSelector[i+len(pass):]
+				label = "istio.io/rev=" + strings.SplitN(strings.SplitN(rest, ")", 2)[0], ",", 2)[0]
+			}
+			if !seen[label] {
+				seen[label] = true
+				out = append(out, label)
+			}
+		}
+	}
+	return out
+}
+
+// setTemplateLabel is the command that sets (or, with value "", removes) a
+// label on the pod template that creates w's pods.
+func setTemplateLabel(w *Workload, key, value string) string {
+	kind, name := w.Kind, w.Name
+	if w.Owner != nil {
+		kind, name = w.Owner.Kind, w.Owner.Name
+	}
+	if kind == "Pod" || kind == "ReplicaSet" && w.Owner != nil {
+		if value == "" {
+			return fmt.Sprintf("kubectl label pod %s -n %s %s-   # then re-create the pod", w.Name, w.Namespace, key)
+		}
+		return fmt.Sprintf("set the label %s=%q in the pod's manifest and re-create it", key, value)
+	}
+	v := "null"
+	if value != "" {
+		v = fmt.Sprintf("%q", value)
+	}
+	path := `{"spec":{"template":{"metadata":{"labels":{%q:%s}}}}}`
+	if kind == "CronJob" {
+		path = `{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{%q:%s}}}}}}}`
+	}
+	return fmt.Sprintf("kubectl patch %s %s -n %s --type merge -p '%s'", strings.ToLower(kind), name, w.Namespace, fmt.Sprintf(path, key, v))
+}
+
+// restartCommand re-creates a live pod so that injection is decided again.
+func restartCommand(w *Workload) string {
+	if w.Owner != nil {
+		switch w.Owner.Kind {
+		case "Deployment", "StatefulSet", "DaemonSet":
+			return fmt.Sprintf("kubectl rollout restart %s/%s -n %s", strings.ToLower(w.Owner.Kind), w.Owner.Name, w.Namespace)
+		default:
+			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s creates it again", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
+		}
+	}
+	return fmt.Sprintf("kubectl delete pod %s -n %s, then create it again from its manifest", w.Name, w.Namespace)
+}
+
+func backendFix(evals []*webhookEval) string {
+	for _, e := range evals {
+		if e.backendIssue != "" && strings.HasPrefix(e.backend, "service ") {
+			svc := strings.TrimPrefix(e.backend, "service ")
+			nsName := strings.SplitN(svc, "/", 2)
+			return fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s   # start istiod (revision %s) so the service has ready endpoints, or delete MutatingWebhookConfiguration %s if that revision is gone",
+				nsName[0], nsName[1], e.revision, e.config)
+		}
+	}
+	return ""
+}
