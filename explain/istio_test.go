@@ -247,11 +247,15 @@ func TestIstioTemplateDecisions(t *testing.T) {
 		{name: "kube-system is ignored even when labelled", ns: "kube-system", nsLabels: map[string]string{"istio-injection": "enabled"},
 			want: want{verdict: "kube-system", factor: "ignored namespace", effect: EffectBlocks}},
 		{name: "policy disabled skips a labelled namespace", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) { f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled" },
-			want:  want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject":"true"`, factor: "policy", effect: EffectSkip}},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
+			},
+			want: want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject":"true"`, factor: "policy", effect: EffectSkip}},
 		{name: "policy disabled, pod label true injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			facts: func(f *ClusterFacts) { f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled" },
-			want:  want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectNone}},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
+			},
+			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectNone}},
 		{name: "alwaysInjectSelector beats policy disabled", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
 			facts: func(f *ClusterFacts) {
 				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
@@ -268,15 +272,19 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			},
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "neverInjectSelector", effect: EffectNone}},
 		{name: "invalid policy never injects", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) { f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: sometimes" },
-			want:  want{verdict: "is invalid", factor: "policy", effect: EffectBlocks}},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: sometimes"
+			},
+			want: want{verdict: "is invalid", factor: "policy", effect: EffectBlocks}},
 		{name: "1.28: label value enabled is invalid, default policy injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
 		{name: "1.26: label value enabled means do not inject", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
 			want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
 		{name: "1.26: yes injects under policy disabled", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "yes"},
-			facts: func(f *ClusterFacts) { f.ConfigMaps["istio-system/istio-sidecar-injector-canary"].Data["config"] = "policy: disabled" },
-			want:  want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectInject}},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector-canary"].Data["config"] = "policy: disabled"
+			},
+			want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectInject}},
 		{name: "version from the istiod image beats values.global.tag", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
 			facts: func(f *ClusterFacts) {
 				f.ControlPlanes = []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istiod-canary", Labels: map[string]string{"istio.io/rev": "canary"}},
@@ -302,8 +310,10 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			facts: func(f *ClusterFacts) { f.Webhooks = f.Webhooks[:1]; f.Webhooks[0] = deactivate(f.Webhooks[0]) },
 			want:  want{verdict: "no Istio webhook matches", factor: "namespace label istio-injection", effect: EffectWarning}},
 		{name: "enableNamespacesByDefault: the auto webhook injects unlabelled namespaces",
-			facts: func(f *ClusterFacts) { f.Webhooks[0].Webhooks = append(revHooks("default", "istiod"), defaultHooks("istiod", true)...) },
-			want:  want{expected: true, revision: "default", webhook: "istio-sidecar-injector/auto.sidecar-injector.istio.io"}},
+			facts: func(f *ClusterFacts) {
+				f.Webhooks[0].Webhooks = append(revHooks("default", "istiod"), defaultHooks("istiod", true)...)
+			},
+			want: want{expected: true, revision: "default", webhook: "istio-sidecar-injector/auto.sidecar-injector.istio.io"}},
 		{name: "no ready endpoints, failurePolicy Fail: creation fails", nsLabels: map[string]string{"istio-injection": "enabled"},
 			facts: func(f *ClusterFacts) { f.EndpointSlices["istio-system/istiod"] = nil },
 			want: want{blocked: true, verdict: "has no ready endpoints", fix: "kubectl get endpointslices -n istio-system -l kubernetes.io/service-name=istiod",

@@ -13,12 +13,14 @@ declare -A NEED=(
   [iptables]=iptables
   [/bin/busybox]=busybox-static
   [openssl]=openssl
-  [jq]=jq
   [ip]=iproute2
   [nsenter]=util-linux
   [pgrep]=procps
   [curl]=curl
   [gcc]=gcc
+  [/usr/include/stdio.h]=libc6-dev   # static libc for the pause binary
+  [ss]=iproute2
+  [jq]=jq
 )
 missing=()
 for c in "${!NEED[@]}"; do
