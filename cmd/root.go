@@ -78,6 +78,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
 	root.AddCommand(NewVersionCmd(streams))
+	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
 	usageOnBadArgs(root)
 	return root
 }

@@ -107,7 +107,8 @@ type Owner struct {
 
 // InjectionReport is the answer for one workload.
 type InjectionReport struct {
-	Kind      string `json:"kind"`
+	// Kind is the workload's kind: Pod, or the kind owning a template.
+	Kind      string `json:"workloadKind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Mesh      string `json:"mesh"`

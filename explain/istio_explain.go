@@ -154,13 +154,21 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		add("mutating webhooks", "unknown", EffectUnknown, why)
 	}
 	for _, e := range evals {
-		src := "MutatingWebhookConfiguration " + e.config + " (revision " + e.revision
+		src := "MutatingWebhookConfiguration " + e.config + ", revision " + e.revision
 		if e.tag != "" {
-			src += ", tag " + e.tag
+			src += " (tag " + e.tag + ")"
 		}
-		src += ")"
-		value := fmt.Sprintf("namespaceSelector %s %s; objectSelector %s %s",
-			quote(e.nsSelector), matchWord(e.nsMatch), quote(e.objSelector), matchWord(e.objMatch))
+		var value string
+		switch {
+		case e.nsMatch && e.objMatch:
+			value = "namespace and pod match"
+		case !e.nsMatch && !e.objMatch:
+			value = "neither matches: namespaceSelector " + quote(e.nsSelector) + ", objectSelector " + quote(e.objSelector)
+		case !e.nsMatch:
+			value = "namespace does not match " + quote(e.nsSelector)
+		default:
+			value = "pod does not match " + quote(e.objSelector)
+		}
 		effect := EffectNone
 		switch {
 		case e.deactivated:

@@ -70,7 +70,10 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	default:
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
-		if enable != "" {
+		switch {
+		case strings.HasPrefix(enable, "kubectl patch"):
+			r.Fix = enable // a changed template rolls the pods out by itself
+		case enable != "":
 			r.Fix = enable + "\n" + restart
 		}
 	}

@@ -1,0 +1,121 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/olekukonko/tablewriter"
+	"golang.org/x/term"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+)
+
+// printer renders human output: tables through the one tablewriter wrapper
+// below, colour through lipgloss, and colour only on a terminal without
+// NO_COLOR set (to any value).
+type printer struct {
+	out   io.Writer
+	color bool
+	style *lipgloss.Renderer
+}
+
+func newPrinter(out io.Writer) *printer {
+	color := false
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		_, noColor := os.LookupEnv("NO_COLOR")
+		color = !noColor
+	}
+	r := lipgloss.NewRenderer(out)
+	if !color {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return &printer{out: out, color: color, style: r}
+}
+
+// table prints rows under headers, kubectl style: no borders, left aligned,
+// three spaces between columns. Text from the cluster must have gone
+// through escape() before it is styled and handed in.
+func (p *printer) table(headers []string, rows [][]string) {
+	var buf bytes.Buffer
+	t := tablewriter.NewWriter(&buf)
+	t.SetHeader(headers)
+	t.SetAutoFormatHeaders(false)
+	t.SetHeaderAlignment(tablewriter.ALIGN_LEFT)
+	t.SetAlignment(tablewriter.ALIGN_LEFT)
+	t.SetAutoWrapText(false)
+	t.SetBorder(false)
+	t.SetColumnSeparator("")
+	t.SetCenterSeparator("")
+	t.SetRowSeparator("")
+	t.SetHeaderLine(false)
+	t.SetTablePadding("   ")
+	t.SetNoWhiteSpace(true)
+	t.AppendBulk(rows)
+	t.Render()
+	// tablewriter pads the last column too; kubectl's tables end at the text.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		fmt.Fprintln(p.out, strings.TrimRight(line, " \n"))
+	}
+}
+
+// bold and the effect colours; plain text when colour is off.
+func (p *printer) bold(s string) string {
+	return p.style.NewStyle().Bold(true).Render(s)
+}
+
+func (p *printer) effect(e string) string {
+	st := p.style.NewStyle()
+	switch e {
+	case explain.EffectInject:
+		st = st.Foreground(lipgloss.Color("2"))
+	case explain.EffectSkip, explain.EffectBlocks:
+		st = st.Foreground(lipgloss.Color("1"))
+	case explain.EffectWarning:
+		st = st.Foreground(lipgloss.Color("3"))
+	case explain.EffectUnknown:
+		st = st.Foreground(lipgloss.Color("5"))
+	default:
+		return e
+	}
+	return st.Render(e)
+}
+
+// yesNo renders a tri-state: yes, no, or "-" when unknown.
+func (p *printer) yesNo(b *bool) string {
+	switch {
+	case b == nil:
+		return "-"
+	case *b:
+		return "yes"
+	default:
+		return "no"
+	}
+}
+
+// escape makes text from the cluster (labels, annotations, event messages,
+// logs) safe to print: control characters, escape sequences included, are
+// shown quoted instead of acting on the terminal.
+func escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+}

@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./cmd -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func sampleReports() []*explain.InjectionReport {
+	yes, no := true, false
+	return []*explain.InjectionReport{
+		{Kind: "Pod", Namespace: "shop", Name: "backend-6bc5-x", Mesh: "istio", Injected: &yes, Expected: true, Revision: "default",
+			Webhook: "istio-sidecar-injector/namespace.sidecar-injector.istio.io", Reason: "injected",
+			Factors: []explain.Factor{
+				{Factor: "namespace label istio-injection", Value: `"enabled"`, Effect: explain.EffectInject, Source: "Namespace shop"},
+				{Factor: "pod label sidecar.istio.io/inject", Value: "(not set)", Effect: explain.EffectNone, Source: "pod label"},
+				{Factor: "policy", Value: `"enabled"`, Effect: explain.EffectInject, Source: "ConfigMap istio-system/istio-sidecar-injector config.policy"},
+			},
+			Verdict: "Injected by revision default."},
+		{Kind: "Pod", Namespace: "legacy", Name: "billing-7c77-y", Mesh: "istio", Injected: &no, Expected: true, Revision: "default", Mismatch: true,
+			Reason: "created before injection was enabled: restart", Fix: "kubectl rollout restart deployment/billing -n legacy"},
+		{Kind: "Pod", Namespace: "plain", Name: "evil\x1b[31m-pod", Mesh: "istio", Injected: &no, Reason: "no Istio webhook matches"},
+	}
+}
+
+// The plain (piped) renderings of the factor table and of the pod rows.
+func TestRenderGolden(t *testing.T) {
+	var buf bytes.Buffer
+	p := newPrinter(&buf)
+	if p.color {
+		t.Fatal("colour on for a buffer")
+	}
+	rs := sampleReports()
+	printFactorTable(p, rs[0])
+	golden(t, "factor-table.golden", buf.Bytes())
+
+	buf.Reset()
+	facts := &explain.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
+		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
+	printPodRows(p, rs, facts)
+	golden(t, "pod-rows.golden", buf.Bytes())
+	if bytes.Contains(buf.Bytes(), []byte("\x1b")) {
+		t.Error("escape sequences in plain output")
+	}
+}
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":            "plain",
+		"a\x1b[2Jb":        `a\x1b[2Jb`,
+		"line\nbreak":      `line\nbreak`,
+		"ünïcödé ok":       "ünïcödé ok",
+		"bell\a":           `bell\a`,
+		"tab\there":        `tab\there`,
+		"carriage\rreturn": `carriage\rreturn`,
+	} {
+		if got := escape(in); got != want {
+			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,589 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+)
+
+// WhyInjectedOptions holds the flags and state of `kubectl mesh why-injected`.
+type WhyInjectedOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+
+	Filenames     []string
+	Selector      string
+	AllNamespaces bool
+	Output        string
+	Args          []string
+
+	namespace         string
+	explicitNamespace bool
+	client            *inspect.Client
+	mesh              explain.Mesh
+	genericiooptions.IOStreams
+}
+
+// InjectionReportDoc is one report as printed with -o json|yaml.
+type InjectionReportDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*explain.InjectionReport
+}
+
+// InjectionReportListDoc is a list of reports as printed with -o json|yaml.
+type InjectionReportListDoc struct {
+	APIVersion string                     `json:"apiVersion"`
+	Kind       string                     `json:"kind"`
+	Items      []*explain.InjectionReport `json:"items"`
+	Summary    []explain.NamespaceSummary `json:"summary,omitempty"`
+	Incomplete []string                   `json:"incomplete,omitempty"`
+}
+
+// NewWhyInjectedCmd builds `kubectl mesh why-injected`.
+func NewWhyInjectedCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WhyInjectedOptions{configFlags: configFlags, IOStreams: streams, mesh: explain.Istio{}}
+	c := &cobra.Command{
+		Use:   "why-injected [POD | TYPE/NAME | -f FILE | -l SELECTOR | -A]",
+		Short: "Explain whether pods are (or will be) injected with a sidecar, and why",
+		Long: `Explain whether a pod was injected with the mesh's sidecar, whether it would be
+if it were created now, and every factor that decides it: the namespace's and
+the pod's labels as Istio's webhook selectors see them, which webhook the
+apiserver calls, the injector's own checks (hostNetwork, ignored namespaces,
+sidecar.istio.io/inject as the running Istio version parses it, never/always
+inject selectors, policy), the webhook's backend, and ambient mode.
+
+A pod, a workload (its pod template and its pods), or manifests before they are
+applied (-f). Without a target: every pod of the namespace (-n, -l) or of the
+cluster (-A), one row each, pods whose state differs from what they would get
+if re-created first.`,
+		Example: `  # Why is (or isn't) this pod injected?
+  kubectl mesh why-injected reviews-v1-5f4d8b7c9-x2x8z -n bookinfo
+
+  # A deployment's pod template and its pods
+  kubectl mesh why-injected deploy/reviews -n bookinfo
+
+  # Manifests before they are applied
+  kubectl mesh why-injected -f deployment.yaml
+
+  # Every pod in the cluster: which ones need a restart?
+  kubectl mesh why-injected -A`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+		ValidArgsFunction: completePodsAndWorkloads(configFlags),
+	}
+	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to explain before they are applied (- for standard input)")
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Explain the pods matching this label selector")
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return c
+}
+
+// Complete fills the options from the flags and the kubeconfig.
+func (o *WhyInjectedOptions) Complete(args []string) error {
+	o.Args = args
+	var err error
+	o.namespace, o.explicitNamespace, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	o.client, err = inspect.New(cfg)
+	return err
+}
+
+// Validate checks that the flags make sense together.
+func (o *WhyInjectedOptions) Validate() error {
+	if err := validateOutput(o.Output); err != nil {
+		return err
+	}
+	switch {
+	case len(o.Filenames) > 0 && len(o.Args) > 0:
+		return usageErrorf("give either -f or a POD / TYPE/NAME, not both")
+	case len(o.Filenames) > 0 && (o.AllNamespaces || o.Selector != ""):
+		return usageErrorf("-f cannot be combined with -A or -l")
+	case len(o.Args) > 0 && o.AllNamespaces:
+		return usageErrorf("-A explains every pod; it takes no POD or TYPE/NAME")
+	case len(o.Args) > 0 && o.Selector != "":
+		return usageErrorf("-l selects pods; it takes no POD or TYPE/NAME")
+	case len(o.Args) > 2:
+		return usageErrorf("expected POD, TYPE/NAME or TYPE NAME, got %d arguments", len(o.Args))
+	}
+	return nil
+}
+
+// Run reads the cluster once, explains the targets and prints the answer.
+func (o *WhyInjectedOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	facts, err := o.client.MeshFacts(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the mesh's configuration: %w", err)
+	}
+	if _, unknown := facts.Unknown[explain.FactWebhooks]; !unknown && !o.mesh.Installed(facts) {
+		return inspect.ErrNoMesh
+	}
+	var reports []*explain.InjectionReport
+	sweep := false
+	switch {
+	case len(o.Filenames) > 0:
+		reports, err = o.fromFiles(facts)
+	case len(o.Args) > 0:
+		reports, err = o.fromArgs(ctx, facts)
+	default:
+		sweep = true
+		reports, err = o.sweep(ctx, facts)
+	}
+	if err != nil {
+		return err
+	}
+	var incomplete []string
+	for k, why := range facts.Unknown {
+		incomplete = append(incomplete, k+": "+why)
+	}
+	sort.Strings(incomplete)
+
+	if err := o.print(facts, reports, sweep, incomplete); err != nil {
+		return err
+	}
+	if len(incomplete) > 0 {
+		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
+	}
+	return nil
+}
+
+func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*explain.InjectionReport, sweep bool, incomplete []string) error {
+	if o.Output != "" {
+		if len(reports) == 1 && !sweep {
+			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
+		}
+		doc := InjectionReportListDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReportList", Items: reports, Incomplete: incomplete}
+		if doc.Items == nil {
+			doc.Items = []*explain.InjectionReport{}
+		}
+		if sweep {
+			doc.Summary = explain.Summarize(facts, reports)
+		}
+		return printStructured(o.Out, o.Output, doc)
+	}
+	p := newPrinter(o.Out)
+	if sweep {
+		if len(reports) == 0 {
+			fmt.Fprintln(o.ErrOut, "No pods found.")
+			return nil
+		}
+		printPodRows(p, reports, facts)
+		return nil
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(o.Out)
+		}
+		if r.Kind != "Pod" && i+1 < len(reports) && reports[i+1].Kind == "Pod" {
+			printFactorTable(p, r)
+			fmt.Fprintln(o.Out)
+			printPodRows(p, reports[i+1:], nil)
+			break
+		}
+		printFactorTable(p, r)
+	}
+	return nil
+}
+
+// printFactorTable prints one workload's factors, verdict and fix.
+func printFactorTable(p *printer, r *explain.InjectionReport) {
+	fmt.Fprintf(p.out, "%s %s/%s (%s)\n\n", r.Kind, escape(r.Namespace), escape(r.Name), r.Mesh)
+	rows := make([][]string, 0, len(r.Factors))
+	for _, f := range r.Factors {
+		rows = append(rows, []string{escape(f.Factor), escape(f.Value), p.effect(f.Effect), escape(f.Source)})
+	}
+	p.table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
+	fmt.Fprintf(p.out, "\n%s %s\n", p.bold("Verdict:"), escape(r.Verdict))
+	if r.Fix != "" {
+		lines := strings.Split(r.Fix, "\n")
+		fmt.Fprintf(p.out, "%s     %s\n", p.bold("Fix:"), escape(lines[0]))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(p.out, "         %s\n", escape(l))
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(p.out, "%s %s\n", p.effect(explain.EffectWarning)+":", escape(w))
+	}
+	for _, u := range r.Incomplete {
+		fmt.Fprintf(p.out, "%s %s\n", p.effect(explain.EffectUnknown)+":", escape(u))
+	}
+}
+
+// printPodRows prints one row per pod, mismatches first, then (for a sweep)
+// a summary per namespace and the commands that fix the mismatches.
+func printPodRows(p *printer, reports []*explain.InjectionReport, facts *explain.ClusterFacts) {
+	explain.SortReports(reports)
+	rows := make([][]string, 0, len(reports))
+	var fixes []string
+	seen := map[string]bool{}
+	for _, r := range reports {
+		expected := r.Expected
+		name := r.Name
+		if r.Kind != "Pod" {
+			name = strings.ToLower(r.Kind) + "/" + r.Name
+		}
+		reason := r.Reason
+		if r.Mismatch || r.CreationBlocked {
+			reason = p.effect(explain.EffectWarning) + ": " + escape(reason)
+			if r.Fix != "" && !seen[r.Fix] {
+				seen[r.Fix] = true
+				fixes = append(fixes, r.Fix)
+			}
+		} else {
+			reason = escape(reason)
+		}
+		rows = append(rows, []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), p.yesNo(&expected), escape(dash(r.Revision)), reason})
+	}
+	p.table([]string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}, rows)
+	if facts != nil {
+		fmt.Fprintln(p.out)
+		var srows [][]string
+		for _, s := range explain.Summarize(facts, reports) {
+			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), fmt.Sprint(s.Expected),
+				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
+		}
+		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
+	}
+	if len(fixes) > 0 {
+		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
+		for _, f := range fixes {
+			fmt.Fprintf(p.out, "  %s\n", escape(strings.ReplaceAll(f, "\n", "\n  ")))
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// sweep explains every pod of the namespace (or cluster), page by page.
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+	ns := o.namespace
+	if o.AllNamespaces {
+		ns = ""
+	} else if !inspect.NamespaceExists(facts, ns) {
+		return nil, fmt.Errorf("namespace %q not found", ns)
+	}
+	events, err := o.client.FailedCreateEvents(ctx, facts, ns)
+	if err != nil {
+		return nil, err
+	}
+	var reports []*explain.InjectionReport
+	err = o.client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
+		for i := range pods {
+			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
+			r.Factors = compactFactors(r.Factors)
+			reports = append(reports, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, explainAPIError(err, "list pods")
+	}
+	if o.Selector == "" {
+		reports = append(reports, o.blockedOwners(facts, events)...)
+	}
+	return reports, nil
+}
+
+// compactFactors keeps the factors that decided something; a sweep's JSON
+// stays small this way. The single-target view keeps them all.
+func compactFactors(fs []explain.Factor) []explain.Factor {
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Effect != explain.EffectNone {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// blockedOwners reports workloads whose pods the apiserver refuses to create
+// because of an Istio webhook (FailedCreate events): they have no pod to list.
+func (o *WhyInjectedOptions) blockedOwners(facts *explain.ClusterFacts, events map[string][]corev1.Event) []*explain.InjectionReport {
+	var out []*explain.InjectionReport
+	keys := make([]string, 0, len(events))
+	for k := range events {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		evs := events[k]
+		if !strings.Contains(evs[0].Message, "sidecar-injector.istio.io") {
+			continue
+		}
+		parts := strings.SplitN(k, "/", 3)
+		w := &explain.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: explain.NamespaceFromCluster, Events: evs}
+		r := o.mesh.Explain(facts, w)
+		r.Factors = compactFactors(r.Factors)
+		out = append(out, r)
+	}
+	return out
+}
+
+func explainAPIError(err error, what string) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("not allowed to %s: %v", what, err)
+	}
+	return err
+}
+
+// fromArgs explains POD, TYPE/NAME or TYPE NAME.
+func (o *WhyInjectedOptions) fromArgs(ctx context.Context, facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+	args := o.Args
+	if len(args) == 1 && !strings.Contains(args[0], "/") {
+		args = []string{"pod", args[0]}
+	}
+	infos, err := resource.NewBuilder(o.configFlags).
+		Unstructured().
+		NamespaceParam(o.namespace).DefaultNamespace().
+		ResourceTypeOrNameArgs(true, args...).
+		SingleResourceType().
+		Flatten().
+		Do().Infos()
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s not found in namespace %q", strings.Join(o.Args, " "), o.namespace)
+		}
+		return nil, err
+	}
+	var reports []*explain.InjectionReport
+	for _, info := range infos {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("unexpected object %T", info.Object)
+		}
+		rs, err := o.explainObject(ctx, facts, u.Object, info.Namespace, explain.NamespaceFromCluster, nil, true)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, rs...)
+	}
+	return reports, nil
+}
+
+// podTemplate extracts the pod template and pod selector of a pod-bearing
+// object; ok is false for kinds that create no pods.
+func podTemplate(obj runtime.Object) (kind, name, namespace string, tmpl *corev1.PodTemplateSpec, selector *metav1.LabelSelector, ok bool) {
+	switch x := obj.(type) {
+	case *appsv1.Deployment:
+		return "Deployment", x.Name, x.Namespace, &x.Spec.Template, x.Spec.Selector, true
+	case *appsv1.StatefulSet:
+		return "StatefulSet", x.Name, x.Namespace, &x.Spec.Template, x.Spec.Selector, true
+	case *appsv1.DaemonSet:
+		return "DaemonSet", x.Name, x.Namespace, &x.Spec.Template, x.Spec.Selector, true
+	case *appsv1.ReplicaSet:
+		return "ReplicaSet", x.Name, x.Namespace, &x.Spec.Template, x.Spec.Selector, true
+	case *batchv1.Job:
+		return "Job", x.Name, x.Namespace, &x.Spec.Template, x.Spec.Selector, true
+	case *batchv1.CronJob:
+		return "CronJob", x.Name, x.Namespace, &x.Spec.JobTemplate.Spec.Template, nil, true
+	case *corev1.ReplicationController:
+		var sel *metav1.LabelSelector
+		if x.Spec.Selector != nil {
+			sel = &metav1.LabelSelector{MatchLabels: x.Spec.Selector}
+		}
+		if x.Spec.Template == nil {
+			return "ReplicationController", x.Name, x.Namespace, &corev1.PodTemplateSpec{}, sel, true
+		}
+		return "ReplicationController", x.Name, x.Namespace, x.Spec.Template, sel, true
+	}
+	return "", "", "", nil, nil, false
+}
+
+// explainObject explains one object given as unstructured content: a pod,
+// or a workload's template (and, when live, its pods).
+func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *explain.ClusterFacts, content map[string]any, namespace, nsSource string, nsLabels map[string]string, live bool) ([]*explain.InjectionReport, error) {
+	typed, err := scheme.Scheme.New(schemaGVK(content))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a kind kubectl mesh can explain: %v", describe(content), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, typed); err != nil {
+		return nil, fmt.Errorf("%s: %v", describe(content), err)
+	}
+	if pod, ok := typed.(*corev1.Pod); ok {
+		if pod.Namespace == "" {
+			pod.Namespace = namespace
+		}
+		if live {
+			return []*explain.InjectionReport{o.mesh.Explain(facts, inspect.PodWorkload(pod, facts))}, nil
+		}
+		w := &explain.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
+			Spec: pod.Spec, NamespaceSource: nsSource, NamespaceLabels: nsLabels}
+		return []*explain.InjectionReport{o.mesh.Explain(facts, w)}, nil
+	}
+	kind, name, ns, tmpl, selector, ok := podTemplate(typed)
+	if !ok {
+		return nil, &UsageError{Err: fmt.Errorf("%s creates no pods: why-injected explains pods and workloads with a pod template (pod, deployment, statefulset, daemonset, replicaset, job, cronjob, replicationcontroller)", describe(content))}
+	}
+	if ns == "" {
+		ns = namespace
+	}
+	w := &explain.Workload{Kind: kind, Namespace: ns, Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
+		NamespaceSource: nsSource, NamespaceLabels: nsLabels}
+	if !live {
+		return []*explain.InjectionReport{o.mesh.Explain(facts, w)}, nil
+	}
+	events, err := o.client.FailedCreateEvents(ctx, facts, ns)
+	if err != nil {
+		return nil, err
+	}
+	w.Events = inspect.EventsForOwner(events, ns, kind, name)
+	reports := []*explain.InjectionReport{o.mesh.Explain(facts, w)}
+	if selector == nil {
+		return reports, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: selector: %v", kind, name, err)
+	}
+	err = o.client.EachPodPage(ctx, ns, sel.String(), func(pods []corev1.Pod) error {
+		for i := range pods {
+			reports = append(reports, o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, explainAPIError(err, "list pods")
+	}
+	return reports, nil
+}
+
+func schemaGVK(content map[string]any) schema.GroupVersionKind {
+	u := unstructured.Unstructured{Object: content}
+	return u.GroupVersionKind()
+}
+
+func describe(content map[string]any) string {
+	u := unstructured.Unstructured{Object: content}
+	if u.GetName() == "" {
+		return u.GetKind()
+	}
+	return u.GetKind() + " " + u.GetName()
+}
+
+// fromFiles explains manifests before they are applied.
+func (o *WhyInjectedOptions) fromFiles(facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+	var objs []map[string]any
+	fileNamespaces := map[string]map[string]string{}
+	for _, name := range o.Filenames {
+		var data []byte
+		var err error
+		if name == "-" {
+			data, err = io.ReadAll(o.In)
+		} else {
+			data, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for doc := 1; ; doc++ {
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, &UsageError{Err: fmt.Errorf("%s: document %d is not valid YAML or JSON: %v", name, doc, err)}
+			}
+			if len(obj) == 0 {
+				continue
+			}
+			u := unstructured.Unstructured{Object: obj}
+			if u.GetKind() == "" || u.GetAPIVersion() == "" {
+				return nil, &UsageError{Err: fmt.Errorf("%s: document %d has no apiVersion or kind", name, doc)}
+			}
+			if u.IsList() {
+				_ = u.EachListItem(func(item runtime.Object) error {
+					objs = append(objs, item.(*unstructured.Unstructured).Object)
+					return nil
+				})
+				continue
+			}
+			if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
+				fileNamespaces[u.GetName()] = u.GetLabels()
+			}
+			objs = append(objs, obj)
+		}
+	}
+	var reports []*explain.InjectionReport
+	skipped := 0
+	for _, obj := range objs {
+		u := unstructured.Unstructured{Object: obj}
+		typed, err := scheme.Scheme.New(u.GroupVersionKind())
+		if err != nil {
+			skipped++
+			continue
+		}
+		if _, _, _, _, _, ok := podTemplate(typed); !ok {
+			if _, isPod := typed.(*corev1.Pod); !isPod {
+				skipped++
+				continue
+			}
+		}
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = o.namespace
+		}
+		source, labels := explain.NamespaceFromCluster, map[string]string(nil)
+		if !inspect.NamespaceExists(facts, ns) {
+			if l, inFile := fileNamespaces[ns]; inFile {
+				source, labels = explain.NamespaceFromFile, l
+			} else {
+				source = explain.NamespaceMissing
+			}
+		}
+		rs, err := o.explainObject(context.Background(), facts, obj, ns, source, labels, false)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, rs...)
+	}
+	if len(reports) == 0 {
+		return nil, &UsageError{Err: fmt.Errorf("%s: no pod or workload with a pod template found (%d other objects)", strings.Join(o.Filenames, ", "), skipped)}
+	}
+	return reports, nil
+}

@@ -1,0 +1,293 @@
+// Package inspect reads cluster state with client-go and hands it to
+// explain/ as facts. It reads in few, large requests: one LIST per kind
+// (pods page by page, in protobuf), never one request per pod. A read the
+// user may not make (RBAC) is recorded as an unknown fact, not an error, so
+// that an answer still comes, marked incomplete.
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+)
+
+// PageSize is how many pods one LIST request returns.
+const PageSize = 500
+
+// Client reads cluster state.
+type Client struct {
+	// Kube talks JSON; Proto asks for protobuf, which is much cheaper to
+	// decode for large lists.
+	Kube, Proto kubernetes.Interface
+	requests    atomic.Int64
+}
+
+// New builds a Client from a REST config.
+func New(cfg *rest.Config) (*Client, error) {
+	c := &Client{}
+	count := func(cfg *rest.Config) *rest.Config {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingRT{next: rt, n: &c.requests} })
+		return cfg
+	}
+	var err error
+	if c.Kube, err = kubernetes.NewForConfig(count(cfg)); err != nil {
+		return nil, err
+	}
+	proto := count(cfg)
+	proto.ContentType = "application/vnd.kubernetes.protobuf"
+	proto.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if c.Proto, err = kubernetes.NewForConfig(proto); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Requests is the number of API requests made so far.
+func (c *Client) Requests() int64 { return c.requests.Load() }
+
+// unknown turns a read error into an unknown fact when it is about
+// permissions; other errors are returned.
+func unknown(f *explain.ClusterFacts, kind, verb string, err error) error {
+	if apierrors.IsForbidden(err) {
+		f.Unknown[kind] = "forbidden: the user may not " + verb
+		return nil
+	}
+	return err
+}
+
+// MeshFacts reads what injection decisions depend on: the mutating webhook
+// configurations, every namespace, the injector ConfigMaps, the Services and
+// EndpointSlices the webhooks call, the control-plane Deployments and the
+// nodes' kubelet versions.
+func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
+	f := &explain.ClusterFacts{
+		Namespaces:      map[string]*corev1.Namespace{},
+		ConfigMaps:      map[string]*corev1.ConfigMap{},
+		Services:        map[string]*corev1.Service{},
+		EndpointSlices:  map[string][]discoveryv1.EndpointSlice{},
+		KubeletVersions: map[string]string{},
+		Unknown:         map[string]string{},
+	}
+	whs, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if err := unknown(f, explain.FactWebhooks, "list mutatingwebhookconfigurations.admissionregistration.k8s.io", err); err != nil {
+			return nil, err
+		}
+	} else {
+		f.Webhooks = whs.Items
+	}
+	nss, err := c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if err := unknown(f, explain.FactNamespaces, "list namespaces", err); err != nil {
+			return nil, err
+		}
+	} else {
+		for i := range nss.Items {
+			f.Namespaces[nss.Items[i].Name] = &nss.Items[i]
+		}
+	}
+
+	// The namespaces of the services the webhooks call hold the injector
+	// ConfigMaps too; webhooks that call a URL give no namespace, and then
+	// the ConfigMaps are found by their istio.io/rev label.
+	svcNamespaces := map[string]bool{}
+	for _, cfg := range f.Webhooks {
+		for _, w := range cfg.Webhooks {
+			if w.ClientConfig.Service != nil {
+				svcNamespaces[w.ClientConfig.Service.Namespace] = true
+			}
+		}
+	}
+	namespaces := make([]string, 0, len(svcNamespaces))
+	for ns := range svcNamespaces {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	addCMs := func(items []corev1.ConfigMap) {
+		for i := range items {
+			if strings.HasPrefix(items[i].Name, "istio-sidecar-injector") {
+				f.ConfigMaps[items[i].Namespace+"/"+items[i].Name] = &items[i]
+			}
+		}
+	}
+	cms, err := c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
+	if err != nil {
+		if err := unknown(f, explain.FactConfigMaps, "list configmaps (all namespaces)", err); err != nil {
+			return nil, err
+		}
+	} else {
+		addCMs(cms.Items)
+	}
+	for _, ns := range namespaces {
+		// Injector ConfigMaps without the label: the control plane's namespace has them.
+		if cms, err := c.Proto.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			delete(f.Unknown, explain.FactConfigMaps)
+			addCMs(cms.Items)
+		} else if err := unknown(f, explain.FactConfigMaps, "list configmaps in namespace "+ns, err); err != nil {
+			return nil, err
+		}
+		svcs, err := c.Proto.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if err := unknown(f, explain.FactServices, "list services in namespace "+ns, err); err != nil {
+				return nil, err
+			}
+		} else {
+			for i := range svcs.Items {
+				f.Services[ns+"/"+svcs.Items[i].Name] = &svcs.Items[i]
+			}
+		}
+		eps, err := c.Proto.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if err := unknown(f, explain.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, err); err != nil {
+				return nil, err
+			}
+		} else {
+			for _, s := range eps.Items {
+				svc := s.Labels[discoveryv1.LabelServiceName]
+				f.EndpointSlices[ns+"/"+svc] = append(f.EndpointSlices[ns+"/"+svc], s)
+			}
+		}
+	}
+	deps, err := c.Proto.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
+	if err != nil {
+		if err := unknown(f, explain.FactControlPlanes, "list deployments.apps (all namespaces)", err); err != nil {
+			return nil, err
+		}
+	} else {
+		f.ControlPlanes = deps.Items
+	}
+	nodes, err := c.Proto.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if err := unknown(f, explain.FactNodes, "list nodes", err); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, n := range nodes.Items {
+			f.KubeletVersions[n.Name] = n.Status.NodeInfo.KubeletVersion
+		}
+	}
+	return f, nil
+}
+
+// EachPodPage lists the pods of namespace ("" for all) matching selector,
+// PageSize at a time, and hands each page to fn before reading the next.
+func (c *Client) EachPodPage(ctx context.Context, namespace, selector string, fn func([]corev1.Pod) error) error {
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
+	for {
+		list, err := c.Proto.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := fn(list.Items); err != nil {
+			return err
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// FailedCreateEvents lists the FailedCreate events of namespace ("" for
+// all), keyed by "namespace/kind/name" of the object they are about.
+func (c *Client) FailedCreateEvents(ctx context.Context, f *explain.ClusterFacts, namespace string) (map[string][]corev1.Event, error) {
+	out := map[string][]corev1.Event{}
+	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedCreate").String()})
+	if err != nil {
+		return out, unknown(f, explain.FactEvents, "list events", err)
+	}
+	items := list.Items
+	sort.SliceStable(items, func(i, j int) bool { return items[i].LastTimestamp.After(items[j].LastTimestamp.Time) })
+	for _, e := range items {
+		k := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
+		out[k] = append(out[k], e)
+	}
+	return out, nil
+}
+
+var rsHash = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
+
+// OwnerOf names the controller that re-creates a pod: a ReplicaSet's
+// Deployment (from the pod-template-hash), else the direct controller.
+func OwnerOf(p *corev1.Pod) *explain.Owner {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	if ref.Kind == "ReplicaSet" {
+		if h := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" && strings.HasSuffix(ref.Name, "-"+h) {
+			return &explain.Owner{Kind: "Deployment", Name: strings.TrimSuffix(ref.Name, "-"+h)}
+		}
+	}
+	return &explain.Owner{Kind: ref.Kind, Name: ref.Name}
+}
+
+// EventsForOwner picks the FailedCreate events about a workload: on itself,
+// or on its ReplicaSets (named <deployment>-<hash>).
+func EventsForOwner(events map[string][]corev1.Event, namespace, kind, name string) []corev1.Event {
+	out := append([]corev1.Event(nil), events[namespace+"/"+kind+"/"+name]...)
+	if kind == "Deployment" {
+		for k, evs := range events {
+			prefix := namespace + "/ReplicaSet/"
+			if strings.HasPrefix(k, prefix) {
+				if m := rsHash.FindStringSubmatch(strings.TrimPrefix(k, prefix)); m != nil && m[1] == name {
+					out = append(out, evs...)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastTimestamp.After(out[j].LastTimestamp.Time) })
+	return out
+}
+
+// PodWorkload turns a live pod into the workload explain/ reads.
+func PodWorkload(p *corev1.Pod, f *explain.ClusterFacts) *explain.Workload {
+	w := &explain.Workload{
+		Kind: "Pod", Namespace: p.Namespace, Name: p.Name,
+		Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Pod: p,
+		NamespaceSource: explain.NamespaceFromCluster, Owner: OwnerOf(p),
+	}
+	if _, ok := f.Namespaces[p.Namespace]; !ok && f.Unknown[explain.FactNamespaces] == "" {
+		w.NamespaceSource = explain.NamespaceMissing
+	}
+	return w
+}
+
+// NamespaceExists reports whether the facts know namespace ns (true when namespaces are unknown).
+func NamespaceExists(f *explain.ClusterFacts, ns string) bool {
+	if _, unknown := f.Unknown[explain.FactNamespaces]; unknown {
+		return true
+	}
+	_, ok := f.Namespaces[ns]
+	return ok
+}
+
+// ErrNoMesh is returned when no supported mesh's injector is installed.
+var ErrNoMesh = fmt.Errorf("no Istio sidecar injector in this cluster: no MutatingWebhookConfiguration has a *.sidecar-injector.istio.io webhook")
+
+// countingRT counts the requests a client makes.
+type countingRT struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
