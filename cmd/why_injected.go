@@ -159,12 +159,16 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		return inspect.ErrNoMesh
 	}
 	var reports []*explain.InjectionReport
-	sweep := false
+	// One pod (or one object of a file) prints one report; a workload, its
+	// template and its pods; a sweep, a list with a summary.
+	sweep, list := false, true
 	switch {
 	case len(o.Filenames) > 0:
 		reports, err = o.fromFiles(facts)
+		list = len(reports) != 1
 	case len(o.Args) > 0:
 		reports, err = o.fromArgs(ctx, facts)
+		list = len(reports) != 1 || reports[0].Kind != "Pod"
 	default:
 		sweep = true
 		reports, err = o.sweep(ctx, facts)
@@ -178,7 +182,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	}
 	sort.Strings(incomplete)
 
-	if err := o.print(facts, reports, sweep, incomplete); err != nil {
+	if err := o.print(facts, reports, sweep, list, incomplete); err != nil {
 		return err
 	}
 	if len(incomplete) > 0 {
@@ -187,9 +191,9 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*explain.InjectionReport, sweep bool, incomplete []string) error {
+func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*explain.InjectionReport, sweep, list bool, incomplete []string) error {
 	if o.Output != "" {
-		if len(reports) == 1 && !sweep {
+		if !list {
 			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
 		}
 		doc := InjectionReportListDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReportList", Items: reports, Incomplete: incomplete}
