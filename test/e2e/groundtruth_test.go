@@ -161,4 +161,3 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	}
 	t.Logf("%d namespace × pod combinations checked against the apiserver", total)
 }
-
