@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -54,3 +57,81 @@ func printStructured(w io.Writer, format string, v any) error {
 // ReportAPIVersion is the apiVersion of every report kubectl-mesh prints with
 // -o json|yaml. Fields are only added within a version, never renamed or removed.
 const ReportAPIVersion = "kubectl-mesh.io/v1alpha1"
+
+// field is one top-level field of a streamed list document.
+type field struct {
+	key   string
+	value any
+}
+
+// printList writes {apiVersion, kind, items: [...], extra…} item by item, so
+// that a long list is never held in memory as one encoded document. Extra
+// fields whose value is nil or an empty slice are left out.
+func printList(w io.Writer, format, kind string, n int, item func(int) any, extra ...field) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var kept []field
+	for _, f := range extra {
+		if v := reflect.ValueOf(f.value); f.value == nil || (v.Kind() == reflect.Slice && v.Len() == 0) {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	switch format {
+	case outputJSON:
+		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", ReportAPIVersion, kind)
+		for i := 0; i < n; i++ {
+			b, err := json.MarshalIndent(item(i), "    ", "  ")
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			bw.Write(b)
+		}
+		if n > 0 {
+			bw.WriteString("\n  ")
+		}
+		bw.WriteString("]")
+		for _, f := range kept {
+			b, err := json.MarshalIndent(f.value, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(bw, ",\n  %q: %s", f.key, b)
+		}
+		bw.WriteString("\n}\n")
+	case outputYAML:
+		fmt.Fprintf(bw, "apiVersion: %s\nkind: %s\n", ReportAPIVersion, kind)
+		if n == 0 {
+			bw.WriteString("items: []\n")
+		} else {
+			bw.WriteString("items:\n")
+		}
+		for i := 0; i < n; i++ {
+			b, err := yaml.Marshal(item(i))
+			if err != nil {
+				return err
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			for j, l := range lines {
+				if j == 0 {
+					bw.WriteString("- " + l + "\n")
+				} else {
+					bw.WriteString("  " + l + "\n")
+				}
+			}
+		}
+		for _, f := range kept {
+			b, err := yaml.Marshal(map[string]any{f.key: f.value})
+			if err != nil {
+				return err
+			}
+			bw.Write(b)
+		}
+	default:
+		return fmt.Errorf("internal error: printList called with format %q", format)
+	}
+	return bw.Flush()
+}

@@ -53,14 +53,10 @@ type InjectionReportDoc struct {
 	*explain.InjectionReport
 }
 
-// InjectionReportListDoc is a list of reports as printed with -o json|yaml.
-type InjectionReportListDoc struct {
-	APIVersion string                     `json:"apiVersion"`
-	Kind       string                     `json:"kind"`
-	Items      []*explain.InjectionReport `json:"items"`
-	Summary    []explain.NamespaceSummary `json:"summary,omitempty"`
-	Incomplete []string                   `json:"incomplete,omitempty"`
-}
+// A list of reports is printed (streamed) as
+//
+//	{apiVersion, kind: InjectionReportList, items: [InjectionReport…],
+//	 summary: [NamespaceSummary…] (namespace and cluster sweeps), incomplete: [string…]}
 
 // NewWhyInjectedCmd builds `kubectl mesh why-injected`.
 func NewWhyInjectedCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -196,14 +192,13 @@ func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*expla
 		if !list {
 			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
 		}
-		doc := InjectionReportListDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReportList", Items: reports, Incomplete: incomplete}
-		if doc.Items == nil {
-			doc.Items = []*explain.InjectionReport{}
-		}
+		var summary []explain.NamespaceSummary
 		if sweep {
-			doc.Summary = explain.Summarize(facts, reports)
+			explain.SortReports(reports)
+			summary = explain.Summarize(facts, reports)
 		}
-		return printStructured(o.Out, o.Output, doc)
+		return printList(o.Out, o.Output, "InjectionReportList", len(reports), func(i int) any { return reports[i] },
+			field{"summary", summary}, field{"incomplete", incomplete})
 	}
 	p := newPrinter(o.Out)
 	if sweep {
@@ -319,7 +314,11 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *explain.ClusterFa
 	err = o.client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
 		for i := range pods {
 			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
-			r.Factors = compactFactors(r.Factors)
+			if o.Output == "" {
+				r.Factors = nil // the table shows one row per pod
+			} else {
+				r.Factors = compactFactors(r.Factors)
+			}
 			reports = append(reports, r)
 		}
 		return nil

@@ -53,6 +53,10 @@ type ClusterFacts struct {
 	// Unknown names the facts that could not be read and why, e.g.
 	// "webhooks" → "forbidden: list mutatingwebhookconfigurations.admissionregistration.k8s.io".
 	Unknown map[string]string
+
+	// istio caches what the Istio model derives from these facts; facts
+	// must not change once Explain has seen them.
+	istio *istioModel
 }
 
 // Fact kinds, the keys of ClusterFacts.Unknown.

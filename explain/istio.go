@@ -248,18 +248,32 @@ func stringsOf(ops []admissionregistrationv1.OperationType) []string {
 	return out
 }
 
-// evaluateWebhooks evaluates every Istio webhook, in the order the apiserver
-// calls them (configurations by name, webhooks in order).
-func evaluateWebhooks(f *ClusterFacts, nsLabels, podLabels map[string]string) []*webhookEval {
+// istioModel is what Explain derives from the cluster facts once, not once
+// per pod: the injector revisions and the Istio webhooks with their
+// selectors compiled, in the order the apiserver calls them.
+type istioModel struct {
+	revisions map[string]*istioRevision
+	webhooks  []compiledWebhook
+}
+
+type compiledWebhook struct {
+	webhookEval
+	nsSel, objSel labels.Selector
+}
+
+func istioModelOf(f *ClusterFacts) *istioModel {
+	if f.istio != nil {
+		return f.istio
+	}
+	m := &istioModel{revisions: istioRevisions(f)}
 	configs := append([]admissionregistrationv1.MutatingWebhookConfiguration(nil), f.Webhooks...)
 	sort.Slice(configs, func(i, j int) bool { return configs[i].Name < configs[j].Name })
-	var out []*webhookEval
 	for _, c := range configs {
 		for _, w := range c.Webhooks {
 			if !isIstioWebhook(w.Name) {
 				continue
 			}
-			e := &webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istioTagLabel]}
+			e := compiledWebhook{webhookEval: webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istioTagLabel]}}
 			e.revision = c.Labels[istioRevLabel]
 			if e.revision == "" && w.ClientConfig.Service != nil {
 				e.revision = strings.TrimPrefix(strings.TrimPrefix(w.ClientConfig.Service.Name, "istiod"), "-")
@@ -269,16 +283,29 @@ func evaluateWebhooks(f *ClusterFacts, nsLabels, podLabels map[string]string) []
 			}
 			e.deactivated = isDeactivated(w.NamespaceSelector) || isDeactivated(w.ObjectSelector)
 			e.rulesMatch = rulesCoverPodCreate(w.Rules)
-			var nsSel, objSel labels.Selector
-			nsSel, e.nsSelector = selectorString(w.NamespaceSelector)
-			objSel, e.objSelector = selectorString(w.ObjectSelector)
-			e.nsMatch = nsSel.Matches(labels.Set(nsLabels))
-			e.objMatch = objSel.Matches(labels.Set(podLabels))
+			e.nsSel, e.nsSelector = selectorString(w.NamespaceSelector)
+			e.objSel, e.objSelector = selectorString(w.ObjectSelector)
 			e.conditions = len(w.MatchConditions) > 0
 			e.failClosed = w.FailurePolicy == nil || *w.FailurePolicy == admissionregistrationv1.Fail
-			checkBackend(f, e, w.ClientConfig)
-			out = append(out, e)
+			checkBackend(f, &e.webhookEval, w.ClientConfig)
+			m.webhooks = append(m.webhooks, e)
 		}
+	}
+	f.istio = m
+	return m
+}
+
+// evaluateWebhooks evaluates every Istio webhook against a namespace's and a
+// pod's labels, in the order the apiserver calls them (configurations by
+// name, webhooks in order).
+func evaluateWebhooks(f *ClusterFacts, nsLabels, podLabels map[string]string) []*webhookEval {
+	m := istioModelOf(f)
+	out := make([]*webhookEval, len(m.webhooks))
+	for i := range m.webhooks {
+		e := m.webhooks[i].webhookEval
+		e.nsMatch = m.webhooks[i].nsSel.Matches(labels.Set(nsLabels))
+		e.objMatch = m.webhooks[i].objSel.Matches(labels.Set(podLabels))
+		out[i] = &e
 	}
 	return out
 }

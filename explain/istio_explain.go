@@ -44,7 +44,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	}
 
 	evals := evaluateWebhooks(f, nsLabels, w.Labels)
-	revs := istioRevisions(f)
+	revs := istioModelOf(f).revisions
 	var matched []*webhookEval
 	for _, e := range evals {
 		if e.matches() {

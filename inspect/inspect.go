@@ -26,8 +26,9 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain"
 )
 
-// PageSize is how many pods one LIST request returns.
-const PageSize = 500
+// PageSize is how many pods one LIST request returns: large enough that the
+// per-request cost stays small, small enough that two pages fit in memory.
+const PageSize = 1000
 
 // Client reads cluster state.
 type Client struct {
@@ -186,22 +187,48 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 }
 
 // EachPodPage lists the pods of namespace ("" for all) matching selector,
-// PageSize at a time, and hands each page to fn before reading the next.
+// PageSize at a time, and hands each page to fn in order. The next page is
+// fetched while fn works on the current one. (Each page costs the apiserver a
+// roughly fixed ~0.1 s here, so pages are large; resourceVersion "0" would be
+// faster still but makes the watch cache ignore the limit and return every
+// pod at once.)
 func (c *Client) EachPodPage(ctx context.Context, namespace, selector string, fn func([]corev1.Pod) error) error {
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
-	for {
-		list, err := c.Proto.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err := fn(list.Items); err != nil {
-			return err
-		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type page struct {
+		pods []corev1.Pod
+		err  error
 	}
+	pages := make(chan page) // at most two pages in memory: one worked on, one fetched
+	go func() {
+		defer close(pages)
+		opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
+		for {
+			list, err := c.Proto.CoreV1().Pods(namespace).List(ctx, opts)
+			if err != nil {
+				pages <- page{err: err}
+				return
+			}
+			select {
+			case pages <- page{pods: list.Items}:
+			case <-ctx.Done():
+				return
+			}
+			if list.Continue == "" {
+				return
+			}
+			opts = metav1.ListOptions{LabelSelector: selector, Limit: opts.Limit, Continue: list.Continue}
+		}
+	}()
+	for p := range pages {
+		if p.err != nil {
+			return p.err
+		}
+		if err := fn(p.pods); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // FailedCreateEvents lists the FailedCreate events of namespace ("" for

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Benchmark of `kubectl mesh why-injected -A` on the local cluster with
+# 10,000 pods in 500 namespaces (hack/bench/mkpods), beside the floor (only
+# reading the pods: kubectl get --raw /api/v1/pods) and kubectl get pods -A
+# -o json, in the same run. Prints wall time (median of RUNS) and peak RSS
+# of each, and the API requests why-injected makes. The cluster is brought
+# up if needed; the benchmark's namespaces are deleted at the end.
+set -euo pipefail
+. "$(dirname "$0")/../cluster/lib.sh"
+NAMESPACES=${NAMESPACES:-500} PODS=${PODS:-20} RUNS=${RUNS:-5}
+export KUBECONFIG=$KUBECONFIG_ADMIN
+KUBECTL=$KUBE_BIN/kubectl
+"$HACK_DIR/up.sh" >&2
+cd "$REPO_ROOT"
+make build >/dev/null
+MESH=$REPO_ROOT/_output/bin/kubectl-mesh
+sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" hack/demo/mesh.yaml |
+  "$KUBECTL" apply --server-side --force-conflicts -f - >/dev/null
+go run ./hack/bench/mkpods -namespaces "$NAMESPACES" -pods "$PODS" >&2
+trap 'go run ./hack/bench/mkpods -delete >&2' EXIT
+total=$("$KUBECTL" get --raw '/api/v1/pods?limit=1' | jq -r '.metadata.remainingItemCount + 1')
+log "cluster holds $total pods"
+
+declare -A WALL
+measure() { # KEY NAME COMMAND… : median wall seconds and max peak RSS (MiB) over RUNS
+  local key=$1 name=$2; shift 2
+  local walls=() peak=0
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f '%e %M' -o /tmp/kmesh-bench.time "$@" > /dev/null 2>/dev/null || true
+    read -r wall rss < /tmp/kmesh-bench.time
+    walls+=("$wall"); [ "$rss" -gt "$peak" ] && peak=$rss
+  done
+  median=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  printf '%-44s %8.2f s %8.0f MiB\n' "$name" "$median" "$((peak / 1024))"
+  WALL[$key]=$median
+}
+echo "== $total pods in $NAMESPACES namespaces; median of $RUNS runs"
+measure floor "kubectl get --raw /api/v1/pods (floor)" "$KUBECTL" get --raw /api/v1/pods
+measure kubectl "kubectl get pods -A -o json" "$KUBECTL" get pods -A -o json
+measure json "kubectl mesh why-injected -A -o json" "$MESH" why-injected -A -o json
+measure table "kubectl mesh why-injected -A (table)" "$MESH" why-injected -A
+requests=$("$MESH" why-injected -A -o json -v=6 2>&1 >/dev/null | grep -c '"Response"' || true)
+echo "API requests of why-injected -A -o json: $requests"
+for k in json table kubectl; do
+  awk -v f="${WALL[floor]}" -v x="${WALL[$k]}" -v k="$k" 'BEGIN { printf "%s / floor: %.2fx\n", k, x / f }'
+done
