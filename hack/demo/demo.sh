@@ -35,8 +35,13 @@ log "frontend calls backend ($backend:8080) every 2s through both sidecars"
 say "kubectl get pods -A -o custom-columns=…  # init containers, containers, istio.io/rev"
 kubectl get pods -A -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,STATUS:.status.phase,INIT:.spec.initContainers[*].name,CONTAINERS:.spec.containers[*].name,REVISION:.metadata.annotations.istio\.io/rev' |
   grep -v '^istio-system'
-say "kubectl mesh version"
-kubectl mesh version
+say "kubectl mesh why-injected -A"
+kubectl mesh why-injected -A || true
+reports=$(kubectl -n plain get pod -l app=reports -o jsonpath='{.items[0].metadata.name}')
+say "kubectl mesh why-injected -n plain $reports"
+kubectl mesh why-injected -n plain "$reports" || true
+say "kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'"
+kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'
 cat >&2 <<TXT
 
 The demo mesh is running. To use it from this shell:
