@@ -218,6 +218,20 @@ func TestWhyInjectedTargets(t *testing.T) {
 			t.Errorf("-A lists %d pods of %s, want 8", seen, ns)
 		}
 	})
+	t.Run("completion from the cluster", func(t *testing.T) {
+		r := mesh(t, c, "", "__complete", "why-injected", "-n", ns, "")
+		if r.code != 0 || !strings.Contains(r.stdout, web[0].Name+"\n") || !strings.Contains(r.stdout, "deployment/\n") {
+			t.Errorf("pod completion: exit %d\n%s", r.code, r.stdout)
+		}
+		r = mesh(t, c, "", "__complete", "why-injected", "-n", ns, "deploy/w")
+		if !strings.Contains(r.stdout, "deploy/web\n") {
+			t.Errorf("workload completion:\n%s", r.stdout)
+		}
+		r = mesh(t, c, "", "__complete", "why-injected", "-o", "")
+		if !strings.Contains(r.stdout, "json\nyaml\n") {
+			t.Errorf("-o completion:\n%s", r.stdout)
+		}
+	})
 	t.Run("plain output when piped", func(t *testing.T) {
 		r := mesh(t, c, "", "why-injected", "deploy/web", "-n", ns)
 		if r.code != 0 || !strings.Contains(r.stdout, "Verdict: Pods created from this template will be injected") ||
