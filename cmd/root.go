@@ -79,6 +79,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 
 	root.AddCommand(NewVersionCmd(streams))
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
+	root.AddCommand(NewIptablesCmd(streams))
 	usageOnBadArgs(root)
 	return root
 }

@@ -1,0 +1,278 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+)
+
+const outputRaw = "raw"
+
+// IptablesOptions holds the flags of `kubectl mesh iptables`.
+type IptablesOptions struct {
+	FromFiles   []string
+	PodIPs      []string
+	ExpectArgs  string
+	expectSet   bool
+	Nameservers []string
+	Traces      []string
+	Output      string
+
+	raw    [][]byte
+	input  explain.CaptureInput
+	report *explain.CaptureReport
+	genericiooptions.IOStreams
+}
+
+// CaptureReportDoc is the -o json|yaml document of `kubectl mesh iptables`.
+type CaptureReportDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*explain.CaptureReport
+}
+
+// NewIptablesCmd builds `kubectl mesh iptables`.
+func NewIptablesCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &IptablesOptions{IOStreams: streams}
+	c := &cobra.Command{
+		Use:   "iptables --from-file DUMP [--from-file DUMP6] [flags]",
+		Short: "Explain a pod's traffic-capture rules, compare them with what they should be, trace connections",
+		Long: `Read iptables-save output of a pod's network namespace (either backend, with or
+without counters; - for standard input), and explain it: every Istio (and
+Linkerd proxy-init) rule in plain language, as a tree from PREROUTING and
+OUTPUT with packet counters; the drift from the rules istio-init's arguments
+call for (--expect-args); and where given connections go (--trace).
+
+Trace SPEC:
+  out:IP:PORT[/tcp|udp][,uid=N][,gid=N]       a connection the pod opens (default uid 0)
+  in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME]  a connection into the pod
+IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
+(--pod-ip) leaves through lo.`,
+		Example: `  # Dump the rules on the node, then explain them
+  nsenter -t "$PID" -n iptables-save -c > pod.rules
+  kubectl mesh iptables --from-file pod.rules --pod-ip 10.1.2.3
+
+  # Are they the rules istio-init's arguments call for?
+  kubectl mesh iptables --from-file pod.rules \
+    --expect-args '-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020'
+
+  # Where does a connection to 10.96.0.10:53/udp go? And one into port 8080?
+  kubectl mesh iptables --from-file pod.rules --pod-ip 10.1.2.3 \
+    --trace out:10.96.0.10:53/udp --trace in:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.expectSet = cmd.Flags().Changed("expect-args")
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "iptables-save output to read (- for standard input); give it twice for the IPv4 and IPv6 dumps")
+	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace)")
+	c.Flags().StringVar(&o.ExpectArgs, "expect-args", "", "istio-iptables arguments to compare the rules with, shell-quoted as in a pod spec")
+	c.Flags().StringArrayVar(&o.Nameservers, "nameserver", nil, "The pod's DNS servers, for DNS capture rules (repeatable)")
+	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.MarkFlagRequired("from-file")
+	return c
+}
+
+// Complete reads the dumps.
+func (o *IptablesOptions) Complete() error {
+	stdinUsed := false
+	for _, f := range o.FromFiles {
+		var b []byte
+		var err error
+		if f == "-" {
+			if stdinUsed {
+				return usageErrorf("--from-file - can be given once")
+			}
+			stdinUsed = true
+			b, err = io.ReadAll(o.In)
+		} else {
+			b, err = os.ReadFile(f)
+		}
+		if err != nil {
+			return err
+		}
+		o.raw = append(o.raw, b)
+	}
+	return nil
+}
+
+// Validate parses the dumps, addresses and arguments.
+func (o *IptablesOptions) Validate() error {
+	if err := validateOutput(o.Output, outputRaw); err != nil {
+		return err
+	}
+	if len(o.FromFiles) > 2 {
+		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
+	}
+	for i, b := range o.raw {
+		if len(strings.TrimSpace(string(b))) == 0 {
+			return usageErrorf("%s: empty input: expected iptables-save output", o.FromFiles[i])
+		}
+		rs, err := explain.ParseSave(b)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
+		}
+		o.input.Dumps = append(o.input.Dumps, rs)
+	}
+	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
+		return usageErrorf("the two dumps are both %s; give one IPv4 and one IPv6 dump", o.input.Dumps[0].Family)
+	}
+	for _, s := range o.PodIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return usageErrorf("--pod-ip %q: %v", s, err)
+		}
+		o.input.PodIPs = append(o.input.PodIPs, a)
+	}
+	for _, s := range o.Nameservers {
+		if _, err := netip.ParseAddr(s); err != nil {
+			return usageErrorf("--nameserver %q: %v", s, err)
+		}
+	}
+	o.input.Nameservers = o.Nameservers
+	if o.expectSet {
+		args, err := explain.SplitShell(o.ExpectArgs)
+		if err != nil {
+			return usageErrorf("--expect-args: %v", err)
+		}
+		if args == nil {
+			args = []string{}
+		}
+		if _, err := explain.ParseCaptureArgs(args, nil); err != nil {
+			return usageErrorf("--expect-args: %v", err)
+		}
+		o.input.ExpectArgs, o.input.ExpectFrom = args, "--expect-args"
+	}
+	for _, t := range o.Traces {
+		if _, err := explain.ParseTraceSpec(t, o.input.PodIPs); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	o.input.Traces = o.Traces
+	o.input.Context = &explain.PodContext{ProxyUID: "1337"}
+	return nil
+}
+
+// Run explains and prints.
+func (o *IptablesOptions) Run() error {
+	rep, err := explain.ExplainCapture(o.input)
+	if err != nil {
+		return err
+	}
+	switch o.Output {
+	case outputRaw:
+		for _, b := range o.raw {
+			if _, err := o.Out.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	case outputJSON, outputYAML:
+		return printStructured(o.Out, o.Output, CaptureReportDoc{APIVersion: ReportAPIVersion, Kind: "CaptureReport", CaptureReport: rep})
+	}
+	printCapture(newPrinter(o.Out), rep)
+	return nil
+}
+
+// printCapture prints the annotated rule tree, the drift and the traces.
+func printCapture(p *printer, rep *explain.CaptureReport) {
+	for i, d := range rep.Dumps {
+		if i > 0 {
+			fmt.Fprintln(p.out)
+		}
+		backend := d.Backend
+		if backend == "" {
+			backend = "backend not stated"
+		}
+		fmt.Fprintf(p.out, "%s (%s, %d rules)\n", p.bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), backend, d.RuleCount())
+		for _, t := range d.Tables {
+			if tableEmpty(t) {
+				continue
+			}
+			fmt.Fprintf(p.out, "\n%s\n", p.bold("table "+t.Name))
+			printed := map[string]bool{}
+			for _, c := range t.Chains {
+				if c.Policy == "" || len(c.Rules) == 0 {
+					continue
+				}
+				fmt.Fprintf(p.out, "  %s (policy %s) %s\n", c.Name, c.Policy, counters(c.Packets, c.Bytes))
+				printRules(p, t, c, "    ", printed, 0)
+			}
+			for _, c := range t.Chains {
+				if c.Policy == "" && !printed[c.Name] {
+					fmt.Fprintf(p.out, "  %s (not jumped to from a built-in chain)\n", c.Name)
+					printRules(p, t, c, "    ", printed, 0)
+				}
+			}
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(explain.EffectWarning)+":", escape(n))
+	}
+	if rep.Drift != nil {
+		fmt.Fprintf(p.out, "\n%s (expected from %s)\n", p.bold("Drift"), rep.Expected)
+		if len(rep.Drift.Missing) == 0 && len(rep.Drift.Extra) == 0 && len(rep.Drift.Reordered) == 0 {
+			fmt.Fprintln(p.out, "  none: the rules are exactly those the arguments call for")
+		}
+		for _, r := range rep.Drift.Missing {
+			fmt.Fprintf(p.out, "  %s %s\n", p.effect(explain.EffectBlocks)+" missing:", escape(r))
+		}
+		for _, r := range rep.Drift.Extra {
+			fmt.Fprintf(p.out, "  %s %s\n", p.effect(explain.EffectWarning)+" extra:  ", escape(r))
+		}
+		for _, c := range rep.Drift.Reordered {
+			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.effect(explain.EffectWarning)+" reordered:", c)
+		}
+	}
+	for _, tr := range rep.Traces {
+		fmt.Fprintf(p.out, "\n%s %s\n  %s\n", p.bold("Trace"), escape(tr.Spec), escape(tr.Summary))
+		for _, s := range tr.Path {
+			fmt.Fprintf(p.out, "    %s/%s %s %s\n", s.Table, s.Chain, counters(s.Packets, s.Bytes), escape(s.Rule))
+		}
+		for _, n := range tr.Notes {
+			fmt.Fprintf(p.out, "    note: %s\n", escape(n))
+		}
+	}
+}
+
+func tableEmpty(t *explain.Table) bool {
+	for _, c := range t.Chains {
+		if len(c.Rules) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func counters(p, b uint64) string { return fmt.Sprintf("[%d pkts, %d bytes]", p, b) }
+
+// printRules prints a chain's rules, each followed by what it means, and
+// the rules of the user chains it jumps to, nested.
+func printRules(p *printer, t *explain.Table, c *explain.Chain, indent string, printed map[string]bool, depth int) {
+	printed[c.Name] = true
+	for _, r := range c.Rules {
+		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
+		fmt.Fprintf(p.out, "%s%s %s\n", indent, counters(r.Packets, r.Bytes), escape(spec))
+		fmt.Fprintf(p.out, "%s  ↳ %s\n", indent, escape(r.Annotation))
+		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
+			fmt.Fprintf(p.out, "%s  %s\n", indent, sub.Name)
+			printRules(p, t, sub, indent+"    ", printed, depth+1)
+		}
+	}
+}

@@ -1,0 +1,548 @@
+package explain
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// CaptureConfig is what istio-iptables is told to do: its flags, as the
+// injected istio-init (or istio-validation, or the CNI plugin from the
+// pod's annotations) passes them.
+type CaptureConfig struct {
+	ProxyPort, InboundPort, TunnelPort string
+	ProxyUIDs, ProxyGIDs               []string
+	Mode                               string
+	InboundPorts                       string // "*", a list, or ""
+	InboundExclude                     []string
+	ExcludeInterfaces                  []string
+	IncludeCIDRs                       string // "*", a list, or ""
+	ExcludeCIDRs                       []string
+	IncludeOutPorts, ExcludeOutPorts   []string
+	VirtInterfaces                     []string
+	TProxyMark                         string
+	RedirectDNS, CaptureAllDNS         bool
+	DropInvalid                        bool
+	DualStack                          bool
+}
+
+// SplitShell splits a shell-quoted argument string ('-x ""', "-i '*'").
+func SplitShell(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	have := false
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case quote == '"':
+			switch {
+			case c == '"':
+				quote = 0
+			case c == '\\' && i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0:
+				i++
+				cur.WriteByte(s[i])
+			default:
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, have = c, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			have = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteByte(c)
+			have = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ParseCaptureArgs reads istio-iptables arguments (the leading
+// "istio-iptables" word, as in a pod spec, is allowed). env holds the
+// container's environment (ISTIO_META_DNS_CAPTURE, INVALID_DROP, …).
+func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, error) {
+	if len(args) > 0 && (args[0] == "istio-iptables" || strings.HasSuffix(args[0], "/istio-iptables")) {
+		args = args[1:]
+	}
+	fs := pflag.NewFlagSet("istio-iptables", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	c := &CaptureConfig{}
+	var uids, gids, inExcl, exIf, exCIDR, inOut, exOut, virt string
+	truthy := func(k string) bool { b, _ := strconv.ParseBool(env[k]); return b }
+	fs.StringVarP(&c.ProxyPort, "envoy-port", "p", "15001", "")
+	fs.StringVarP(&c.InboundPort, "inbound-capture-port", "z", "15006", "")
+	fs.StringVarP(&c.TunnelPort, "inbound-tunnel-port", "e", "15008", "")
+	defUID := "1337"
+	if v := env["ENVOY_USER"]; v != "" {
+		defUID = v
+	}
+	fs.StringVarP(&uids, "proxy-uid", "u", defUID, "")
+	fs.StringVarP(&gids, "proxy-gid", "g", "", "")
+	fs.StringVarP(&c.Mode, "istio-inbound-interception-mode", "m", "REDIRECT", "")
+	fs.StringVarP(&c.InboundPorts, "istio-inbound-ports", "b", "", "")
+	fs.StringVarP(&inExcl, "istio-local-exclude-ports", "d", "", "")
+	fs.StringVarP(&exIf, "istio-exclude-interfaces", "c", "", "")
+	fs.StringVarP(&c.IncludeCIDRs, "istio-service-cidr", "i", "", "")
+	fs.StringVarP(&exCIDR, "istio-service-exclude-cidr", "x", "", "")
+	fs.StringVarP(&inOut, "istio-outbound-ports", "q", "", "")
+	fs.StringVarP(&exOut, "istio-local-outbound-ports-exclude", "o", "", "")
+	fs.StringVarP(&virt, "kube-virt-interfaces", "k", "", "")
+	fs.StringVarP(&c.TProxyMark, "istio-inbound-tproxy-mark", "t", "1337", "")
+	fs.String("istio-inbound-tproxy-route-table", "133", "")
+	fs.String("iptables-probe-port", "15002", "")
+	fs.String("probe-timeout", "5s", "")
+	fs.BoolVar(&c.RedirectDNS, "redirect-dns", truthy("ISTIO_META_DNS_CAPTURE"), "")
+	fs.BoolVar(&c.CaptureAllDNS, "capture-all-dns", false, "")
+	fs.BoolVar(&c.DropInvalid, "drop-invalid", truthy("INVALID_DROP"), "")
+	fs.BoolVar(&c.DualStack, "dual-stack", truthy("ISTIO_DUAL_STACK"), "")
+	for _, b := range []string{"run-validation", "skip-rule-apply", "force-apply", "native-nftables", "cni-mode", "reconcile", "cleanup-only"} {
+		fs.Bool(b, false, "")
+	}
+	fs.BoolP("dry-run", "n", false, "")
+	for _, s := range []string{"log_output_level", "force-iptables-binary", "network-namespace", "log_as_json", "log_caller", "log_stacktrace_level", "log_target"} {
+		fs.String(s, "", "")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("istio-iptables arguments: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("istio-iptables arguments: unexpected %q", fs.Arg(0))
+	}
+	c.ProxyUIDs, c.ProxyGIDs = list(uids), list(gids)
+	if len(c.ProxyGIDs) == 0 {
+		c.ProxyGIDs = c.ProxyUIDs
+	}
+	c.InboundExclude, c.ExcludeInterfaces, c.ExcludeCIDRs = list(inExcl), list(exIf), list(exCIDR)
+	c.IncludeOutPorts, c.ExcludeOutPorts, c.VirtInterfaces = list(inOut), list(exOut), list(virt)
+	if c.Mode != "REDIRECT" && c.Mode != "TPROXY" {
+		return nil, fmt.Errorf("istio-iptables arguments: interception mode %q: want REDIRECT or TPROXY", c.Mode)
+	}
+	for _, p := range append(append(append([]string{c.ProxyPort, c.InboundPort, c.TunnelPort}, c.InboundExclude...), c.IncludeOutPorts...), c.ExcludeOutPorts...) {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("istio-iptables arguments: bad port %q", p)
+		}
+	}
+	for _, n := range append(list(strings.ReplaceAll(c.IncludeCIDRs, "*", "")), c.ExcludeCIDRs...) {
+		if _, err := netip.ParsePrefix(n); err != nil {
+			return nil, fmt.Errorf("istio-iptables arguments: bad CIDR %q", n)
+		}
+	}
+	return c, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// ExpectedRules derives the rules istio-iptables writes for c, for one IP
+// family, with the pod's DNS servers of that family. Rules come as
+// iptables-save would print them, table by table in order.
+func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][]string {
+	lo, pass := "127.0.0.1/32", "127.0.0.6/32"
+	if v6 {
+		lo, pass = "::1/128", "::6/128"
+	}
+	out := map[string][]string{}
+	add := func(table, rule string) { out[table] = append(out[table], rule) }
+	insert := func(table, rule string) { out[table] = append([]string{rule}, out[table]...) }
+	tproxy := c.Mode == "TPROXY"
+	inTable := "nat"
+	if tproxy {
+		inTable = "mangle"
+	}
+	mark := fmt.Sprintf("0x%x", atoiMark(c.TProxyMark))
+
+	for _, nic := range c.ExcludeInterfaces {
+		add("nat", "-A PREROUTING -i "+nic+" -j RETURN")
+		add("nat", "-A OUTPUT -o "+nic+" -j RETURN")
+		if tproxy {
+			add("mangle", "-A PREROUTING -i "+nic+" -j RETURN")
+			add("mangle", "-A OUTPUT -o "+nic+" -j RETURN")
+		}
+	}
+	for _, vif := range c.VirtInterfaces {
+		insert("nat", "-A PREROUTING -i "+vif+" -j RETURN")
+	}
+	if c.DropInvalid {
+		add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j ISTIO_DROP")
+		add("mangle", "-A ISTIO_DROP -j DROP")
+	}
+	add(inTable, "-A ISTIO_INBOUND -p tcp -m tcp --dport "+c.TunnelPort+" -j RETURN")
+	add("nat", "-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports "+c.ProxyPort)
+	add("nat", "-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports "+c.InboundPort)
+	if c.InboundPorts != "" {
+		add(inTable, "-A PREROUTING -p tcp -j ISTIO_INBOUND")
+		if tproxy {
+			add("mangle", "-A ISTIO_DIVERT -j MARK --set-xmark "+mark+"/0xffffffff")
+			add("mangle", "-A ISTIO_DIVERT -j ACCEPT")
+			onIP := "0.0.0.0"
+			if v6 {
+				onIP = "::"
+			}
+			add("mangle", "-A ISTIO_TPROXY ! -d "+lo+" -p tcp -j TPROXY --on-port "+c.InboundPort+" --on-ip "+onIP+" --tproxy-mark "+mark+"/0xffffffff")
+		}
+		capture := func(port string) {
+			dport := ""
+			if port != "" {
+				dport = " -m tcp --dport " + port
+			}
+			if tproxy {
+				add("mangle", "-A ISTIO_INBOUND -p tcp"+dport+" -m conntrack --ctstate RELATED,ESTABLISHED -j ISTIO_DIVERT")
+				add("mangle", "-A ISTIO_INBOUND -p tcp"+dport+" -j ISTIO_TPROXY")
+				return
+			}
+			add("nat", "-A ISTIO_INBOUND -p tcp"+dport+" -j ISTIO_IN_REDIRECT")
+		}
+		if c.InboundPorts == "*" {
+			for _, p := range c.InboundExclude {
+				add(inTable, "-A ISTIO_INBOUND -p tcp -m tcp --dport "+p+" -j RETURN")
+			}
+			capture("")
+		} else {
+			for _, p := range list(c.InboundPorts) {
+				capture(p)
+			}
+		}
+	}
+	if tproxy {
+		add("mangle", "-A PREROUTING -p tcp -m mark --mark "+mark+" -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff")
+		add("mangle", "-A OUTPUT -o lo -p tcp -m mark --mark "+mark+" -j RETURN")
+		for _, u := range c.ProxyUIDs {
+			add("mangle", "-A OUTPUT ! -d "+lo+" -o lo -p tcp -m owner --uid-owner "+u+" -j MARK --set-xmark 0x53a/0xffffffff")
+		}
+		for _, g := range c.ProxyGIDs {
+			add("mangle", "-A OUTPUT ! -d "+lo+" -o lo -p tcp -m owner --gid-owner "+g+" -j MARK --set-xmark 0x53a/0xffffffff")
+		}
+		add("mangle", "-A OUTPUT -p tcp -m connmark --mark "+mark+" -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff")
+		// Inserted at the top of ISTIO_INBOUND, last insert first.
+		var ins []string
+		ins = append(ins, "-A ISTIO_INBOUND -p tcp -m mark --mark "+mark+" -j RETURN")
+		ins = append(ins, "-A ISTIO_INBOUND -s "+pass+" -i lo -p tcp -j RETURN")
+		ins = append(ins, "-A ISTIO_INBOUND -i lo -p tcp -m mark ! --mark 0x53a -j RETURN")
+		var rest []string
+		for _, r := range out["mangle"] {
+			if !strings.HasPrefix(r, "-A ISTIO_INBOUND ") {
+				rest = append(rest, r)
+			}
+		}
+		var inbound []string
+		for _, r := range out["mangle"] {
+			if strings.HasPrefix(r, "-A ISTIO_INBOUND ") {
+				inbound = append(inbound, r)
+			}
+		}
+		out["mangle"] = append(append(rest, ins...), inbound...)
+	}
+
+	add("nat", "-A OUTPUT -j ISTIO_OUTPUT")
+	for _, p := range c.ExcludeOutPorts {
+		add("nat", "-A ISTIO_OUTPUT -p tcp -m tcp --dport "+p+" -j RETURN")
+		add("nat", "-A ISTIO_OUTPUT -p udp -m udp --dport "+p+" -j RETURN")
+	}
+	add("nat", "-A ISTIO_OUTPUT -s "+pass+" -o lo -j RETURN")
+	var servers []string
+	for _, ns := range nameservers {
+		if a, err := netip.ParseAddr(ns); err == nil && a.Is6() == v6 {
+			servers = append(servers, a.String())
+		}
+	}
+	dns := c.RedirectDNS && (c.CaptureAllDNS || len(servers) > 0)
+	loopbackIncluded := false
+	for _, n := range list(c.IncludeCIDRs) {
+		if p, err := netip.ParsePrefix(n); err == nil && p.Addr().IsLoopback() {
+			loopbackIncluded = true
+		}
+	}
+	owner := func(flag string, ids []string) {
+		for _, id := range ids {
+			if dns {
+				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m multiport ! --dports 53,"+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")
+			} else {
+				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m tcp ! --dport "+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")
+			}
+			if !loopbackIncluded {
+				if dns {
+					add("nat", "-A ISTIO_OUTPUT -o lo -p tcp -m tcp ! --dport 53 -m owner ! "+flag+" "+id+" -j RETURN")
+				} else {
+					add("nat", "-A ISTIO_OUTPUT -o lo -m owner ! "+flag+" "+id+" -j RETURN")
+				}
+			}
+			add("nat", "-A ISTIO_OUTPUT -m owner "+flag+" "+id+" -j RETURN")
+		}
+	}
+	owner("--uid-owner", c.ProxyUIDs)
+	owner("--gid-owner", c.ProxyGIDs)
+	if dns {
+		add("nat", "-A ISTIO_OUTPUT -j ISTIO_OUTPUT_DNS")
+		add("raw", "-A OUTPUT -j ISTIO_OUTPUT_DNS")
+		add("raw", "-A PREROUTING -j ISTIO_INBOUND")
+		for _, u := range c.ProxyUIDs {
+			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j CT --zone 1")
+			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --sport 15053 -m owner --uid-owner "+u+" -j CT --zone 2")
+		}
+		for _, g := range c.ProxyGIDs {
+			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j CT --zone 1")
+			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --sport 15053 -m owner --gid-owner "+g+" -j CT --zone 2")
+		}
+		if c.CaptureAllDNS {
+			servers = []string{""}
+		}
+		host := "/32"
+		if v6 {
+			host = "/128"
+		}
+		for _, ns := range servers {
+			dst, src := "", ""
+			if ns != "" {
+				dst, src = " -d "+ns+host, " -s "+ns+host
+			}
+			add("nat", "-A ISTIO_OUTPUT_DNS"+dst+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
+			add("nat", "-A ISTIO_OUTPUT_DNS"+dst+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
+			add("raw", "-A ISTIO_OUTPUT_DNS"+dst+" -p udp -m udp --dport 53 -j CT --zone 2")
+			add("raw", "-A ISTIO_INBOUND"+src+" -p udp -m udp --sport 53 -j CT --zone 1")
+		}
+	}
+	add("nat", "-A ISTIO_OUTPUT -d "+lo+" -j RETURN")
+	for _, n := range c.ExcludeCIDRs {
+		if p, err := netip.ParsePrefix(n); err == nil && p.Addr().Is6() == v6 {
+			add("nat", "-A ISTIO_OUTPUT -d "+p.Masked().String()+" -j RETURN")
+		}
+	}
+	for _, p := range c.IncludeOutPorts {
+		add("nat", "-A ISTIO_OUTPUT -p tcp -m tcp --dport "+p+" -j ISTIO_REDIRECT")
+	}
+	if c.IncludeCIDRs == "*" {
+		add("nat", "-A ISTIO_OUTPUT -j ISTIO_REDIRECT")
+		for _, vif := range c.VirtInterfaces {
+			insert("nat", "-A PREROUTING -i "+vif+" -j ISTIO_REDIRECT")
+		}
+	} else {
+		for _, n := range list(c.IncludeCIDRs) {
+			p, err := netip.ParsePrefix(n)
+			if err != nil || p.Addr().Is6() != v6 {
+				continue
+			}
+			add("nat", "-A ISTIO_OUTPUT -d "+p.Masked().String()+" -j ISTIO_REDIRECT")
+			for _, vif := range c.VirtInterfaces {
+				insert("nat", "-A PREROUTING -d "+p.Masked().String()+" -i "+vif+" -j ISTIO_REDIRECT")
+			}
+		}
+	}
+	return out
+}
+
+func atoiMark(s string) uint64 {
+	n, _ := strconv.ParseUint(s, 0, 32)
+	return n
+}
+
+// Drift is the difference between the rules a pod should have and those it has.
+type Drift struct {
+	Missing []string `json:"missing"`
+	Extra   []string `json:"extra"`
+	// Reordered lists chains whose rules agree but not their order.
+	Reordered []string `json:"reordered,omitempty"`
+}
+
+// ruleKey is a rule's meaning, independent of how the dialect spells it.
+func ruleKey(table string, r *Rule) string {
+	m := r.Match
+	var atoms []string
+	add := func(neg bool, k, v string) {
+		if v == "" {
+			return
+		}
+		if neg {
+			k = "!" + k
+		}
+		atoms = append(atoms, k+"="+v)
+	}
+	if m.Proto != "all" {
+		add(m.NotProto, "p", strings.ToLower(m.Proto))
+	}
+	if m.Src != nil {
+		add(m.NotSrc, "s", m.Src.Masked().String())
+	}
+	if m.Dst != nil {
+		add(m.NotDst, "d", m.Dst.Masked().String())
+	}
+	add(m.NotIn, "i", m.In)
+	add(m.NotOut, "o", m.Out)
+	ports := func(rs []portRange) string {
+		var s []string
+		for _, r := range rs {
+			s = append(s, r.String())
+		}
+		return strings.Join(s, ",")
+	}
+	add(m.NotDPort, "dport", ports(m.DPorts))
+	add(m.NotSPrt, "sport", ports(m.SPorts))
+	add(m.NotUID, "uid", m.UID)
+	add(m.NotGID, "gid", m.GID)
+	markNorm := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		v, mk := parseMark(s)
+		return fmt.Sprintf("0x%x/0x%x", v, mk)
+	}
+	add(m.NotMark, "mark", markNorm(m.Mark))
+	add(m.NotConnMark, "connmark", markNorm(m.ConnMark))
+	add(m.NotCTState, "ctstate", strings.Join(m.CTState, ","))
+	add(false, "comment", m.Comment)
+	atoms = append(atoms, m.Unknown...)
+	sort.Strings(atoms)
+	target := r.Target
+	switch r.Target {
+	case "REDIRECT":
+		target += " " + r.TargetArg("--to-ports")
+	case "TPROXY":
+		target += " " + r.TargetArg("--on-port") + " " + markNorm(r.TargetArg("--tproxy-mark"))
+	case "MARK":
+		if v := r.TargetArg("--set-xmark"); v != "" {
+			target += " " + markNorm(v)
+		} else {
+			target += " " + markNorm(r.TargetArg("--set-mark")+"/0xffffffff")
+		}
+	case "CONNMARK":
+		if strings.Contains(strings.Join(r.TargetArgs, " "), "--save-mark") {
+			target += " save"
+		} else {
+			target += " restore"
+		}
+	case "CT":
+		target += " zone " + r.TargetArg("--zone")
+	}
+	return table + " " + r.Chain + " " + strings.Join(atoms, " ") + " -> " + target
+}
+
+// CompareRules reports the rules of want (table → rules as iptables-save
+// prints them) that rs lacks, and the rules of rs's tables nat, mangle and
+// raw that want does not have. Counters are left out.
+func CompareRules(rs *Ruleset, want map[string][]string) (*Drift, error) {
+	d := &Drift{Missing: []string{}, Extra: []string{}}
+	type keyed struct {
+		key, text string
+		chain     string
+	}
+	wantBy := map[string][]keyed{}
+	tables := map[string]bool{"nat": true, "mangle": true, "raw": true}
+	for table, rules := range want {
+		tables[table] = true
+		for _, text := range rules {
+			toks, err := tokenize(text)
+			if err != nil || len(toks) < 2 {
+				return nil, fmt.Errorf("internal: expected rule %q: %v", text, err)
+			}
+			r := &Rule{Chain: toks[1], Spec: text}
+			if err := parseRuleArgs(r, toks[2:]); err != nil {
+				return nil, fmt.Errorf("internal: expected rule %q: %v", text, err)
+			}
+			wantBy[table] = append(wantBy[table], keyed{ruleKey(table, r), text, r.Chain})
+		}
+	}
+	names := make([]string, 0, len(tables))
+	for t := range tables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for _, table := range names {
+		var have []keyed
+		if t := rs.Table(table); t != nil {
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					have = append(have, keyed{ruleKey(table, r), r.Spec, r.Chain})
+				}
+			}
+		}
+		count := map[string]int{}
+		for _, h := range have {
+			count[h.key]++
+		}
+		for _, w := range wantBy[table] {
+			if count[w.key] > 0 {
+				count[w.key]--
+			} else {
+				d.Missing = append(d.Missing, w.text)
+			}
+		}
+		wantCount := map[string]int{}
+		for _, w := range wantBy[table] {
+			wantCount[w.key]++
+		}
+		for _, h := range have {
+			if wantCount[h.key] > 0 {
+				wantCount[h.key]--
+			} else {
+				d.Extra = append(d.Extra, h.text)
+			}
+		}
+		// Same rules, other order?
+		chainSeq := func(ks []keyed) map[string][]string {
+			out := map[string][]string{}
+			for _, k := range ks {
+				out[k.chain] = append(out[k.chain], k.key)
+			}
+			return out
+		}
+		hs, ws := chainSeq(have), chainSeq(wantBy[table])
+		for chain, seq := range ws {
+			got := hs[chain]
+			if len(got) == len(seq) && strings.Join(got, "\n") != strings.Join(seq, "\n") && sameMultiset(got, seq) {
+				d.Reordered = append(d.Reordered, table+"/"+chain)
+			}
+		}
+	}
+	sort.Strings(d.Reordered)
+	return d, nil
+}
+
+func sameMultiset(a, b []string) bool {
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,92 @@
+package explain
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// CaptureReport is everything the iptables command says about a pod's
+// capture rules: the annotated dumps, the drift from the expected rules and
+// the traces.
+type CaptureReport struct {
+	Dumps  []*Ruleset `json:"dumps"`
+	Drift  *Drift     `json:"drift,omitempty"`
+	Traces []*Trace   `json:"traces"`
+	// Expected tells where the expected rules came from ("" when none were given).
+	Expected string   `json:"expected,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+}
+
+// CaptureInput are the facts the report is built from.
+type CaptureInput struct {
+	Dumps       []*Ruleset
+	Context     *PodContext
+	PodIPs      []netip.Addr
+	ExpectArgs  []string // istio-iptables arguments, nil for no comparison
+	ExpectEnv   map[string]string
+	ExpectFrom  string
+	Nameservers []string
+	Traces      []string
+}
+
+// ExplainCapture annotates the dumps, compares them with the rules the
+// arguments call for, and traces each connection.
+func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
+	rep := &CaptureReport{Dumps: in.Dumps, Traces: []*Trace{}}
+	istio := false
+	for _, d := range in.Dumps {
+		d.Annotate(in.Context)
+		for _, t := range d.Tables {
+			for _, c := range t.Chains {
+				if strings.HasPrefix(c.Name, "ISTIO_") || strings.HasPrefix(c.Name, "PROXY_INIT_") {
+					istio = true
+				}
+			}
+		}
+		if d.RuleCount() == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the %s dump holds no rules", d.Family))
+		}
+		for _, w := range d.Warnings {
+			rep.Notes = append(rep.Notes, "iptables-save: "+w)
+		}
+	}
+	if !istio {
+		rep.Notes = append(rep.Notes, "no Istio (ISTIO_*) or Linkerd (PROXY_INIT_*) chains: this pod's traffic is not captured by a sidecar")
+	}
+	if in.ExpectArgs != nil {
+		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
+		if err != nil {
+			return nil, err
+		}
+		rep.Expected = in.ExpectFrom
+		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+		for _, d := range in.Dumps {
+			want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
+			dr, err := CompareRules(d, want)
+			if err != nil {
+				return nil, err
+			}
+			rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+			rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+			rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+		}
+	}
+	for _, spec := range in.Traces {
+		p, err := ParseTraceSpec(spec, in.PodIPs)
+		if err != nil {
+			return nil, err
+		}
+		var dump *Ruleset
+		for _, d := range in.Dumps {
+			if (d.Family == "ipv6") == p.Dst.Is6() {
+				dump = d
+			}
+		}
+		if dump == nil {
+			return nil, fmt.Errorf("--trace %q: no %s dump to trace through (give it with another --from-file)", spec, map[bool]string{true: "IPv6", false: "IPv4"}[p.Dst.Is6()])
+		}
+		rep.Traces = append(rep.Traces, dump.Trace(p))
+	}
+	return rep, nil
+}
