@@ -128,10 +128,11 @@ func ParseSave(data []byte) (*Ruleset, error) {
 				if strings.Contains(body, "ip6tables") {
 					rs.Family = "ipv6"
 				}
-				switch {
-				case strings.Contains(body, "nf_tables") || strings.Contains(body, "-nft-"):
+				// iptables-nft-save says "(nf_tables)"; the legacy tool says
+				// "(legacy)" or, in 1.8.9, nothing at all.
+				if strings.Contains(body, "nf_tables") || strings.Contains(body, "-nft-") {
 					rs.Backend = "nft"
-				case strings.Contains(body, "legacy"):
+				} else {
 					rs.Backend = "legacy"
 				}
 			}

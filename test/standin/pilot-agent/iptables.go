@@ -41,6 +41,7 @@ type captureConfig struct {
 	skipRuleApply      bool
 	dryRun             bool
 	forceBinary        string
+	dualStack          bool
 }
 
 func parseCaptureFlags(args []string) (*captureConfig, error) {
@@ -73,7 +74,7 @@ func parseCaptureFlags(args []string) (*captureConfig, error) {
 	// Accepted and ignored, as the injection template passes them.
 	fs.String("log_output_level", "", "")
 	fs.Bool("force-apply", false, "")
-	fs.Bool("dual-stack", false, "")
+	fs.BoolVar(&c.dualStack, "dual-stack", envBool("ISTIO_DUAL_STACK"), "also write the IPv6 rules")
 	fs.Bool("native-nftables", false, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -233,9 +234,18 @@ func (r *ruleSet) restoreInput() string {
 	return b.String()
 }
 
-// buildRules derives the IPv4 rules Istio's istio-iptables writes for c, in
-// the same order. nameservers are the pod's DNS servers (for DNS capture).
-func buildRules(c *captureConfig, nameservers []string) *ruleSet {
+// buildRules derives the rules Istio's istio-iptables writes for c, for IPv4
+// or IPv6, in the same order. nameservers are the pod's DNS servers of that
+// family (for DNS capture).
+func buildRules(c *captureConfig, nameservers []string, v6 bool) *ruleSet {
+	lo, pass, onIP, host := "127.0.0.1/32", "127.0.0.6/32", "0.0.0.0", "/32"
+	if v6 {
+		lo, pass, onIP, host = "::1/128", "::6/128", "::", "/128"
+	}
+	family := func(cidr string) bool {
+		p, err := netip.ParsePrefix(cidr)
+		return err == nil && p.Addr().Is6() == v6
+	}
 	r := newRuleSet()
 	tproxy := c.mode == "TPROXY"
 	inTable := "nat"
@@ -267,8 +277,8 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		if tproxy {
 			r.add("mangle", "ISTIO_DIVERT", "-j", "MARK", "--set-mark", c.tproxyMark)
 			r.add("mangle", "ISTIO_DIVERT", "-j", "ACCEPT")
-			r.add("mangle", "ISTIO_TPROXY", "!", "-d", "127.0.0.1/32", "-p", "tcp", "-j", "TPROXY",
-				"--tproxy-mark", c.tproxyMark+"/0xffffffff", "--on-port", c.inboundCapturePort)
+			r.add("mangle", "ISTIO_TPROXY", "!", "-d", lo, "-p", "tcp", "-j", "TPROXY",
+				"--tproxy-mark", c.tproxyMark+"/0xffffffff", "--on-port", c.inboundCapturePort, "--on-ip", onIP)
 		}
 		capture := func(port ...string) {
 			if tproxy {
@@ -293,14 +303,14 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		r.add("mangle", "PREROUTING", "-p", "tcp", "-m", "mark", "--mark", c.tproxyMark, "-j", "CONNMARK", "--save-mark")
 		r.add("mangle", "OUTPUT", "-p", "tcp", "-o", "lo", "-m", "mark", "--mark", c.tproxyMark, "-j", "RETURN")
 		for _, u := range splitList(c.proxyUID) {
-			r.add("mangle", "OUTPUT", "!", "-d", "127.0.0.1/32", "-p", "tcp", "-o", "lo", "-m", "owner", "--uid-owner", u, "-j", "MARK", "--set-mark", "1338")
+			r.add("mangle", "OUTPUT", "!", "-d", lo, "-p", "tcp", "-o", "lo", "-m", "owner", "--uid-owner", u, "-j", "MARK", "--set-mark", "1338")
 		}
 		for _, g := range splitList(c.proxyGID) {
-			r.add("mangle", "OUTPUT", "!", "-d", "127.0.0.1/32", "-p", "tcp", "-o", "lo", "-m", "owner", "--gid-owner", g, "-j", "MARK", "--set-mark", "1338")
+			r.add("mangle", "OUTPUT", "!", "-d", lo, "-p", "tcp", "-o", "lo", "-m", "owner", "--gid-owner", g, "-j", "MARK", "--set-mark", "1338")
 		}
 		r.add("mangle", "OUTPUT", "-p", "tcp", "-m", "connmark", "--mark", c.tproxyMark, "-j", "CONNMARK", "--restore-mark")
 		r.insert("mangle", "ISTIO_INBOUND", "-p", "tcp", "-i", "lo", "-m", "mark", "!", "--mark", "1338", "-j", "RETURN")
-		r.insert("mangle", "ISTIO_INBOUND", "-p", "tcp", "-s", "127.0.0.6/32", "-i", "lo", "-j", "RETURN")
+		r.insert("mangle", "ISTIO_INBOUND", "-p", "tcp", "-s", pass, "-i", "lo", "-j", "RETURN")
 		r.insert("mangle", "ISTIO_INBOUND", "-p", "tcp", "-m", "mark", "--mark", c.tproxyMark, "-j", "RETURN")
 	}
 
@@ -309,7 +319,7 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		r.add("nat", "ISTIO_OUTPUT", "-p", "tcp", "--dport", p, "-j", "RETURN")
 		r.add("nat", "ISTIO_OUTPUT", "-p", "udp", "--dport", p, "-j", "RETURN")
 	}
-	r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "-s", "127.0.0.6/32", "-j", "RETURN")
+	r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "-s", pass, "-j", "RETURN")
 
 	dns := c.redirectDNS && (c.captureAllDNS || len(nameservers) > 0)
 	loopbackIncluded := false
@@ -321,9 +331,9 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 	owner := func(flag string, ids []string) {
 		for _, id := range ids {
 			if dns {
-				r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "!", "-d", "127.0.0.1/32", "-p", "tcp", "-m", "multiport", "!", "--dports", "53,"+c.inboundTunnelPort, "-m", "owner", flag, id, "-j", "ISTIO_IN_REDIRECT")
+				r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "!", "-d", lo, "-p", "tcp", "-m", "multiport", "!", "--dports", "53,"+c.inboundTunnelPort, "-m", "owner", flag, id, "-j", "ISTIO_IN_REDIRECT")
 			} else {
-				r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "!", "-d", "127.0.0.1/32", "-p", "tcp", "!", "--dport", c.inboundTunnelPort, "-m", "owner", flag, id, "-j", "ISTIO_IN_REDIRECT")
+				r.add("nat", "ISTIO_OUTPUT", "-o", "lo", "!", "-d", lo, "-p", "tcp", "!", "--dport", c.inboundTunnelPort, "-m", "owner", flag, id, "-j", "ISTIO_IN_REDIRECT")
 			}
 			if !loopbackIncluded {
 				if dns {
@@ -357,7 +367,7 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		for _, ns := range servers {
 			dst, src := []string{}, []string{}
 			if ns != "" {
-				dst, src = []string{"-d", ns + "/32"}, []string{"-s", ns + "/32"}
+				dst, src = []string{"-d", ns + host}, []string{"-s", ns + host}
 			}
 			r.add("nat", "ISTIO_OUTPUT_DNS", append(append([]string{"-p", "tcp", "--dport", "53"}, dst...), "-j", "REDIRECT", "--to-ports", "15053")...)
 			r.add("nat", "ISTIO_OUTPUT_DNS", append(append([]string{"-p", "udp", "--dport", "53"}, dst...), "-j", "REDIRECT", "--to-ports", "15053")...)
@@ -366,9 +376,11 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		}
 	}
 
-	r.add("nat", "ISTIO_OUTPUT", "-d", "127.0.0.1/32", "-j", "RETURN")
+	r.add("nat", "ISTIO_OUTPUT", "-d", lo, "-j", "RETURN")
 	for _, n := range splitList(c.excludeCIDRs) {
-		r.add("nat", "ISTIO_OUTPUT", "-d", n, "-j", "RETURN")
+		if family(n) {
+			r.add("nat", "ISTIO_OUTPUT", "-d", n, "-j", "RETURN")
+		}
 	}
 	for _, p := range splitList(c.includeOutPorts) {
 		r.add("nat", "ISTIO_OUTPUT", "-p", "tcp", "--dport", p, "-j", "ISTIO_REDIRECT")
@@ -380,6 +392,9 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 		}
 	} else {
 		for _, n := range splitList(c.includeCIDRs) {
+			if !family(n) {
+				continue
+			}
 			r.add("nat", "ISTIO_OUTPUT", "-d", n, "-j", "ISTIO_REDIRECT")
 			for _, vif := range splitList(c.virtInterfaces) {
 				r.insert("nat", "PREROUTING", "-i", vif, "-d", n, "-j", "ISTIO_REDIRECT")
@@ -389,8 +404,8 @@ func buildRules(c *captureConfig, nameservers []string) *ruleSet {
 	return r
 }
 
-// nameserversFrom reads the IPv4 nameservers of a resolv.conf.
-func nameserversFrom(path string) []string {
+// nameserversFrom reads the nameservers of one family from a resolv.conf.
+func nameserversFrom(path string, v6 bool) []string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
@@ -399,7 +414,7 @@ func nameserversFrom(path string) []string {
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 2 && f[0] == "nameserver" {
-			if a, err := netip.ParseAddr(f[1]); err == nil && a.Is4() {
+			if a, err := netip.ParseAddr(f[1]); err == nil && a.Is6() == v6 {
 				out = append(out, a.String())
 			}
 		}
@@ -431,23 +446,36 @@ func runIstioIptables(args []string) int {
 		c.mode, c.proxyPort, c.inboundCapturePort, c.proxyUID, c.proxyGID, c.inboundPorts, c.localExcludePorts,
 		c.includeCIDRs, c.excludeCIDRs, c.includeOutPorts, c.excludeOutPorts, c.excludeInterfaces, c.virtInterfaces, c.redirectDNS)
 	if !c.skipRuleApply {
-		rules := buildRules(c, nameserversFrom("/etc/resolv.conf"))
-		input := rules.restoreInput()
-		if c.dryRun {
-			fmt.Print(input)
-		} else {
-			backend := pickBackend(c.forceBinary)
-			logf("Running iptables restore (%s) with:\n%s", backend, input)
-			restore := exec.Command("iptables-"+backend+"-restore", "--noflush")
+		families := []bool{false}
+		if c.dualStack {
+			families = append(families, true)
+		}
+		backend := pickBackend(c.forceBinary)
+		for _, v6 := range families {
+			input := buildRules(c, nameserversFrom("/etc/resolv.conf", v6), v6).restoreInput()
+			prefix := "iptables-"
+			if v6 {
+				prefix = "ip6tables-"
+			}
+			if c.dryRun {
+				fmt.Print(input)
+				continue
+			}
+			logf("Running %s%s-restore with:\n%s", prefix, backend, input)
+			restore := exec.Command(prefix+backend+"-restore", "--noflush")
 			restore.Stdin = strings.NewReader(input)
 			if out, err := restore.CombinedOutput(); err != nil {
-				logf("iptables-restore failed: %v\n%s", err, out)
+				logf("%s%s-restore failed: %v\n%s", prefix, backend, err, out)
 				return 1
 			}
 			if c.mode == "TPROXY" {
+				ip := []string{"ip"}
+				if v6 {
+					ip = []string{"ip", "-6"}
+				}
 				for _, cmd := range [][]string{
-					{"ip", "rule", "add", "fwmark", c.tproxyMark, "lookup", c.tproxyTable},
-					{"ip", "route", "add", "local", "default", "dev", "lo", "table", c.tproxyTable},
+					append(append([]string{}, ip...), "rule", "add", "fwmark", c.tproxyMark, "lookup", c.tproxyTable),
+					append(append([]string{}, ip...), "route", "add", "local", "default", "dev", "lo", "table", c.tproxyTable),
 				} {
 					if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
 						logf("%s failed: %v\n%s", strings.Join(cmd, " "), err, out)
@@ -455,8 +483,8 @@ func runIstioIptables(args []string) int {
 					}
 				}
 			}
-			if out, err := exec.Command("iptables-" + backend + "-save").CombinedOutput(); err == nil {
-				logf("Final iptables state (IPv4):\n%s", out)
+			if out, err := exec.Command(prefix + backend + "-save").CombinedOutput(); err == nil {
+				logf("Final %s state:\n%s", strings.TrimSuffix(prefix, "-"), out)
 			}
 		}
 	}

@@ -1,0 +1,350 @@
+// Package netns tests the iptables engine against the kernel: rules loaded
+// with real iptables-restore (nft and legacy) in network namespaces the test
+// makes, dumped with iptables-save -c, and real connections sent through
+// them. Needs root (network namespaces), as CI has.
+package netns
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+)
+
+const (
+	podV4   = "10.250.0.2"
+	worldV4 = "10.250.0.1"
+	podV6   = "fd00:250::2"
+	worldV6 = "fd00:250::1"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		for _, tool := range []string{"ip", "iptables-restore", "iptables-legacy-restore", "setpriv"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Fatalf("%s is needed (hack/cluster/deps.sh installs it): %v", tool, err)
+			}
+		}
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("these tests need root (network namespaces); CI runs as root")
+	}
+	t.Skip("needs root for network namespaces")
+}
+
+func binaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "kmesh-netns-")
+		if buildErr != nil {
+			return
+		}
+		for pkg, name := range map[string]string{"../standin/pilot-agent": "pilot-agent", "./probe": "probe"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// pair is a pod network namespace wired to a "world" namespace that owns
+// 10.99.0.0/16 and fd00:99::/64 (any address there answers).
+type pair struct {
+	pod, world string
+	bin        string
+}
+
+func newPair(t *testing.T) *pair {
+	t.Helper()
+	id := rand.String(6)
+	p := &pair{pod: "kmt-pod-" + id, world: "kmt-world-" + id, bin: binaries(t)}
+	run(t, "ip", "netns", "add", p.pod)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "netns", "del", p.pod).Run()
+		_ = os.RemoveAll("/etc/netns/" + p.pod)
+	})
+	run(t, "ip", "netns", "add", p.world)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", p.world).Run() })
+	for _, c := range [][]string{
+		{"ip", "-n", p.pod, "link", "add", "eth0", "type", "veth", "peer", "name", "w0", "netns", p.world},
+		{"ip", "-n", p.pod, "addr", "add", podV4 + "/24", "dev", "eth0"},
+		{"ip", "-n", p.pod, "addr", "add", podV6 + "/64", "dev", "eth0", "nodad"},
+		{"ip", "-n", p.pod, "link", "set", "eth0", "up"},
+		{"ip", "-n", p.pod, "link", "set", "lo", "up"},
+		{"ip", "-n", p.pod, "route", "add", "default", "via", worldV4},
+		{"ip", "-n", p.pod, "-6", "route", "add", "default", "via", worldV6},
+		{"ip", "-n", p.world, "addr", "add", worldV4 + "/24", "dev", "w0"},
+		{"ip", "-n", p.world, "addr", "add", worldV6 + "/64", "dev", "w0", "nodad"},
+		{"ip", "-n", p.world, "link", "set", "w0", "up"},
+		{"ip", "-n", p.world, "link", "set", "lo", "up"},
+		{"ip", "-n", p.world, "route", "add", "local", "10.99.0.0/16", "dev", "lo"},
+		{"ip", "-n", p.world, "-6", "route", "add", "local", "fd00:99::/64", "dev", "lo"},
+		// Answering UDP from an IPv6 address only routed as local needs it assigned.
+		{"ip", "-n", p.world, "addr", "add", "fd00:99::5/128", "dev", "lo", "nodad"},
+		{"ip", "-n", p.world, "addr", "add", "fd00:99::7/128", "dev", "lo", "nodad"},
+		{"ip", "-n", p.world, "addr", "add", "fd00:99::53/128", "dev", "lo", "nodad"},
+	} {
+		run(t, c...)
+	}
+	// ip netns exec bind-mounts this over /etc/resolv.conf: the pod's DNS servers.
+	if err := os.MkdirAll("/etc/netns/"+p.pod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("/etc/netns/"+p.pod+"/resolv.conf", []byte("nameserver 10.99.0.53\nnameserver fd00:99::53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listen starts a probe listener in namespace ns, as uid (0 for root), and
+// stops it at the end.
+func (p *pair) listen(t *testing.T, ns, name string, uid int, transparent bool, ports ...string) {
+	t.Helper()
+	args := []string{"netns", "exec", ns}
+	if uid != 0 {
+		id := fmt.Sprint(uid)
+		args = append(args, "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups")
+	}
+	args = append(args, filepath.Join(p.bin, "probe"), "listen", name)
+	if transparent {
+		args = append(args, "-transparent")
+	}
+	cmd := exec.Command("ip", append(args, ports...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("listener %s in %s did not start: %q %v", name, ns, line, err)
+	}
+}
+
+// connection is one real connection, and the trace SPEC that describes it.
+type connection struct {
+	out   bool
+	proto string
+	dst   string
+	port  int
+	uid   int
+}
+
+func (c connection) spec() string {
+	host := c.dst
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if c.out {
+		return fmt.Sprintf("out:%s:%d/%s,uid=%d,gid=%d", host, c.port, c.proto, c.uid, c.uid)
+	}
+	return fmt.Sprintf("in:%s:%d/%s", host, c.port, c.proto)
+}
+
+// send makes the connection for real and returns what answered ("pod:15001", "world:443", …).
+func (p *pair) send(t *testing.T, c connection) string {
+	t.Helper()
+	probe := filepath.Join(p.bin, "probe")
+	var cmd *exec.Cmd
+	if c.out {
+		id := fmt.Sprint(c.uid)
+		cmd = exec.Command("ip", "netns", "exec", p.pod, "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups", probe, "connect", c.proto, c.dst, fmt.Sprint(c.port))
+	} else {
+		cmd = exec.Command("ip", "netns", "exec", p.world, probe, "connect", c.proto, c.dst, fmt.Sprint(c.port))
+	}
+	out, _ := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+// landed turns what answered into a trace verdict and port.
+func landed(reply string, c connection) (string, int) {
+	name, port, ok := strings.Cut(reply, ":")
+	if !ok || strings.HasPrefix(reply, "error") {
+		return "no answer (" + reply + ")", 0
+	}
+	if name == "world" || port == fmt.Sprint(c.port) {
+		return "direct", 0
+	}
+	var n int
+	fmt.Sscan(port, &n)
+	return "redirect", n
+}
+
+type captureCase struct {
+	name      string
+	args      string
+	legacy    bool
+	dualStack bool
+	extra     []connection
+}
+
+var baseConnections = []connection{
+	{out: true, proto: "tcp", dst: "10.99.0.5", port: 443, uid: 0},
+	{out: true, proto: "tcp", dst: "10.99.0.5", port: 443, uid: 1337},
+	{out: true, proto: "tcp", dst: "10.99.0.5", port: 443, uid: 1338},
+	{out: true, proto: "tcp", dst: "10.99.1.5", port: 8080, uid: 0},
+	{out: true, proto: "tcp", dst: "10.99.1.5", port: 9090, uid: 0},
+	{out: true, proto: "tcp", dst: "10.99.0.5", port: 9090, uid: 0},
+	{out: true, proto: "tcp", dst: podV4, port: 8080, uid: 0},
+	{out: true, proto: "tcp", dst: "127.0.0.1", port: 8080, uid: 0},
+	{out: true, proto: "udp", dst: "10.99.0.53", port: 53, uid: 0},
+	{out: true, proto: "tcp", dst: "10.99.0.53", port: 53, uid: 0},
+	{out: true, proto: "udp", dst: "10.99.0.7", port: 53, uid: 0},
+	{out: true, proto: "udp", dst: "10.99.0.53", port: 53, uid: 1337},
+	{out: false, proto: "tcp", dst: podV4, port: 8080},
+	{out: false, proto: "tcp", dst: podV4, port: 9090},
+	{out: false, proto: "tcp", dst: podV4, port: 15021},
+}
+
+const defaultArgs = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`
+
+var captureCases = []captureCase{
+	{name: "default", args: defaultArgs},
+	{name: "exclude-cidr", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x 10.99.1.0/24 -b "*" -d 15090,15021,15020`},
+	{name: "include-cidr-list", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020`},
+	{name: "exclude-outbound-port", args: defaultArgs + " -o 9090"},
+	{name: "inbound-port-list", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b 8080 -d 15090,15021,15020`},
+	{name: "inbound-exclude-ports", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020,9090`},
+	{name: "include-outbound-ports", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020 -q 9090`},
+	{name: "dns-capture", args: defaultArgs + " --redirect-dns"},
+	{name: "capture-all-dns", args: defaultArgs + " --redirect-dns --capture-all-dns"},
+	{name: "tproxy", args: `-p 15001 -z 15006 -u 1337 -m TPROXY -i "*" -x "" -b "*" -d 15090,15021,15020`},
+	{name: "dual-stack", args: defaultArgs + " --dual-stack", dualStack: true, extra: []connection{
+		{out: true, proto: "tcp", dst: "fd00:99::5", port: 443, uid: 0},
+		{out: true, proto: "tcp", dst: "fd00:99::5", port: 443, uid: 1337},
+		{out: true, proto: "tcp", dst: podV6, port: 8080, uid: 0},
+		{out: false, proto: "tcp", dst: podV6, port: 8080},
+		{out: false, proto: "tcp", dst: podV6, port: 15021},
+	}},
+	{name: "dual-stack-dns", args: defaultArgs + " --dual-stack --redirect-dns", dualStack: true, extra: []connection{
+		{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0},
+		{out: true, proto: "udp", dst: "fd00:99::7", port: 53, uid: 0},
+	}},
+	{name: "legacy-backend", args: defaultArgs + " --force-iptables-binary legacy", legacy: true},
+	{name: "kube-virt-interfaces", args: defaultArgs + " -k eth0"},
+	{name: "exclude-interfaces", args: defaultArgs + " -c eth0"},
+	{name: "uid-gid-lists", args: `-p 15001 -z 15006 -u 1337,1338 -g 1337,1338 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`},
+	{name: "drop-invalid", args: defaultArgs + " --drop-invalid"},
+}
+
+// For each istio-init flag combination: the stand-in istio-iptables loads
+// the rules with the real iptables-restore; iptables-save -c dumps them; the
+// parsed dump must be exactly what --expect-args derives from the same
+// arguments; and every --trace prediction must be where a real connection,
+// sent as the given uid, actually landed.
+func TestCaptureRulesAgainstTheKernel(t *testing.T) {
+	requireRoot(t)
+	total := 0
+	for _, tc := range captureCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t)
+			args, err := explain.SplitShell(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, append([]string{"ip", "netns", "exec", p.pod, filepath.Join(p.bin, "pilot-agent"), "istio-iptables"}, args...)...)
+			transparent := strings.Contains(tc.args, "TPROXY")
+			p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
+			// The DNS proxy runs as the proxy's uid: its answers must fall in the
+			// conntrack zone the raw table gives the proxy's DNS traffic.
+			p.listen(t, p.pod, "pod", 1337, false, "15053")
+			p.listen(t, p.world, "world", 0, false, "443", "8080", "9090", "53")
+
+			backend := "nft"
+			if tc.legacy {
+				backend = "legacy"
+			}
+			dumps := map[bool]*explain.Ruleset{}
+			for _, v6 := range []bool{false, true} {
+				if v6 && !tc.dualStack {
+					continue
+				}
+				save := "iptables-" + backend + "-save"
+				if v6 {
+					save = "ip6tables-" + backend + "-save"
+				}
+				raw := run(t, "ip", "netns", "exec", p.pod, save, "-c")
+				rs, err := explain.ParseSave([]byte(raw))
+				if err != nil {
+					t.Fatalf("parse %s: %v\n%s", save, err, raw)
+				}
+				if rs.Backend != backend {
+					t.Errorf("%s: backend %q, want %q", save, rs.Backend, backend)
+				}
+				dumps[v6] = rs
+				cfg, err := explain.ParseCaptureArgs(args, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				drift, err := explain.CompareRules(rs, explain.ExpectedRules(cfg, v6, []string{"10.99.0.53", "fd00:99::53"}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(drift.Missing)+len(drift.Extra)+len(drift.Reordered) > 0 {
+					t.Errorf("--expect-args does not reproduce the loaded %s rules:\nmissing %q\nextra %q\nreordered %q\n%s", save, drift.Missing, drift.Extra, drift.Reordered, raw)
+				}
+			}
+
+			podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
+			for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
+				pkt, err := explain.ParseTraceSpec(c.spec(), podIPs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr := dumps[pkt.Dst.Is6()].Trace(pkt)
+				reply := p.send(t, c)
+				verdict, port := landed(reply, c)
+				want := tr.Verdict
+				if want == "tproxy" {
+					want = "redirect" // a transparent listener answered
+				}
+				if verdict != want || port != tr.Port {
+					var path []string
+					for _, s := range tr.Path {
+						path = append(path, s.Table+"/"+s.Chain+": "+s.Rule)
+					}
+					t.Errorf("%s: landed on %q (%s %d), --trace said %s %d:\n  %s", c.spec(), reply, verdict, port, tr.Verdict, tr.Port, strings.Join(path, "\n  "))
+				}
+				total++
+			}
+		})
+	}
+	t.Logf("%d rule configurations, %d real connections checked against --trace", len(captureCases), total)
+}
