@@ -85,7 +85,6 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
-	_ = c.MarkFlagRequired("from-file")
 	return c
 }
 
@@ -116,6 +115,9 @@ func (o *IptablesOptions) Complete() error {
 func (o *IptablesOptions) Validate() error {
 	if err := validateOutput(o.Output, outputRaw); err != nil {
 		return err
+	}
+	if len(o.FromFiles) == 0 {
+		return usageErrorf("give the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input)")
 	}
 	if len(o.FromFiles) > 2 {
 		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
@@ -231,13 +233,13 @@ func printCapture(p *printer, rep *explain.CaptureReport) {
 			fmt.Fprintln(p.out, "  none: the rules are exactly those the arguments call for")
 		}
 		for _, r := range rep.Drift.Missing {
-			fmt.Fprintf(p.out, "  %s %s\n", p.effect(explain.EffectBlocks)+" missing:", escape(r))
+			fmt.Fprintf(p.out, "  %s %s\n", p.paint(explain.EffectBlocks, "missing:  "), escape(r))
 		}
 		for _, r := range rep.Drift.Extra {
-			fmt.Fprintf(p.out, "  %s %s\n", p.effect(explain.EffectWarning)+" extra:  ", escape(r))
+			fmt.Fprintf(p.out, "  %s %s\n", p.paint(explain.EffectWarning, "extra:    "), escape(r))
 		}
 		for _, c := range rep.Drift.Reordered {
-			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.effect(explain.EffectWarning)+" reordered:", c)
+			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.paint(explain.EffectWarning, "reordered:"), c)
 		}
 	}
 	for _, tr := range rep.Traces {

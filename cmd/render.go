@@ -73,7 +73,10 @@ func (p *printer) bold(s string) string {
 	return p.style.NewStyle().Bold(true).Render(s)
 }
 
-func (p *printer) effect(e string) string {
+func (p *printer) effect(e string) string { return p.paint(e, e) }
+
+// paint renders text in the colour of an effect.
+func (p *printer) paint(e, text string) string {
 	st := p.style.NewStyle()
 	switch e {
 	case explain.EffectInject:
@@ -85,9 +88,9 @@ func (p *printer) effect(e string) string {
 	case explain.EffectUnknown:
 		st = st.Foreground(lipgloss.Color("5"))
 	default:
-		return e
+		return text
 	}
-	return st.Render(e)
+	return st.Render(text)
 }
 
 // yesNo renders a tri-state: yes, no, or "-" when unknown.

@@ -220,7 +220,30 @@ func istioMeaning(table string, r *Rule) string {
 	case r.Chain == "ISTIO_OUTPUT_DNS" && r.Target == "REDIRECT":
 		return "DNS capture: queries go to the Istio agent's DNS proxy"
 	case strings.HasPrefix(m.Comment, "proxy-init/"):
-		return "Linkerd proxy-init rule"
+		return linkerdMeaning(m.Comment)
 	}
 	return ""
+}
+
+// linkerdMeaning reads linkerd2-proxy-init's rule comments
+// ("proxy-init/<what>/<timestamp>").
+func linkerdMeaning(comment string) string {
+	what := strings.Split(strings.TrimPrefix(comment, "proxy-init/"), "/")[0]
+	switch {
+	case what == "redirect-all-incoming-to-proxy-port":
+		return "Linkerd: every other inbound TCP connection goes to the proxy's inbound port"
+	case what == "redirect-all-outgoing-to-proxy-port":
+		return "Linkerd: every other outbound TCP connection goes to the proxy's outbound port"
+	case what == "ignore-proxy-user-id":
+		return "Linkerd: the proxy's own traffic is never captured (no loop)"
+	case what == "ignore-loopback":
+		return "Linkerd: loopback traffic is not captured"
+	case strings.HasPrefix(what, "ignore-port-"):
+		return "Linkerd: these ports are skipped (config.linkerd.io/skip-inbound-ports / skip-outbound-ports)"
+	case strings.HasPrefix(what, "ignore-subnet-"):
+		return "Linkerd: this subnet is skipped (config.linkerd.io/skip-subnets)"
+	case strings.HasPrefix(what, "install-proxy-init-"):
+		return "Linkerd: entry into proxy-init's chain"
+	}
+	return "Linkerd proxy-init rule"
 }

@@ -249,6 +249,9 @@ func parseCounters(s string) (uint64, uint64, bool) {
 // tokenize splits a rule like a shell would for iptables-save output: words,
 // double-quoted strings with \" escapes.
 func tokenize(s string) ([]string, error) {
+	if !strings.ContainsAny(s, "\"\\\t") {
+		return strings.Fields(s), nil // the common case: no quoting
+	}
 	var out []string
 	var cur strings.Builder
 	inQuote, have := false, false

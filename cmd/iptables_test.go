@@ -1,0 +1,113 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const defaultIstioArgs = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`
+
+var dumpFile = filepath.Join("..", "explain", "testdata", "istio-default.nft.save")
+
+// The human output: the annotated tree with counters, the drift and the traces.
+func TestIptablesGolden(t *testing.T) {
+	code, out, errOut := run(t, "iptables", "--from-file", dumpFile, "--pod-ip", "10.1.2.3",
+		"--expect-args", defaultIstioArgs+" -x 10.96.0.0/12",
+		"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "--trace", "out:10.1.2.3:8080", "--trace", "out:10.96.0.1:443,uid=1337")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden(t, "iptables.golden", []byte(out))
+}
+
+func TestIptablesJSON(t *testing.T) {
+	code, out, errOut := run(t, "iptables", "--from-file", dumpFile, "--pod-ip", "10.1.2.3", "--expect-args", defaultIstioArgs,
+		"--trace", "out:10.96.0.10:53/udp", "--trace", "in:15021", "--trace", "out:10.96.0.10:443", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		APIVersion, Kind string
+		Dumps            []struct {
+			Backend, Family string
+			Tables          []struct {
+				Name   string
+				Chains []struct {
+					Name  string
+					Rules []struct {
+						Rule, Annotation string
+						Packets          uint64
+					}
+				}
+			}
+		}
+		Drift  struct{ Missing, Extra []string }
+		Traces []struct {
+			Spec, Verdict string
+			Port          int
+			Path          []struct{ Table, Chain, Rule string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc.Kind != "CaptureReport" || doc.Dumps[0].Backend != "nft" || doc.Drift.Missing == nil || len(doc.Drift.Missing)+len(doc.Drift.Extra) != 0 {
+		t.Errorf("kind %q backend %q drift %+v", doc.Kind, doc.Dumps[0].Backend, doc.Drift)
+	}
+	if r := doc.Dumps[0].Tables[0].Chains[0].Rules; len(r) == 0 || r[0].Annotation == "" {
+		t.Errorf("first chain's rules carry no annotation: %+v", r)
+	}
+	want := []struct {
+		verdict string
+		port    int
+	}{{"direct", 0}, {"direct", 0}, {"redirect", 15001}}
+	for i, w := range want {
+		if tr := doc.Traces[i]; tr.Verdict != w.verdict || tr.Port != w.port || len(tr.Path) == 0 {
+			t.Errorf("trace %d %s: %s %d, want %s %d", i, tr.Spec, tr.Verdict, tr.Port, w.verdict, w.port)
+		}
+	}
+}
+
+func TestIptablesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full, _ := os.ReadFile(dumpFile)
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no input", []string{"iptables"}, "give the rules to read with --from-file"},
+		{"empty", []string{"iptables", "--from-file", write("empty", "\n")}, "empty input"},
+		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "not an iptables-save line"},
+		{"truncated", []string{"iptables", "--from-file", write("half", string(full[:strings.Index(string(full), "COMMIT")]))}, "truncated dump"},
+		{"unknown flag in --expect-args", []string{"iptables", "--from-file", dumpFile, "--expect-args", "-p 15001 --frobnicate"}, "unknown flag: --frobnicate"},
+		{"bad quoting in --expect-args", []string{"iptables", "--from-file", dumpFile, "--expect-args", `-i "*`}, "unterminated"},
+		{"malformed trace", []string{"iptables", "--from-file", dumpFile, "--trace", "out:10.0.0.1"}, "an outbound trace needs IP:PORT"},
+		{"trace without pod ip", []string{"iptables", "--from-file", dumpFile, "--trace", "in:8080"}, "no pod address"},
+		{"bad pod ip", []string{"iptables", "--from-file", dumpFile, "--pod-ip", "ten"}, `--pod-ip "ten"`},
+		{"two v4 dumps", []string{"iptables", "--from-file", dumpFile, "--from-file", dumpFile}, "both ipv4"},
+		{"a POD argument", []string{"iptables", "mypod"}, "unknown command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("exit %d, stderr %q, want exit 2 and %q", code, errOut, tc.msg)
+			}
+		})
+	}
+	// A dump with no Istio chains is explained, with a note.
+	code, out, _ := run(t, "iptables", "--from-file", write("plain", "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -d 10.0.0.0/8 -j RETURN\nCOMMIT\n"))
+	if code != ExitOK || !strings.Contains(out, "no Istio (ISTIO_*) or Linkerd (PROXY_INIT_*) chains") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}

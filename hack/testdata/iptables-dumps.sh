@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Regenerates explain/testdata/*.save: real iptables-save output of rules
+# loaded with the real iptables-restore in throw-away network namespaces
+# (the stand-in istio-iptables for Istio's rules, a proxy-init-shaped rule
+# set for Linkerd's). Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=explain/testdata
+bin=$(mktemp -d); trap 'rm -rf "$bin"' EXIT
+CGO_ENABLED=0 go build -o "$bin/pilot-agent" ./test/standin/pilot-agent
+dump() { # NAME SAVE-COMMAND ISTIO-ARGS…
+  local name=$1 save=$2; shift 2
+  local ns=kmesh-td-$$
+  ip netns add "$ns"
+  ip netns exec "$ns" "$bin/pilot-agent" istio-iptables "$@" >/dev/null 2>&1
+  ip netns exec "$ns" $save > "$out/$name"
+  ip netns del "$ns"
+}
+dump istio-default.nft.save "iptables-nft-save -c" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020
+dump istio-tproxy-dns.legacy.save "iptables-legacy-save -c" -m TPROXY -b '*' -i '*' -d 15020 --redirect-dns --capture-all-dns --force-iptables-binary legacy
+dump istio-default.v6.nosave-counters.save "ip6tables-save" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020 --dual-stack
+# Linkerd's proxy-init rules, as linkerd2-proxy-init writes them (comments included).
+ns=kmesh-td-$$
+ip netns add "$ns"
+ip netns exec "$ns" iptables-nft-restore --noflush <<'RULES'
+*nat
+:PROXY_INIT_REDIRECT - [0:0]
+:PROXY_INIT_OUTPUT - [0:0]
+-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191,4567,4568 -m comment --comment "proxy-init/ignore-port-4190,4191,4567,4568/1700000000" -j RETURN
+-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port/1700000000" -j REDIRECT --to-ports 4143
+-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting/1700000000" -j PROXY_INIT_REDIRECT
+-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id/1700000000" -j RETURN
+-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback/1700000000" -j RETURN
+-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 443,6443 -m comment --comment "proxy-init/ignore-port-443,6443/1700000000" -j RETURN
+-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port/1700000000" -j REDIRECT --to-ports 4140
+-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output/1700000000" -j PROXY_INIT_OUTPUT
+COMMIT
+RULES
+ip netns exec "$ns" iptables-nft-save -c > "$out/linkerd-proxy-init.nft.save"
+ip netns del "$ns"
+ls -l "$out"
