@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The dumps in testdata/ are real iptables-save output of rules loaded with
@@ -237,5 +240,36 @@ func BenchmarkParseAnnotate100k(b *testing.B) {
 		if rs.RuleCount() < 100000 {
 			b.Fatal("short")
 		}
+	}
+}
+
+func TestCaptureArgsFromPod(t *testing.T) {
+	uid := int64(1337)
+	initPod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init",
+		Args: []string{"istio-iptables", "-p", "15001", "-x", "10.0.0.0/8"}, Env: []corev1.EnvVar{{Name: "ISTIO_META_DNS_CAPTURE", Value: "true"}}}}}}
+	args, env, src, ok := CaptureArgsFromPod(initPod)
+	if !ok || strings.Join(args, " ") != "-p 15001 -x 10.0.0.0/8" || env["ISTIO_META_DNS_CAPTURE"] != "true" || !strings.Contains(src, "istio-init") {
+		t.Errorf("istio-init: %q %v %q %v", args, env, src, ok)
+	}
+	cni := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		"sidecar.istio.io/interceptionMode":                "TPROXY",
+		"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.96.0.0/12",
+		"traffic.sidecar.istio.io/excludeInboundPorts":     "9090",
+		"traffic.sidecar.istio.io/excludeOutboundPorts":    "5432",
+	}}, Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "istio-validation", Args: []string{"istio-iptables", "--run-validation", "--skip-rule-apply"}}},
+		Containers:     []corev1.Container{{Name: "app"}, {Name: "istio-proxy", SecurityContext: &corev1.SecurityContext{RunAsUser: &uid}}},
+	}}
+	args, _, src, ok = CaptureArgsFromPod(cni)
+	got := strings.Join(args, " ")
+	if !ok || !strings.Contains(src, "CNI") || !strings.Contains(got, "-m TPROXY") || !strings.Contains(got, "-x 10.96.0.0/12") ||
+		!strings.Contains(got, "-d 15090,15021,15020,9090") || !strings.Contains(got, "-o 5432") || !strings.Contains(got, "-u 1337") {
+		t.Errorf("CNI: %q from %q", got, src)
+	}
+	if _, err := ParseCaptureArgs(args, nil); err != nil {
+		t.Errorf("derived arguments do not parse: %v", err)
+	}
+	if _, _, _, ok := CaptureArgsFromPod(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}); ok {
+		t.Error("a pod without a sidecar has capture arguments")
 	}
 }
