@@ -1,0 +1,203 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var t0 = time.Date(2026, 11, 22, 3, 20, 0, 0, time.UTC)
+
+func at(s float64) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s * float64(time.Second)))) }
+
+func running(name string, start float64, ready bool) corev1.ContainerStatus {
+	started := ready // the startup probe (if any) has passed once it is ready
+	return corev1.ContainerStatus{Name: name, Ready: ready, Started: &started, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(start)}}}
+}
+
+func done(name string, start, end float64, code int32, msg string) corev1.ContainerStatus {
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Reason: reason, Message: msg, StartedAt: at(start), FinishedAt: at(end)}}}
+}
+
+func crashLoop(name string, restarts int32, code int32, msg string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, RestartCount: restarts,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg, StartedAt: at(5), FinishedAt: at(6)}}}
+}
+
+type podShape struct {
+	inits      []corev1.Container
+	containers []corev1.Container
+	initSt     []corev1.ContainerStatus
+	st         []corev1.ContainerStatus
+	phase      corev1.PodPhase
+	labels     map[string]string
+	conds      []corev1.PodCondition
+}
+
+func shape(s podShape) *corev1.Pod {
+	if s.phase == "" {
+		s.phase = corev1.PodRunning
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", CreationTimestamp: at(0), Labels: s.labels},
+		Spec:       corev1.PodSpec{NodeName: "node-1", InitContainers: s.inits, Containers: s.containers},
+		Status:     corev1.PodStatus{Phase: s.phase, InitContainerStatuses: s.initSt, ContainerStatuses: s.st, Conditions: s.conds},
+	}
+}
+
+func c(name string) corev1.Container { return corev1.Container{Name: name} }
+
+func nativeProxy() corev1.Container {
+	always := corev1.ContainerRestartPolicyAlways
+	return corev1.Container{Name: "istio-proxy", RestartPolicy: &always}
+}
+
+func heldProxy() corev1.Container {
+	return corev1.Container{Name: "istio-proxy", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}}
+}
+
+func hazardIDs(r *StartupReport) string {
+	var ids []string
+	for _, h := range r.Hazards {
+		ids = append(ids, h.ID+"@"+h.Container)
+	}
+	return strings.Join(ids, " ")
+}
+
+func unhealthy(container string, s float64, probe string) corev1.Event {
+	return corev1.Event{Reason: "Unhealthy", LastTimestamp: at(s), Message: probe + " probe failed: HTTP probe failed with statuscode: 503",
+		InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{" + container + "}"}}
+}
+
+func TestStartup(t *testing.T) {
+	now := t0.Add(10 * time.Minute)
+	cases := []struct {
+		name    string
+		pod     podShape
+		events  []corev1.Event
+		logs    map[string]LogTail
+		owner   string
+		hazards string // hazard ids@container, in order
+		init    string
+		order   string
+		failure string // substring of the istio-init/validation failure explanation
+		check   func(*testing.T, *StartupReport)
+	}{
+		{name: "classic sidecar, app first, proxy slow: app before proxy ready",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st:     []corev1.ContainerStatus{running("app", 3, true), running("istio-proxy", 3.5, true)}},
+			events:  []corev1.Event{unhealthy("istio-proxy", 8, "Startup"), unhealthy("istio-proxy", 12, "Startup")},
+			hazards: "app-before-proxy-ready@app", init: "completed", order: "istio-init app istio-proxy",
+			check: func(t *testing.T, r *StartupReport) {
+				if r.Containers[1].ReadyAt == nil || !r.Containers[1].ReadyAt.Equal(at(12).Time) || !strings.Contains(r.Hazards[0].Message, "9s before") {
+					t.Errorf("readyAt %v hazard %q", r.Containers[1].ReadyAt, r.Hazards[0].Message)
+				}
+			}},
+		{name: "hold: proxy first with pilot-agent wait, no hazard",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{heldProxy(), c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st:     []corev1.ContainerStatus{running("istio-proxy", 3, true), running("app", 9, true)}},
+			init: "completed", order: "istio-init istio-proxy app",
+			check: func(t *testing.T, r *StartupReport) {
+				if !r.Hold || r.OrderVerdict != "ok" {
+					t.Errorf("hold %v verdict %q", r.Hold, r.OrderVerdict)
+				}
+			}},
+		{name: "native sidecar: user init after the proxy is fine",
+			pod: podShape{inits: []corev1.Container{c("istio-init"), nativeProxy(), c("migrate")}, containers: []corev1.Container{c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), running("istio-proxy", 2.5, true), done("migrate", 5, 6, 0, "")},
+				st:     []corev1.ContainerStatus{running("app", 7, true)},
+				conds:  []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: at(6.5)}}},
+			init: "completed", order: "istio-init istio-proxy migrate app",
+			check: func(t *testing.T, r *StartupReport) {
+				if !r.Native || r.InitContainers[1].Role != RoleProxyNative || !r.InitContainers[1].ReadyAt.Equal(at(6.5).Time) {
+					t.Errorf("native %v role %q readyAt %v", r.Native, r.InitContainers[1].Role, r.InitContainers[1].ReadyAt)
+				}
+			}},
+		{name: "classic: user init container after istio-init",
+			pod: podShape{inits: []corev1.Container{c("istio-init"), c("fetch-config")}, containers: []corev1.Container{heldProxy(), c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), done("fetch-config", 3, 9, 1, "connection refused")},
+				st:     []corev1.ContainerStatus{{Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
+				phase:  corev1.PodPending},
+			hazards: "stuck-in-init@fetch-config init-after-capture@fetch-config", init: "failed", order: "istio-init fetch-config"},
+		{name: "CNI mode: every user init container is captured",
+			pod: podShape{inits: []corev1.Container{c("istio-validation"), c("wait-db")}, containers: []corev1.Container{c("app"), heldProxy()},
+				initSt: []corev1.ContainerStatus{done("istio-validation", 1, 2, 0, ""), running("wait-db", 3, false)},
+				phase:  corev1.PodPending},
+			hazards: "stuck-in-init@wait-db init-after-capture@wait-db", init: "running"},
+		{name: "istio-init crash-looping on a legacy/nft mismatch",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+				initSt: []corev1.ContainerStatus{crashLoop("istio-init", 4, 1, "")}, phase: corev1.PodPending},
+			logs:    map[string]LogTail{"istio-init": {Previous: []string{"iptables-restore: unable to initialize table 'nat'", "iptables v1.8.9 (legacy): can't initialize iptables table `nat': Table does not exist"}}},
+			hazards: "istio-init-failed@istio-init stuck-in-init@istio-init", init: "crash-looping", failure: "legacy/nft"},
+		{name: "istio-init failed on a bad CIDR, once",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 1, `error: failed parsing CIDR "10.0.0.0/33": netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`)}, phase: corev1.PodPending},
+			hazards: "istio-init-failed@istio-init stuck-in-init@istio-init", init: "failed", failure: "invalid CIDR"},
+		{name: "istio-init without NET_ADMIN",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 1, "")}, phase: corev1.PodPending},
+			logs:    map[string]LogTail{"istio-init": {Current: []string{"iptables-restore v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"}}},
+			hazards: "istio-init-failed@istio-init stuck-in-init@istio-init", init: "failed", failure: "legacy/nft"},
+		{name: "istio-validation exit 126",
+			pod: podShape{inits: []corev1.Container{c("istio-validation")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+				initSt: []corev1.ContainerStatus{crashLoop("istio-validation", 2, 126, "")}, phase: corev1.PodPending},
+			hazards: "validation-failed@istio-validation stuck-in-init@istio-validation", init: "crash-looping", failure: "CNI plugin"},
+		{name: "Job with a classic sidecar",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{heldProxy(), c("job")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st:     []corev1.ContainerStatus{running("istio-proxy", 3, true), done("job", 5, 20, 0, "")}, labels: map[string]string{"job-name": "nightly"}},
+			owner: "Job", hazards: "job-with-classic-sidecar@istio-proxy", init: "completed"},
+		{name: "proxy running, never ready",
+			pod: podShape{inits: []corev1.Container{c("istio-init"), nativeProxy()}, containers: []corev1.Container{c("app")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), running("istio-proxy", 3, false)}, phase: corev1.PodPending},
+			events:  []corev1.Event{unhealthy("istio-proxy", 400, "Startup")},
+			hazards: "stuck-in-init@istio-proxy proxy-not-ready@istio-proxy", init: "running"},
+		{name: "no mesh container",
+			pod: podShape{containers: []corev1.Container{c("web")}, st: []corev1.ContainerStatus{running("web", 2, true)}},
+			init: "none", order: "web",
+			check: func(t *testing.T, r *StartupReport) {
+				if r.Mesh != "" || r.OrderVerdict != "no sidecar" || len(r.Notes) == 0 {
+					t.Errorf("mesh %q verdict %q notes %q", r.Mesh, r.OrderVerdict, r.Notes)
+				}
+			}},
+		{name: "not scheduled yet",
+			pod:  podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")}, phase: corev1.PodPending},
+			init: "running", hazards: "stuck-in-init@istio-init"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := AnalyzeStartup(StartupFacts{Pod: shape(tc.pod), Events: tc.events, Logs: tc.logs, OwnerKind: tc.owner, Now: now})
+			if got := hazardIDs(r); got != tc.hazards {
+				t.Errorf("hazards %q, want %q: %+v", got, tc.hazards, r.Hazards)
+			}
+			if r.InitResult != tc.init {
+				t.Errorf("init result %q, want %q", r.InitResult, tc.init)
+			}
+			if tc.order != "" && strings.Join(r.StartOrder, " ") != tc.order {
+				t.Errorf("start order %q, want %q", r.StartOrder, tc.order)
+			}
+			if tc.failure != "" && (len(r.InitContainers) == 0 || !strings.Contains(r.InitContainers[0].Failure, tc.failure)) {
+				t.Errorf("failure %q, want it to mention %q", r.InitContainers[0].Failure, tc.failure)
+			}
+			for _, h := range r.Hazards {
+				if h.Fix == "" || h.Message == "" {
+					t.Errorf("hazard %s without message or fix", h.ID)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
+	}
+}
