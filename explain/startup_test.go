@@ -11,7 +11,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 3, 20, 0, 0, time.UTC)
 
-func at(s float64) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s * float64(time.Second)))) }
+func at(s float64) metav1.Time {
+	return metav1.NewTime(t0.Add(time.Duration(s * float64(time.Second))))
+}
 
 func running(name string, start float64, ready bool) corev1.ContainerStatus {
 	started := ready // the startup probe (if any) has passed once it is ready
@@ -29,7 +31,7 @@ func done(name string, start, end float64, code int32, msg string) corev1.Contai
 
 func crashLoop(name string, restarts int32, code int32, msg string) corev1.ContainerStatus {
 	return corev1.ContainerStatus{Name: name, RestartCount: restarts,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}},
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg, StartedAt: at(5), FinishedAt: at(6)}}}
 }
 
@@ -164,7 +166,7 @@ func TestStartup(t *testing.T) {
 			events:  []corev1.Event{unhealthy("istio-proxy", 400, "Startup")},
 			hazards: "stuck-in-init@istio-proxy proxy-not-ready@istio-proxy", init: "running"},
 		{name: "no mesh container",
-			pod: podShape{containers: []corev1.Container{c("web")}, st: []corev1.ContainerStatus{running("web", 2, true)}},
+			pod:  podShape{containers: []corev1.Container{c("web")}, st: []corev1.ContainerStatus{running("web", 2, true)}},
 			init: "none", order: "web",
 			check: func(t *testing.T, r *StartupReport) {
 				if r.Mesh != "" || r.OrderVerdict != "no sidecar" || len(r.Notes) == 0 {
