@@ -107,7 +107,8 @@ func (p *printer) yesNo(b *bool) string {
 
 // escape makes text from the cluster (labels, annotations, event messages,
 // logs) safe to print: control characters, escape sequences included, are
-// shown quoted instead of acting on the terminal.
+// shown escaped (\x1b, \n) instead of acting on the terminal; a tab
+// becomes a space.
 func escape(s string) string {
 	clean := true
 	for _, r := range s {
@@ -119,6 +120,17 @@ func escape(s string) string {
 	if clean {
 		return s
 	}
-	q := strconv.QuoteToGraphic(s)
-	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteByte(' ')
+		case r == unicode.ReplacementChar || unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

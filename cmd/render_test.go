@@ -77,7 +77,8 @@ func TestEscape(t *testing.T) {
 		"line\nbreak":      `line\nbreak`,
 		"ünïcödé ok":       "ünïcödé ok",
 		"bell\a":           `bell\a`,
-		"tab\there":        `tab\there`,
+		"tab	here":         "tab here",
+		`quotes "stay"`:    `quotes "stay"`,
 		"carriage\rreturn": `carriage\rreturn`,
 	} {
 		if got := escape(in); got != want {

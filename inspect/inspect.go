@@ -318,3 +318,53 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
 }
+
+// PodEvents lists the events about pods in namespace ("" for all), keyed by
+// the pod's UID: one LIST for all the pods.
+func (c *Client) PodEvents(ctx context.Context, namespace, podName string) (map[string][]corev1.Event, error) {
+	sel := fields.OneTermEqualSelector("involvedObject.kind", "Pod")
+	if podName != "" {
+		sel = fields.AndSelectors(sel, fields.OneTermEqualSelector("involvedObject.name", podName))
+	}
+	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]corev1.Event{}
+	for _, e := range list.Items {
+		out[string(e.InvolvedObject.UID)] = append(out[string(e.InvolvedObject.UID)], e)
+	}
+	return out, nil
+}
+
+// LogTail reads the last lines of a container's log, of its current and,
+// when it restarted, its previous run. A read the user may not make is
+// reported in the result, not as an error.
+func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, restarted bool, lines int64) explain.LogTail {
+	var t explain.LogTail
+	read := func(previous bool) ([]string, error) {
+		b, err := c.Kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s := strings.TrimRight(string(b), "\n")
+		if s == "" {
+			return nil, nil
+		}
+		return strings.Split(s, "\n"), nil
+	}
+	var err error
+	if t.Current, err = read(false); err != nil {
+		if apierrors.IsForbidden(err) {
+			t.Unavailable = "forbidden: the user may not get pods/log in namespace " + p.Namespace
+			return t
+		}
+		t.Unavailable = err.Error()
+	}
+	if restarted {
+		if prev, err := read(true); err == nil {
+			t.Previous = prev
+		}
+	}
+	return t
+}
