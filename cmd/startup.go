@@ -374,6 +374,7 @@ func printStartup(p *printer, r *explain.StartupReport) {
 		}
 	}
 	fmt.Fprintf(p.out, "\n%s (0s = pod created; start order: %s)\n", p.bold("Timeline"), strings.Join(r.StartOrder, " → "))
+	fmt.Fprintln(p.out, "# ran and finished, = running, x failed, * restarted, R ready, > still running")
 	printTimeline(p, r, origin)
 	if len(r.Hazards) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("Hazards"))
@@ -402,14 +403,19 @@ func truncate(s string, n int) string {
 }
 
 // printTimeline draws one bar per container on a common time axis: '#' a
-// completed run, '=' running, 'x' the end of a failed run, 'R' when it
-// became ready (when known), '>' still running past the axis.
+// completed run, '=' running, 'x' the end of a failed run, '*' the start of
+// the latest restart, 'R' when it became ready (when known), '>' still
+// running past the axis.
 func printTimeline(p *printer, r *explain.StartupReport, origin time.Time) {
 	const width = 48
 	end := origin
 	all := append(append([]explain.ContainerStartup{}, r.InitContainers...), r.Containers...)
 	for _, cs := range all {
-		for _, t := range []*time.Time{cs.FirstStartedAt, cs.StartedAt, cs.FinishedAt, cs.ReadyAt} {
+		var lastEnd *time.Time
+		if cs.LastTermination != nil {
+			lastEnd = cs.LastTermination.FinishedAt
+		}
+		for _, t := range []*time.Time{cs.FirstStartedAt, cs.StartedAt, cs.FinishedAt, cs.ReadyAt, lastEnd} {
 			if t != nil && t.After(end) {
 				end = *t
 			}
@@ -436,19 +442,28 @@ func printTimeline(p *printer, r *explain.StartupReport, origin time.Time) {
 			from := pos(*cs.FirstStartedAt)
 			to := width - 1
 			fill := '='
-			if cs.FinishedAt != nil {
+			failedRun := cs.ExitCode != nil && *cs.ExitCode != 0
+			switch {
+			case cs.FinishedAt != nil:
 				to, fill = pos(*cs.FinishedAt), '#'
+			case cs.State == "waiting" && cs.LastTermination != nil && cs.LastTermination.FinishedAt != nil:
+				// Waiting to restart: the bar ends where the last run ended.
+				to, fill = pos(*cs.LastTermination.FinishedAt), '#'
+				failedRun = cs.LastTermination.ExitCode != 0
 			}
 			for i := from; i <= to; i++ {
 				bar[i] = fill
 			}
 			switch {
-			case cs.ExitCode != nil && *cs.ExitCode != 0:
+			case failedRun:
 				bar[to] = 'x'
 				style = explain.EffectBlocks
 			case cs.FinishedAt == nil && cs.State == "running":
 				bar[width-1] = '>'
 				style = explain.EffectInject
+			}
+			if cs.Restarts > 0 && cs.StartedAt != nil {
+				bar[pos(*cs.StartedAt)] = '*'
 			}
 			if cs.ReadyAt != nil {
 				bar[pos(*cs.ReadyAt)] = 'R'

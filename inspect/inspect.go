@@ -362,7 +362,9 @@ func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, r
 		t.Unavailable = err.Error()
 	}
 	if restarted {
-		if prev, err := read(true); err == nil {
+		// Once the runtime removed the previous run, the kubelet answers
+		// with a one-line explanation instead of its log.
+		if prev, err := read(true); err == nil && !(len(prev) == 1 && strings.HasPrefix(prev[0], "unable to retrieve container logs")) {
 			t.Previous = prev
 		}
 	}

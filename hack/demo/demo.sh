@@ -42,6 +42,10 @@ say "kubectl mesh why-injected -n plain $reports"
 kubectl mesh why-injected -n plain "$reports" || true
 say "kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'"
 kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'
+say "kubectl mesh startup -A"
+kubectl mesh startup -A || true
+say "kubectl mesh startup -n shop deploy/broken-init"
+kubectl mesh startup -n shop deploy/broken-init || true
 cat >&2 <<TXT
 
 The demo mesh is running. To use it from this shell:
