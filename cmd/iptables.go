@@ -1,22 +1,38 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
 const outputRaw = "raw"
 
 // IptablesOptions holds the flags of `kubectl mesh iptables`.
 type IptablesOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	Pod         string
+	Container   string
+	Via         string
+	Image       string
+	Interval    time.Duration
+	NodeNS      string
+	Force       bool
+	Timeout     time.Duration
+
 	FromFiles   []string
 	PodIPs      []string
 	ExpectArgs  string
@@ -25,8 +41,11 @@ type IptablesOptions struct {
 	Traces      []string
 	Output      string
 
-	raw    [][]byte
-	input  explain.CaptureInput
+	raw         [][]byte
+	live        *nsexec.Result
+	liveBackend string
+	namespace string
+	input     explain.CaptureInput
 	report *explain.CaptureReport
 	genericiooptions.IOStreams
 }
@@ -39,16 +58,31 @@ type CaptureReportDoc struct {
 }
 
 // NewIptablesCmd builds `kubectl mesh iptables`.
-func NewIptablesCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &IptablesOptions{IOStreams: streams}
+func NewIptablesCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &IptablesOptions{configFlags: configFlags, IOStreams: streams}
 	c := &cobra.Command{
-		Use:   "iptables --from-file DUMP [--from-file DUMP6] [flags]",
+		Use:   "iptables (POD | --from-file DUMP [--from-file DUMP6]) [flags]",
 		Short: "Explain a pod's traffic-capture rules, compare them with what they should be, trace connections",
-		Long: `Read iptables-save output of a pod's network namespace (either backend, with or
-without counters; - for standard input), and explain it: every Istio (and
-Linkerd proxy-init) rule in plain language, as a tree from PREROUTING and
-OUTPUT with packet counters; the drift from the rules istio-init's arguments
-call for (--expect-args); and where given connections go (--trace).
+		Long: `Read the packet-filter rules of a pod's network namespace and explain them:
+every Istio (and Linkerd proxy-init) rule in plain language, as a tree from
+PREROUTING and OUTPUT with packet counters; the drift from the rules the pod's
+istio-init arguments (or, in CNI mode, its annotations) call for; and where
+given connections go (--trace).
+
+POD: the rules are dumped from the running pod, both backends (nft, legacy)
+and both families, with counters:
+  --via ephemeral (default)  an ephemeral debug container in the pod (image:
+                             the pod's own proxy image; root, NET_ADMIN and
+                             NET_RAW only, not privileged). Ephemeral
+                             containers cannot be removed from a pod: it stays
+                             listed (terminated) until the pod is deleted.
+  --via node                 a short-lived privileged pod on the pod's node
+                             that enters the pod's network namespace with
+                             nsenter; always deleted, also on Ctrl-C.
+--interval 10s dumps twice and shows what each rule counted in between.
+
+--from-file: read iptables-save output instead (either backend, with or
+without counters; - for standard input).
 
 Trace SPEC:
   out:IP:PORT[/tcp|udp][,uid=N][,gid=N]       a connection the pod opens (default uid 0)
@@ -66,10 +100,16 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
   # Where does a connection to 10.96.0.10:53/udp go? And one into port 8080?
   kubectl mesh iptables --from-file pod.rules --pod-ip 10.1.2.3 \
     --trace out:10.96.0.10:53/udp --trace in:8080`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completePodsAndWorkloads(configFlags),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.expectSet = cmd.Flags().Changed("expect-args")
-			if err := o.Complete(); err != nil {
+			if len(args) == 1 {
+				o.Pod = args[0]
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := o.Complete(ctx); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -78,6 +118,14 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 			return o.Run()
 		},
 	}
+	c.Flags().StringVarP(&o.Container, "container", "c", "", "The container whose image the debug container runs (default: istio-proxy's, else istio-init's)")
+	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How to reach the pod's network namespace: ephemeral or node")
+	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the debug container (default: the pod's proxy image)")
+	c.Flags().DurationVar(&o.Interval, "interval", 0, "Dump twice, this long apart, and show each rule's counter deltas")
+	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pod of --via node")
+	c.Flags().BoolVar(&o.Force, "force", false, "Add an ephemeral container even to a pod that is not Running")
+	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for the dump")
+	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "iptables-save output to read (- for standard input); give it twice for the IPv4 and IPv6 dumps")
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace)")
 	c.Flags().StringVar(&o.ExpectArgs, "expect-args", "", "istio-iptables arguments to compare the rules with, shell-quoted as in a pod spec")
@@ -88,8 +136,11 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	return c
 }
 
-// Complete reads the dumps.
-func (o *IptablesOptions) Complete() error {
+// Complete reads the dumps: from the files, or from the live pod.
+func (o *IptablesOptions) Complete(ctx context.Context) error {
+	if o.Pod != "" {
+		return o.completeLive(ctx)
+	}
 	stdinUsed := false
 	for _, f := range o.FromFiles {
 		var b []byte
@@ -116,8 +167,11 @@ func (o *IptablesOptions) Validate() error {
 	if err := validateOutput(o.Output, outputRaw); err != nil {
 		return err
 	}
+	if o.live != nil {
+		return o.validateCommon()
+	}
 	if len(o.FromFiles) == 0 {
-		return usageErrorf("give the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input)")
+		return usageErrorf("give a POD, or the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input)")
 	}
 	if len(o.FromFiles) > 2 {
 		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
@@ -135,6 +189,14 @@ func (o *IptablesOptions) Validate() error {
 	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
 		return usageErrorf("the two dumps are both %s; give one IPv4 and one IPv6 dump", o.input.Dumps[0].Family)
 	}
+	return o.validateCommon()
+}
+
+// validateCommon checks the flags both sources share.
+func (o *IptablesOptions) validateCommon() error {
+	if len(o.PodIPs) > 0 {
+		o.input.PodIPs = nil
+	}
 	for _, s := range o.PodIPs {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
@@ -147,7 +209,9 @@ func (o *IptablesOptions) Validate() error {
 			return usageErrorf("--nameserver %q: %v", s, err)
 		}
 	}
-	o.input.Nameservers = o.Nameservers
+	if len(o.Nameservers) > 0 || o.live == nil {
+		o.input.Nameservers = o.Nameservers
+	}
 	if o.expectSet {
 		args, err := explain.SplitShell(o.ExpectArgs)
 		if err != nil {
@@ -167,7 +231,9 @@ func (o *IptablesOptions) Validate() error {
 		}
 	}
 	o.input.Traces = o.Traces
-	o.input.Context = &explain.PodContext{ProxyUID: "1337"}
+	if o.input.Context == nil {
+		o.input.Context = &explain.PodContext{ProxyUID: "1337"}
+	}
 	return nil
 }
 
@@ -177,6 +243,7 @@ func (o *IptablesOptions) Run() error {
 	if err != nil {
 		return err
 	}
+	rep.Live = o.liveInfo()
 	switch o.Output {
 	case outputRaw:
 		for _, b := range o.raw {
@@ -194,6 +261,13 @@ func (o *IptablesOptions) Run() error {
 
 // printCapture prints the annotated rule tree, the drift and the traces.
 func printCapture(p *printer, rep *explain.CaptureReport) {
+	if l := rep.Live; l != nil {
+		fmt.Fprintf(p.out, "Pod %s/%s, rules read via %s (%s)", escape(l.Namespace), escape(l.Pod), l.Via, escape(l.Container))
+		if l.Interval != "" {
+			fmt.Fprintf(p.out, "; counters: what each rule matched during %s", l.Interval)
+		}
+		fmt.Fprint(p.out, "\n\n")
+	}
 	for i, d := range rep.Dumps {
 		if i > 0 {
 			fmt.Fprintln(p.out)
@@ -270,7 +344,11 @@ func printRules(p *printer, t *explain.Table, c *explain.Chain, indent string, p
 	printed[c.Name] = true
 	for _, r := range c.Rules {
 		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
-		fmt.Fprintf(p.out, "%s%s %s\n", indent, counters(r.Packets, r.Bytes), escape(spec))
+		cnt := counters(r.Packets, r.Bytes)
+		if r.PacketsDelta != nil {
+			cnt = fmt.Sprintf("[+%d pkts, +%d bytes]", *r.PacketsDelta, *r.BytesDelta)
+		}
+		fmt.Fprintf(p.out, "%s%s %s\n", indent, cnt, escape(spec))
 		fmt.Fprintf(p.out, "%s  ↳ %s\n", indent, escape(r.Annotation))
 		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
 			fmt.Fprintf(p.out, "%s  %s\n", indent, sub.Name)

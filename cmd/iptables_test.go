@@ -86,7 +86,7 @@ func TestIptablesBadInput(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"no input", []string{"iptables"}, "give the rules to read with --from-file"},
+		{"no input", []string{"iptables"}, "give a POD, or the rules to read with --from-file"},
 		{"empty", []string{"iptables", "--from-file", write("empty", "\n")}, "empty input"},
 		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "not an iptables-save line"},
 		{"truncated", []string{"iptables", "--from-file", write("half", string(full[:strings.Index(string(full), "COMMIT")]))}, "truncated dump"},
@@ -96,7 +96,8 @@ func TestIptablesBadInput(t *testing.T) {
 		{"trace without pod ip", []string{"iptables", "--from-file", dumpFile, "--trace", "in:8080"}, "no pod address"},
 		{"bad pod ip", []string{"iptables", "--from-file", dumpFile, "--pod-ip", "ten"}, `--pod-ip "ten"`},
 		{"two v4 dumps", []string{"iptables", "--from-file", dumpFile, "--from-file", dumpFile}, "both ipv4"},
-		{"a POD argument", []string{"iptables", "mypod"}, "unknown command"},
+		{"POD and --from-file", []string{"iptables", "mypod", "--from-file", dumpFile}, "give either a POD or --from-file"},
+		{"bad --via", []string{"iptables", "mypod", "--via", "ssh"}, `--via "ssh": ephemeral or node`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.args...)

@@ -79,7 +79,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 
 	root.AddCommand(NewVersionCmd(streams))
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
-	root.AddCommand(NewIptablesCmd(streams))
+	root.AddCommand(NewIptablesCmd(configFlags, streams))
 	root.AddCommand(NewStartupCmd(configFlags, streams))
 	usageOnBadArgs(root)
 	return root

@@ -54,6 +54,10 @@ type Rule struct {
 	TargetArgs []string  `json:"-"`
 	// Annotation is the rule in plain language, filled by Annotate.
 	Annotation string `json:"annotation,omitempty"`
+	// PacketsDelta and BytesDelta are what the rule counted between two
+	// dumps (--interval).
+	PacketsDelta *uint64 `json:"packetsDelta,omitempty"`
+	BytesDelta   *uint64 `json:"bytesDelta,omitempty"`
 }
 
 // RuleMatch holds what a rule matches on; unset fields match anything.
@@ -471,4 +475,28 @@ func (rs *Ruleset) RuleCount() int {
 		}
 	}
 	return n
+}
+
+// SetDeltas records, on every rule of rs, how much its counters grew since
+// before (an earlier dump of the same rules).
+func (rs *Ruleset) SetDeltas(before *Ruleset) {
+	prev := map[string]*Rule{}
+	for _, t := range before.Tables {
+		for _, c := range t.Chains {
+			for _, r := range c.Rules {
+				prev[t.Name+" "+r.Spec] = r
+			}
+		}
+	}
+	for _, t := range rs.Tables {
+		for _, c := range t.Chains {
+			for _, r := range c.Rules {
+				p, b := r.Packets, r.Bytes
+				if old, ok := prev[t.Name+" "+r.Spec]; ok && old.Packets <= p && old.Bytes <= b {
+					p, b = p-old.Packets, b-old.Bytes
+				}
+				r.PacketsDelta, r.BytesDelta = &p, &b
+			}
+		}
+	}
 }

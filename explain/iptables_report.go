@@ -16,6 +16,19 @@ type CaptureReport struct {
 	// Expected tells where the expected rules came from ("" when none were given).
 	Expected string   `json:"expected,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
+	// Live says where a live pod's rules were read.
+	Live *LiveSource `json:"live,omitempty"`
+}
+
+// LiveSource is how the rules were read from a running pod.
+type LiveSource struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Via       string `json:"via"`
+	Container string `json:"container"`
+	// Backend is the iptables backend that holds the rules.
+	Backend  string `json:"backend"`
+	Interval string `json:"interval,omitempty"`
 }
 
 // CaptureInput are the facts the report is built from.
@@ -28,12 +41,14 @@ type CaptureInput struct {
 	ExpectFrom  string
 	Nameservers []string
 	Traces      []string
+	// Notes are said with the report (e.g. both backends hold rules).
+	Notes []string
 }
 
 // ExplainCapture annotates the dumps, compares them with the rules the
 // arguments call for, and traces each connection.
 func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
-	rep := &CaptureReport{Dumps: in.Dumps, Traces: []*Trace{}}
+	rep := &CaptureReport{Dumps: in.Dumps, Traces: []*Trace{}, Notes: append([]string(nil), in.Notes...)}
 	istio := false
 	for _, d := range in.Dumps {
 		d.Annotate(in.Context)

@@ -1,0 +1,181 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+)
+
+// completeLive dumps the rules of a running pod and takes the pod's own
+// context: addresses, container ports, proxy uid, DNS servers, and the
+// arguments its rules were written from.
+func (o *IptablesOptions) completeLive(ctx context.Context) error {
+	if len(o.FromFiles) > 0 {
+		return usageErrorf("give either a POD or --from-file, not both")
+	}
+	if o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode {
+		return usageErrorf("--via %q: ephemeral or node", o.Via)
+	}
+	if o.Interval < 0 {
+		return usageErrorf("--interval must be positive")
+	}
+	var err error
+	if o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(o.Pod, "pod/"), "pods/")
+	pod, err := client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %q not found in namespace %q", name, o.namespace)
+		}
+		return err
+	}
+	image := o.Image
+	if image == "" {
+		image = imageOf(pod, o.Container)
+	}
+	if image == "" {
+		if o.Container != "" {
+			return usageErrorf("pod %s has no container %q", name, o.Container)
+		}
+		return usageErrorf("pod %s has no istio-proxy or istio-init container whose image has iptables: give one with --image", name)
+	}
+	res, err := (&nsexec.Runner{Client: client}).Dump(ctx, nsexec.Request{Pod: pod, Via: o.Via, Image: image,
+		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, AllowNotRunning: o.Force})
+	if err != nil {
+		return err
+	}
+	o.live = res
+	return o.useLive(pod, res)
+}
+
+func imageOf(p *corev1.Pod, container string) string {
+	all := append(append([]corev1.Container{}, p.Spec.Containers...), p.Spec.InitContainers...)
+	for _, want := range []string{container, "istio-proxy", "istio-init", "istio-validation"} {
+		if want == "" {
+			continue
+		}
+		for _, c := range all {
+			if c.Name == want {
+				return c.Image
+			}
+		}
+		if container != "" {
+			return ""
+		}
+	}
+	return ""
+}
+
+// useLive picks, per family, the backend that holds the rules, and fills
+// the explanation's input from the pod.
+func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
+	last := 1
+	for _, s := range res.Sections {
+		last = max(last, s.Round)
+	}
+	section := func(round int, tool string) string {
+		for _, s := range res.Sections {
+			if s.Round == round && s.Name == tool {
+				return s.Text
+			}
+		}
+		return ""
+	}
+	parse := func(text string) *explain.Ruleset {
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		rs, err := explain.ParseSave([]byte(text))
+		if err != nil {
+			return nil
+		}
+		return rs
+	}
+	backends := []string{}
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		nft, legacy := parse(section(last, fam+"-nft-save")), parse(section(last, fam+"-legacy-save"))
+		chosen, backend := nft, "nft"
+		switch {
+		case nft != nil && nft.RuleCount() > 0 && legacy != nil && legacy.RuleCount() > 0:
+			o.input.Notes = append(o.input.Notes, fmt.Sprintf("%s: both the nft and the legacy backend hold rules (%d and %d); the nft rules are shown — a mix of backends is a known cause of broken capture", fam, nft.RuleCount(), legacy.RuleCount()))
+		case (nft == nil || nft.RuleCount() == 0) && legacy != nil && legacy.RuleCount() > 0:
+			chosen, backend = legacy, "legacy"
+		}
+		if chosen == nil || chosen.RuleCount() == 0 && fam == "ip6tables" {
+			continue
+		}
+		if last > 1 {
+			if before := parse(section(1, fam+"-"+backend+"-save")); before != nil {
+				chosen.SetDeltas(before)
+			}
+		}
+		o.raw = append(o.raw, []byte(section(last, fam+"-"+backend+"-save")))
+		o.input.Dumps = append(o.input.Dumps, chosen)
+		backends = append(backends, fam+": "+backend)
+	}
+	if len(o.input.Dumps) == 0 {
+		return fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
+	}
+	o.liveBackend = strings.Join(backends, ", ")
+
+	ctx := &explain.PodContext{ProxyUID: "1337", Ports: map[int]string{}}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
+		for _, port := range c.Ports {
+			label := fmt.Sprintf("containerPort of %s", c.Name)
+			if port.Name != "" {
+				label = fmt.Sprintf("%s on %s", port.Name, c.Name)
+			}
+			ctx.Ports[int(port.ContainerPort)] = label
+		}
+		if c.Name == "istio-proxy" && c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			ctx.ProxyUID = fmt.Sprint(*c.SecurityContext.RunAsUser)
+		}
+	}
+	o.input.Context = ctx
+	for _, ip := range pod.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil {
+			o.input.PodIPs = append(o.input.PodIPs, a)
+		}
+	}
+	for _, line := range strings.Split(section(1, "resolv.conf"), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "nameserver" {
+			if _, err := netip.ParseAddr(f[1]); err == nil {
+				o.input.Nameservers = append(o.input.Nameservers, f[1])
+			}
+		}
+	}
+	if args, env, source, ok := explain.CaptureArgsFromPod(pod); ok {
+		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = args, env, source
+	}
+	return nil
+}
+
+func (o *IptablesOptions) liveInfo() *explain.LiveSource {
+	if o.live == nil {
+		return nil
+	}
+	l := &explain.LiveSource{Namespace: o.namespace, Pod: strings.TrimPrefix(o.Pod, "pod/"), Via: o.live.Via, Container: o.live.Container, Backend: o.liveBackend}
+	if o.Interval > 0 {
+		l.Interval = o.Interval.String()
+	}
+	return l
+}

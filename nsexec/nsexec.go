@@ -1,0 +1,305 @@
+// Package nsexec runs a fixed dump of the packet-filter rules in a pod's
+// network namespace and returns its output. Two ways in: an ephemeral
+// container added to the pod (pods/ephemeralcontainers), or a short-lived
+// privileged pod on the pod's node that enters the pod's network namespace
+// with nsenter. No user-supplied text ever reaches the command that runs.
+package nsexec
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Ways into the pod's network namespace.
+const (
+	ViaEphemeral = "ephemeral"
+	ViaNode      = "node"
+)
+
+// NodePodLabel marks the pods the node way creates, so that they can be
+// found (and are always deleted).
+const NodePodLabel = "kubectl-mesh.io/nsexec"
+
+// Request is one dump.
+type Request struct {
+	Pod   *corev1.Pod
+	Via   string
+	Image string
+	// NodeNamespace is where the node way creates its pod.
+	NodeNamespace string
+	// Interval, when set, takes a second dump that long after the first.
+	Interval time.Duration
+	Timeout  time.Duration
+	// AllowNotRunning adds an ephemeral container to a pod that is not Running.
+	AllowNotRunning bool
+}
+
+// Section is one part of the dump's output.
+type Section struct {
+	Round int
+	Name  string // iptables-nft-save, ip6tables-legacy-save, resolv.conf
+	Text  string
+}
+
+// Result is what came back.
+type Result struct {
+	Via       string
+	Container string // the ephemeral container, or the node pod
+	Sections  []Section
+}
+
+// Runner runs dumps with a client.
+type Runner struct {
+	Client kubernetes.Interface
+}
+
+const marker = "### kubectl-mesh "
+
+// script is the fixed command: every save tool of both backends and both
+// families, with counters, then the DNS servers. With rounds 2 it sleeps
+// and dumps again. interval is a number of seconds formatted here.
+func script(rounds int, interval int, root string) string {
+	var b strings.Builder
+	b.WriteString("for round in")
+	for i := 1; i <= rounds; i++ {
+		fmt.Fprintf(&b, " %d", i)
+	}
+	b.WriteString("; do\n")
+	if rounds > 1 {
+		fmt.Fprintf(&b, "  [ \"$round\" = 1 ] || sleep %d\n", interval)
+	}
+	for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"} {
+		fmt.Fprintf(&b, "  echo \"%s$round %s\"; %s -c 2>&1\n", marker, tool, tool)
+	}
+	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
+	b.WriteString("done\n")
+	return b.String()
+}
+
+// parse splits the output at the markers.
+func parse(out string) []Section {
+	var secs []Section
+	var cur *Section
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if strings.HasPrefix(line, marker) {
+			f := strings.Fields(strings.TrimPrefix(line, marker))
+			if len(f) == 2 {
+				var round int
+				fmt.Sscan(f[0], &round)
+				secs = append(secs, Section{Round: round, Name: f[1]})
+				cur = &secs[len(secs)-1]
+				continue
+			}
+		}
+		if cur != nil {
+			cur.Text += line
+		}
+	}
+	return secs
+}
+
+// PermissionError names the permission a way needs and the user lacks.
+type PermissionError struct{ Msg string }
+
+func (e *PermissionError) Error() string { return e.Msg }
+
+// check asks the apiserver whether the user may do each thing, before
+// anything is changed.
+func (r *Runner) check(ctx context.Context, attrs ...authorizationv1.ResourceAttributes) error {
+	for _, a := range attrs {
+		a := a
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &a}}
+		res, err := r.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("checking permissions: %w", err)
+		}
+		if !res.Status.Allowed {
+			what := a.Resource
+			if a.Subresource != "" {
+				what += "/" + a.Subresource
+			}
+			return &PermissionError{Msg: fmt.Sprintf("not allowed to %s %s in namespace %q: that permission is needed to read the rules this way; nothing was changed", a.Verb, what, a.Namespace)}
+		}
+	}
+	return nil
+}
+
+var containerIDRE = regexp.MustCompile(`^[0-9a-f]{12,128}$`)
+
+// Dump runs the dump the requested way.
+func (r *Runner) Dump(ctx context.Context, req Request) (*Result, error) {
+	if req.Timeout == 0 {
+		req.Timeout = 60 * time.Second
+	}
+	rounds, seconds := 1, 0
+	if req.Interval > 0 {
+		rounds, seconds = 2, int(req.Interval.Round(time.Second)/time.Second)
+		if seconds < 1 {
+			seconds = 1
+		}
+	}
+	switch req.Via {
+	case ViaEphemeral, "":
+		return r.ephemeral(ctx, req, rounds, seconds)
+	case ViaNode:
+		return r.node(ctx, req, rounds, seconds)
+	}
+	return nil, fmt.Errorf("unknown way %q: ephemeral or node", req.Via)
+}
+
+func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int) (*Result, error) {
+	p := req.Pod
+	if p.Status.Phase != corev1.PodRunning && !req.AllowNotRunning {
+		return nil, fmt.Errorf("pod %s/%s is %s, not Running: an ephemeral container cannot be removed once added; give --force to add one anyway, or --via node", p.Namespace, p.Name, p.Status.Phase)
+	}
+	if err := r.check(ctx,
+		authorizationv1.ResourceAttributes{Namespace: p.Namespace, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
+		authorizationv1.ResourceAttributes{Namespace: p.Namespace, Verb: "get", Resource: "pods", Subresource: "log"},
+	); err != nil {
+		return nil, err
+	}
+	name := "mesh-dump-" + rand.String(5)
+	var root int64
+	no := false
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:                  []string{"/bin/sh", "-c", script(rounds, seconds, "")},
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
+	}}
+	patched := p.DeepCopy()
+	patched.Spec.EphemeralContainers = append(patched.Spec.EphemeralContainers, ec)
+	if _, err := r.Client.CoreV1().Pods(p.Namespace).UpdateEphemeralContainers(ctx, p.Name, patched, metav1.UpdateOptions{}); err != nil {
+		switch {
+		case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "ephemeralcontainers"):
+			return nil, fmt.Errorf("this cluster does not serve pods/ephemeralcontainers (ephemeral containers disabled?): use --via node")
+		case strings.Contains(err.Error(), "PodSecurity"):
+			return nil, fmt.Errorf("the namespace's PodSecurity policy refuses a debug container with NET_ADMIN and NET_RAW: %v\nuse --via node (a privileged pod on the node, created in --node-namespace)", err)
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("adding the debug container was refused: %v", err)
+		}
+		return nil, fmt.Errorf("adding the debug container: %w", err)
+	}
+	out, err := r.waitAndRead(ctx, p.Namespace, p.Name, name, true, req.Timeout+time.Duration(seconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Via: ViaEphemeral, Container: name, Sections: parse(out)}, nil
+}
+
+// waitAndRead waits for the container to finish and returns its log.
+func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, ephemeral bool, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		p, err := r.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		statuses := p.Status.ContainerStatuses
+		if ephemeral {
+			statuses = p.Status.EphemeralContainerStatuses
+		}
+		for _, s := range statuses {
+			if s.Name != container {
+				continue
+			}
+			if w := s.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "ErrImageNeverPull" || w.Reason == "InvalidImageName") {
+				return "", fmt.Errorf("the debug image %s cannot be pulled (%s: %s); give another with --image", s.Image, w.Reason, w.Message)
+			}
+			if s.State.Terminated != nil {
+				b, err := r.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+				if err != nil {
+					return "", fmt.Errorf("reading the dump: %w", err)
+				}
+				if s.State.Terminated.ExitCode != 0 && !strings.Contains(string(b), marker) {
+					return "", fmt.Errorf("the dump failed (exit %d): %s", s.State.Terminated.ExitCode, strings.TrimSpace(string(b)))
+				}
+				return string(b), nil
+			}
+		}
+		if ephemeral && p.Status.Phase == corev1.PodFailed {
+			return "", fmt.Errorf("pod %s failed while the debug container ran", pod)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("timed out after %s waiting for the debug container %s to finish", timeout, container)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*Result, error) {
+	p := req.Pod
+	if p.Spec.NodeName == "" {
+		return nil, fmt.Errorf("pod %s/%s is not scheduled on a node yet", p.Namespace, p.Name)
+	}
+	cid := ""
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
+		if s.State.Running != nil && s.ContainerID != "" {
+			_, id, _ := strings.Cut(s.ContainerID, "://")
+			cid = id
+			break
+		}
+	}
+	if !containerIDRE.MatchString(cid) {
+		return nil, fmt.Errorf("pod %s/%s has no running container to find its network namespace by", p.Namespace, p.Name)
+	}
+	ns := req.NodeNamespace
+	if err := r.check(ctx,
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"},
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"},
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
+	); err != nil {
+		return nil, err
+	}
+	// Find a process of the pod by its container ID in the cgroup paths,
+	// then run the dump in its network namespace, reading its resolv.conf.
+	cmd := fmt.Sprintf("pid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
+		"[ -n \"$pid\" ] || { echo 'no process of container %s on this node' >&2; exit 3; }\n"+
+		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n"+
+		"PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n", cid, cid, script(rounds, seconds, "/proc/$PID/root"))
+	yes := true
+	var zero int64
+	name := "mesh-dump-" + rand.String(5)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{NodePodLabel: "node"}},
+		Spec: corev1.PodSpec{
+			NodeName: p.Spec.NodeName, HostPID: true, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: new(bool),
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "dump", Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sh", "-c", cmd}, SecurityContext: &corev1.SecurityContext{Privileged: &yes, RunAsUser: &zero}}},
+		},
+	}
+	if _, err := r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if strings.Contains(err.Error(), "PodSecurity") {
+			return nil, fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, err)
+		}
+		return nil, fmt.Errorf("creating the node pod: %w", err)
+	}
+	// Always delete it: on success, on error, and when interrupted.
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = r.Client.CoreV1().Pods(ns).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}()
+	out, err := r.waitAndRead(ctx, ns, name, "dump", false, req.Timeout+time.Duration(seconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Via: ViaNode, Container: ns + "/" + name, Sections: parse(out)}, nil
+}
