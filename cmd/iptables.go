@@ -44,9 +44,9 @@ type IptablesOptions struct {
 	raw         [][]byte
 	live        *nsexec.Result
 	liveBackend string
-	namespace string
-	input     explain.CaptureInput
-	report *explain.CaptureReport
+	namespace   string
+	input       explain.CaptureInput
+	report      *explain.CaptureReport
 	genericiooptions.IOStreams
 }
 
