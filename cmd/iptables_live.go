@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -61,6 +62,9 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	res, err := (&nsexec.Runner{Client: client}).Dump(ctx, nsexec.Request{Pod: pod, Via: o.Via, Image: image,
 		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, AllowNotRunning: o.Force})
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")
+		}
 		return err
 	}
 	o.live = res

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+)
+
+type captureDoc struct {
+	Kind string `json:"kind"`
+	explain.CaptureReport
+}
+
+func ruleOf(d captureDoc, table, spec string) *explain.Rule {
+	for _, dump := range d.Dumps {
+		for _, t := range dump.Tables {
+			if t.Name != table {
+				continue
+			}
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					if r.Spec == spec {
+						return r
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// connectN opens n connections from this host to ip:port.
+func connectN(t *testing.T, ip string, port, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), 3*time.Second)
+		if err != nil {
+			t.Fatalf("connect %s:%d: %v", ip, port, err)
+		}
+		_, _ = conn.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+		buf := make([]byte, 64)
+		_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, _ = conn.Read(buf)
+		conn.Close()
+	}
+}
+
+func noNodePods(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("node pods left behind: %d (first %s/%s)", len(pods.Items), pods.Items[0].Namespace, pods.Items[0].Name)
+	}
+}
+
+// A live Istio-shaped pod: the rules are read through an ephemeral container
+// and through a node pod, with the counters of real traffic; --interval
+// counts what happened in between; nothing is left behind.
+func TestIptablesLivePod(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-live", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, appPod("web", nil, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
+	connectN(t, p.Status.PodIP, 8080, 3)
+
+	inbound := "-A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT"
+	for _, via := range []string{nsexec.ViaEphemeral, nsexec.ViaNode} {
+		t.Run(via, func(t *testing.T) {
+			r := mesh(t, c, "", "iptables", "web", "-n", ns, "--via", via, "--trace", "in:8080", "--trace", "out:10.213.78.1:443", "-o", "json")
+			d := decode[captureDoc](t, r)
+			if r.code != 0 || d.Live == nil || d.Live.Via != via || d.Live.Backend != "iptables: nft" {
+				t.Fatalf("exit %d live %+v: %s", r.code, d.Live, r.stderr)
+			}
+			if rule := ruleOf(d, "nat", inbound); rule == nil || rule.Packets < 3 {
+				t.Errorf("%s: %+v, want at least 3 packets (3 connections were made)", inbound, rule)
+			}
+			if len(d.Drift.Missing)+len(d.Drift.Extra) != 0 || d.Expected != "container istio-init's arguments" {
+				t.Errorf("drift %+v from %q", d.Drift, d.Expected)
+			}
+			if d.Traces[0].Verdict != "redirect" || d.Traces[0].Port != 15006 || d.Traces[1].Verdict != "redirect" || d.Traces[1].Port != 15001 {
+				t.Errorf("traces %+v", d.Traces)
+			}
+		})
+	}
+	noNodePods(t, c)
+
+	t.Run("interval", func(t *testing.T) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(2 * time.Second) // the first dump is taken by then
+			for i := 0; i < 5; i++ {
+				conn, err := net.DialTimeout("tcp", net.JoinHostPort(p.Status.PodIP, "8080"), 2*time.Second)
+				if err == nil {
+					conn.Close()
+				}
+			}
+		}()
+		r := mesh(t, c, "", "iptables", "web", "-n", ns, "--interval", "5s", "-o", "json")
+		<-done
+		d := decode[captureDoc](t, r)
+		rule := ruleOf(d, "nat", inbound)
+		if r.code != 0 || rule == nil || rule.PacketsDelta == nil || *rule.PacketsDelta < 5 || *rule.PacketsDelta > 8 {
+			t.Errorf("exit %d: delta of %s = %v, want the 5 connections made during the interval (%s)", r.code, inbound, rule, r.stderr)
+		}
+		if d.Live.Interval != "5s" {
+			t.Errorf("interval %q", d.Live.Interval)
+		}
+	})
+}
+
+// Rules written without the -x its istio-init was given show as drift.
+func TestIptablesLiveDrift(t *testing.T) {
+	c := testcluster.Get(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-drift", nil)
+	root := int64(0)
+	args := []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "10.96.0.0/12", "-b", "*", "-d", "15090,15021,15020"}
+	pod := appPod("stale", nil, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.96.0.0/12"})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: "kmesh.local/istio/proxyv2:1.28.1", ImagePullPolicy: corev1.PullNever,
+		// An old istio-init that drops -x: its arguments ask for the exclusion, its rules lack it.
+		Command: []string{"/bin/sh", "-c", `exec pilot-agent istio-iptables -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`},
+		Args:    args,
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "stale", 60*time.Second, "ready", testcluster.Running)
+	r := mesh(t, c, "", "iptables", "stale", "-n", ns, "-o", "json")
+	d := decode[captureDoc](t, r)
+	if r.code != 0 || len(d.Drift.Missing) != 1 || d.Drift.Missing[0] != "-A ISTIO_OUTPUT -d 10.96.0.0/12 -j RETURN" || len(d.Drift.Extra) != 0 {
+		t.Errorf("exit %d drift %+v (%s)", r.code, d.Drift, r.stderr)
+	}
+	human := mesh(t, c, "", "iptables", "stale", "-n", ns)
+	if !strings.Contains(human.stdout, "missing:   -A ISTIO_OUTPUT -d 10.96.0.0/12 -j RETURN") {
+		t.Errorf("human output:\n%s", human.stdout)
+	}
+}
+
+// PodSecurity baseline refuses the debug container's capabilities: a clear
+// message, and --via node works; a user who may not patch
+// pods/ephemeralcontainers is told so before anything changes.
+func TestIptablesLiveRefusals(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-psa", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, appPod("web", nil, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
+
+	// RBAC first, while the namespace allows anything.
+	user := "no-debug-" + ns
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := mesh(t, c, "", "iptables", "web", "-n", ns, "--as", user)
+	if r.code != 1 || !strings.Contains(r.stderr, `not allowed to patch pods/ephemeralcontainers in namespace "`+ns+`"`) || !strings.Contains(r.stderr, "nothing was changed") {
+		t.Errorf("RBAC: exit %d %q", r.code, r.stderr)
+	}
+	if p, _ := c.Client.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{}); len(p.Spec.EphemeralContainers) != 0 {
+		t.Errorf("an ephemeral container was added despite the refusal")
+	}
+
+	// Now enforce PodSecurity baseline on the namespace (the pod is already running).
+	nsObj, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := c.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = mesh(t, c, "", "iptables", "web", "-n", ns)
+	if r.code != 1 || !strings.Contains(r.stderr, "PodSecurity policy refuses a debug container") || !strings.Contains(r.stderr, "--via node") {
+		t.Errorf("PodSecurity: exit %d %q", r.code, r.stderr)
+	}
+	r = mesh(t, c, "", "iptables", "web", "-n", ns, "--via", "node", "-o", "json")
+	if d := decode[captureDoc](t, r); r.code != 0 || ruleOf(d, "nat", "-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001") == nil {
+		t.Errorf("--via node: exit %d %s", r.code, r.stderr)
+	}
+	noNodePods(t, c)
+}
+
+// Ctrl-C while the node pod works: the pod is deleted all the same.
+func TestIptablesLiveInterrupted(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-int", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, appPod("web", nil, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
+	cmd := exec.Command(meshBinary(t, c), "--kubeconfig", c.Kubeconfig, "iptables", "web", "-n", ns, "--via", "node", "--interval", "60s")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pods, _ := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
+		if pods != nil && len(pods.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the node pod never appeared")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Error("an interrupted run exited 0")
+	}
+	// Deletion is asked before the process exits; give the apiserver a moment.
+	time.Sleep(2 * time.Second)
+	noNodePods(t, c)
+}
