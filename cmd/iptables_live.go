@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
@@ -29,18 +28,12 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	if o.Interval < 0 {
 		return usageErrorf("--interval must be positive")
 	}
-	var err error
-	if o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
+	ns, _, ic, err := connect(o.configFlags)
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	o.namespace = ns
+	client := ic.Kube
 	name := strings.TrimPrefix(strings.TrimPrefix(o.Pod, "pod/"), "pods/")
 	pod, err := client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain"
@@ -81,14 +80,7 @@ For many pods (-n, -l, -A, a workload): one row per pod, worst first.`,
 func (o *StartupOptions) Complete(args []string) error {
 	o.Args = args
 	var err error
-	if o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	o.client, err = inspect.New(cfg)
+	o.namespace, _, o.client, err = connect(o.configFlags)
 	return err
 }
 
@@ -210,17 +202,8 @@ func (o *StartupOptions) failedLogs(ctx context.Context, p *corev1.Pod) map[stri
 
 // resolve turns POD, TYPE/NAME or TYPE NAME into pods; single is set for one pod.
 func (o *StartupOptions) resolve(ctx context.Context) ([]corev1.Pod, bool, error) {
-	args := o.Args
-	if len(args) == 1 && !strings.Contains(args[0], "/") {
-		args = []string{"pod", args[0]}
-	}
-	infos, err := resource.NewBuilder(o.configFlags).Unstructured().
-		NamespaceParam(o.namespace).DefaultNamespace().
-		ResourceTypeOrNameArgs(true, args...).SingleResourceType().Flatten().Do().Infos()
+	infos, err := resolveArgs(o.configFlags, o.namespace, o.Args)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, false, fmt.Errorf("%s not found in namespace %q", strings.Join(o.Args, " "), o.namespace)
-		}
 		return nil, false, err
 	}
 	var pods []corev1.Pod

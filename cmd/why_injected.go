@@ -22,7 +22,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain"
@@ -110,15 +109,7 @@ if re-created first.`,
 func (o *WhyInjectedOptions) Complete(args []string) error {
 	o.Args = args
 	var err error
-	o.namespace, o.explicitNamespace, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return err
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	o.client, err = inspect.New(cfg)
+	o.namespace, o.explicitNamespace, o.client, err = connect(o.configFlags)
 	return err
 }
 
@@ -376,21 +367,8 @@ func explainAPIError(err error, what string) error {
 
 // fromArgs explains POD, TYPE/NAME or TYPE NAME.
 func (o *WhyInjectedOptions) fromArgs(ctx context.Context, facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
-	args := o.Args
-	if len(args) == 1 && !strings.Contains(args[0], "/") {
-		args = []string{"pod", args[0]}
-	}
-	infos, err := resource.NewBuilder(o.configFlags).
-		Unstructured().
-		NamespaceParam(o.namespace).DefaultNamespace().
-		ResourceTypeOrNameArgs(true, args...).
-		SingleResourceType().
-		Flatten().
-		Do().Infos()
+	infos, err := resolveArgs(o.configFlags, o.namespace, o.Args)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s not found in namespace %q", strings.Join(o.Args, " "), o.namespace)
-		}
 		return nil, err
 	}
 	var reports []*explain.InjectionReport

@@ -174,17 +174,7 @@ func TestIptablesLiveRefusals(t *testing.T) {
 
 	// RBAC first, while the namespace allows anything.
 	user := "no-debug-" + ns
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.GrantRole(t, ns, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}}})
 	r := mesh(t, c, "", "iptables", "web", "-n", ns, "--as", user)
 	if r.code != 1 || !strings.Contains(r.stderr, `not allowed to patch pods/ephemeralcontainers in namespace "`+ns+`"`) || !strings.Contains(r.stderr, "nothing was changed") {
 		t.Errorf("RBAC: exit %d %q", r.code, r.stderr)

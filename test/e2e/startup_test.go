@@ -189,17 +189,7 @@ func TestStartupBadInput(t *testing.T) {
 		return len(s) > 0 && (s[0].State.Terminated != nil || s[0].LastTerminationState.Terminated != nil)
 	})
 	user := "no-logs-" + ns
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.GrantRole(t, ns, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list"}}})
 	r = mesh(t, c, "", "startup", "crash", "-n", ns, "--as", user)
 	if r.code != 0 || !strings.Contains(r.stdout, "unavailable: forbidden: the user may not get pods/log") {
 		t.Errorf("logs forbidden: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
