@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 )
 
 // workloadTypes are the TYPE/ prefixes completion offers, as kubectl spells them.
@@ -27,7 +28,7 @@ func completePodsAndWorkloads(flags *genericclioptions.ConfigFlags) cobra.Comple
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		cfg.Timeout = 5 * time.Second
-		client, err := metadata.NewForConfig(cfg)
+		client, err := metadataClient(cfg)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -87,6 +88,27 @@ func listNames(ctx context.Context, c metadata.Interface, ns, typ string) []stri
 		return nil
 	}
 	list, err := c.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1000})
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, i := range list.Items {
+		names = append(names, i.Name)
+	}
+	return names
+}
+
+func metadataClient(cfg *rest.Config) (metadata.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 5 * time.Second
+	return metadata.NewForConfig(cfg)
+}
+
+// listNamespaces lists the cluster's namespace names (metadata only).
+func listNamespaces(c metadata.Interface) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}

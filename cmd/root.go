@@ -81,6 +81,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
 	root.AddCommand(NewIptablesCmd(configFlags, streams))
 	root.AddCommand(NewStartupCmd(configFlags, streams))
+	addCompletionShim(root, configFlags, streams)
 	usageOnBadArgs(root)
 	return root
 }

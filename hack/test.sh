@@ -7,6 +7,8 @@
 #  3. recovery: every process of the cluster killed at once, as a crash
 #     would, then up.sh must clear the leftovers and come up again
 #  4. down.sh, then a check that the host is exactly as before the run
+#  5. the release archives of every platform, the krew manifest checked by
+#     krew's validator, and an offline krew install run through kubectl
 # The cluster is stopped on any exit, Ctrl-C included.
 set -euo pipefail
 . "$(dirname "$0")/cluster/lib.sh"
@@ -54,4 +56,7 @@ if [ -n "$ours" ] || ! diff -u "$before" "$after" >&2; then
   [ -z "$ours" ] || printf 'left behind by the cluster:\n%s\n' "$ours" >&2
   die "down.sh left the host different from before the run (diff above)"
 fi
+phase "release archives, krew manifest, krew install"
+make -s krew-validate krew-install-test
+
 phase "all tests passed"

@@ -8,7 +8,9 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
@@ -127,21 +131,72 @@ exec sleep 3600`},
 	}
 }
 
-func TestKubectlSeesPluginVersion(t *testing.T) {
+// Every command through kubectl's plugin discovery, as a user runs it:
+// machine output parses back, piped output (NO_COLOR set) has no escape
+// codes, help says "kubectl mesh", and kubectl's own completion reaches the
+// plugin through the kubectl_complete-mesh shim and lists the cluster's pods.
+func TestKubectlMeshThroughKubectl(t *testing.T) {
 	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ns := c.Namespace(t, "plugin", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), appPod("web", nil, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/kubectl-mesh", "./cmd/kubectl-mesh")
 	build.Dir = c.RepoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kubectl-mesh: %v\n%s", err, out)
 	}
-	cmd := exec.Command(c.KubectlPath, "mesh", "version", "-o", "json")
-	cmd.Env = append(cmd.Environ(), "PATH="+bin+":/usr/bin:/bin", "KUBECONFIG="+c.Kubeconfig)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl mesh version: %v\n%s", err, out)
+	env := append(os.Environ(), "PATH="+bin+":"+filepath.Dir(c.KubectlPath)+":/usr/bin:/bin", "KUBECONFIG="+c.Kubeconfig, "NO_COLOR=1")
+	kubectl := func(args ...string) (string, error) {
+		cmd := exec.Command(c.KubectlPath, args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		return string(out), err
 	}
-	if !strings.Contains(string(out), `"kind": "Version"`) {
-		t.Fatalf("kubectl mesh version -o json printed %s", out)
+	if out, err := kubectl("mesh", "completion", "shim", "--install"); err != nil || !strings.Contains(out, bin+"/kubectl_complete-mesh") {
+		t.Fatalf("install the shim: %v %s", err, out)
+	}
+	dump := filepath.Join(c.RepoRoot, "explain", "testdata", "istio-default.nft.save")
+	for _, args := range [][]string{
+		{"mesh", "version", "-o", "json"},
+		{"mesh", "why-injected", "-A", "-o", "yaml"},
+		{"mesh", "why-injected", "web", "-n", ns, "-o", "json"},
+		{"mesh", "startup", "-A", "-o", "json"},
+		{"mesh", "startup", "web", "-n", ns, "-o", "yaml"},
+		{"mesh", "iptables", "--from-file", dump, "-o", "json"},
+		{"mesh", "iptables", "web", "-n", ns, "-o", "yaml"},
+	} {
+		out, err := kubectl(args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		var v map[string]any
+		if err := yaml.Unmarshal([]byte(out), &v); err != nil || v["apiVersion"] != "kubectl-mesh.io/v1alpha1" {
+			t.Errorf("%v: output does not parse back (%v): %.200s", args, err, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"mesh", "why-injected", "-A"}, {"mesh", "why-injected", "web", "-n", ns}, {"mesh", "startup", "web", "-n", ns},
+		{"mesh", "iptables", "web", "-n", ns}, {"mesh", "version"},
+	} {
+		out, err := kubectl(args...)
+		if err != nil || strings.Contains(out, "\x1b") || out == "" {
+			t.Errorf("%v: err %v, escape codes %v", args, err, strings.Contains(out, "\x1b"))
+		}
+	}
+	if out, _ := kubectl("mesh", "why-injected", "--help"); !strings.Contains(out, "kubectl mesh why-injected") {
+		t.Errorf("help does not say kubectl mesh:\n%s", out)
+	}
+	out, err := kubectl("__complete", "mesh", "why-injected", "-n", ns, "")
+	if err != nil || !strings.Contains(out, "web\n") {
+		t.Errorf("kubectl's completion of kubectl mesh: %v\n%s", err, out)
+	}
+	out, _ = kubectl("__complete", "mesh", "startup", "-n", "")
+	if !strings.Contains(out, ns+"\n") {
+		t.Errorf("namespace completion lacks %s:\n%s", ns, out)
 	}
 }
