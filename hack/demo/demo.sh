@@ -42,6 +42,9 @@ say "kubectl mesh why-injected -n plain $reports"
 kubectl mesh why-injected -n plain "$reports" || true
 say "kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'"
 kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'
+frontend=$(kubectl -n shop get pod -l app=frontend --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+say "kubectl mesh iptables -n shop $frontend --via node --interval 6s --trace out:$backend:8080"
+kubectl mesh iptables -n shop "$frontend" --via node --interval 6s --trace "out:$backend:8080" || true
 say "kubectl mesh startup -A"
 kubectl mesh startup -A || true
 say "kubectl mesh startup -n shop deploy/broken-init"
