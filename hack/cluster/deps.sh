@@ -21,6 +21,8 @@ declare -A NEED=(
   [/usr/include/stdio.h]=libc6-dev   # static libc for the pause binary
   [ss]=iproute2
   [jq]=jq
+  [setpriv]=util-linux
+  [/usr/bin/time]=time   # peak memory in the benchmark scripts
 )
 missing=()
 for c in "${!NEED[@]}"; do
