@@ -37,14 +37,18 @@ func completePodsAndWorkloads(flags *genericclioptions.ConfigFlags) cobra.Comple
 		defer cancel()
 		var names []string
 		if typ, prefix, ok := strings.Cut(toComplete, "/"); ok {
-			for _, n := range listNames(ctx, client, ns, typ) {
+			gvr, known := completionResources[strings.ToLower(typ)]
+			if !known {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			for _, n := range listNames(ctx, client, ns, gvr) {
 				if strings.HasPrefix(n, prefix) {
 					names = append(names, typ+"/"+n)
 				}
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		}
-		for _, n := range listNames(ctx, client, ns, "pod") {
+		for _, n := range listNames(ctx, client, ns, completionResources["pod"]) {
 			if strings.HasPrefix(n, toComplete) {
 				names = append(names, n)
 			}
@@ -81,12 +85,9 @@ func init() {
 	}
 }
 
-// listNames lists the names of one kind of object in a namespace (metadata only).
-func listNames(ctx context.Context, c metadata.Interface, ns, typ string) []string {
-	gvr, ok := completionResources[strings.ToLower(typ)]
-	if !ok {
-		return nil
-	}
+// listNames lists the names of one kind of object in a namespace ("" for
+// cluster-scoped kinds), metadata only.
+func listNames(ctx context.Context, c metadata.Interface, ns string, gvr schema.GroupVersionResource) []string {
 	list, err := c.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1000})
 	if err != nil {
 		return nil
@@ -108,13 +109,5 @@ func metadataClient(cfg *rest.Config) (metadata.Interface, error) {
 func listNamespaces(c metadata.Interface) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	list, err := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, i := range list.Items {
-		names = append(names, i.Name)
-	}
-	return names
+	return listNames(ctx, c, "", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 }
