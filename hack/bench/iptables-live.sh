@@ -13,8 +13,7 @@ KUBECTL=$KUBE_BIN/kubectl
 cd "$REPO_ROOT"
 make build >/dev/null
 MESH=$REPO_ROOT/_output/bin/kubectl-mesh
-sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" hack/demo/mesh.yaml |
-  "$KUBECTL" apply --server-side --force-conflicts -f - >/dev/null
+install_mesh
 NS=bench-iptables
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT

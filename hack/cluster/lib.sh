@@ -57,3 +57,10 @@ NODE_IP=${POD_CIDR%.*}.1
 CLUSTER_DNS=${SERVICE_CIDR%.*}.10
 # Binaries of this repository the harness runs (stand-in injector, kubectl-mesh).
 OUT_BIN=$REPO_ROOT/_output/bin
+
+# install_mesh applies hack/demo/mesh.yaml (Istio's injector ConfigMaps and
+# webhooks) with the stand-in injector's URL and the cluster's CA filled in.
+install_mesh() {
+  sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" "$REPO_ROOT/hack/demo/mesh.yaml" |
+    "$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f - >/dev/null
+}

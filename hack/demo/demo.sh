@@ -18,8 +18,7 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 log "installing the demo mesh and workloads"
 namespaces=(shop legacy payments ledger plain ambient)
 kubectl delete namespace "${namespaces[@]}" --ignore-not-found --wait=true --timeout=120s >/dev/null
-sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" "$DEMO/mesh.yaml" |
-  kubectl apply --server-side --force-conflicts -f - >/dev/null
+install_mesh
 kubectl apply --server-side -f "$DEMO/workloads.yaml" >/dev/null
 # billing's pod exists before its namespace is labelled: it stays without a sidecar.
 kubectl -n legacy rollout status deploy/billing --timeout=120s >/dev/null
