@@ -15,7 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -45,8 +46,8 @@ type IptablesOptions struct {
 	live        *nsexec.Result
 	liveBackend string
 	namespace   string
-	input       explain.CaptureInput
-	report      *explain.CaptureReport
+	input       capture.CaptureInput
+	report      *capture.CaptureReport
 	genericiooptions.IOStreams
 }
 
@@ -54,7 +55,7 @@ type IptablesOptions struct {
 type CaptureReportDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	*explain.CaptureReport
+	*capture.CaptureReport
 }
 
 // NewIptablesCmd builds `kubectl mesh iptables`.
@@ -180,7 +181,7 @@ func (o *IptablesOptions) Validate() error {
 		if len(strings.TrimSpace(string(b))) == 0 {
 			return usageErrorf("%s: empty input: expected iptables-save output", o.FromFiles[i])
 		}
-		rs, err := explain.ParseSave(b)
+		rs, err := capture.ParseSave(b)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
 		}
@@ -213,33 +214,33 @@ func (o *IptablesOptions) validateCommon() error {
 		o.input.Nameservers = o.Nameservers
 	}
 	if o.expectSet {
-		args, err := explain.SplitShell(o.ExpectArgs)
+		args, err := capture.SplitShell(o.ExpectArgs)
 		if err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
 		if args == nil {
 			args = []string{}
 		}
-		if _, err := explain.ParseCaptureArgs(args, nil); err != nil {
+		if _, err := capture.ParseCaptureArgs(args, nil); err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
 		o.input.ExpectArgs, o.input.ExpectFrom = args, "--expect-args"
 	}
 	for _, t := range o.Traces {
-		if _, err := explain.ParseTraceSpec(t, o.input.PodIPs); err != nil {
+		if _, err := capture.ParseTraceSpec(t, o.input.PodIPs); err != nil {
 			return &UsageError{Err: err}
 		}
 	}
 	o.input.Traces = o.Traces
 	if o.input.Context == nil {
-		o.input.Context = &explain.PodContext{ProxyUID: "1337"}
+		o.input.Context = &capture.PodContext{ProxyUID: "1337"}
 	}
 	return nil
 }
 
 // Run explains and prints.
 func (o *IptablesOptions) Run() error {
-	rep, err := explain.ExplainCapture(o.input)
+	rep, err := capture.ExplainCapture(o.input)
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func (o *IptablesOptions) Run() error {
 }
 
 // printCapture prints the annotated rule tree, the drift and the traces.
-func printCapture(p *printer, rep *explain.CaptureReport) {
+func printCapture(p *printer, rep *capture.CaptureReport) {
 	if l := rep.Live; l != nil {
 		fmt.Fprintf(p.out, "Pod %s/%s, rules read via %s (%s)", escape(l.Namespace), escape(l.Pod), l.Via, escape(l.Container))
 		if l.Interval != "" {
@@ -299,7 +300,7 @@ func printCapture(p *printer, rep *explain.CaptureReport) {
 		}
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(explain.EffectWarning)+":", escape(n))
+		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(injection.EffectWarning)+":", escape(n))
 	}
 	if rep.Drift != nil {
 		fmt.Fprintf(p.out, "\n%s (expected from %s)\n", p.bold("Drift"), rep.Expected)
@@ -307,13 +308,13 @@ func printCapture(p *printer, rep *explain.CaptureReport) {
 			fmt.Fprintln(p.out, "  none: the rules are exactly those the arguments call for")
 		}
 		for _, r := range rep.Drift.Missing {
-			fmt.Fprintf(p.out, "  %s %s\n", p.paint(explain.EffectBlocks, "missing:  "), escape(r))
+			fmt.Fprintf(p.out, "  %s %s\n", p.paint(injection.EffectBlocks, "missing:  "), escape(r))
 		}
 		for _, r := range rep.Drift.Extra {
-			fmt.Fprintf(p.out, "  %s %s\n", p.paint(explain.EffectWarning, "extra:    "), escape(r))
+			fmt.Fprintf(p.out, "  %s %s\n", p.paint(injection.EffectWarning, "extra:    "), escape(r))
 		}
 		for _, c := range rep.Drift.Reordered {
-			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.paint(explain.EffectWarning, "reordered:"), c)
+			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.paint(injection.EffectWarning, "reordered:"), c)
 		}
 	}
 	for _, tr := range rep.Traces {
@@ -327,7 +328,7 @@ func printCapture(p *printer, rep *explain.CaptureReport) {
 	}
 }
 
-func tableEmpty(t *explain.Table) bool {
+func tableEmpty(t *capture.Table) bool {
 	for _, c := range t.Chains {
 		if len(c.Rules) > 0 {
 			return false
@@ -340,7 +341,7 @@ func counters(p, b uint64) string { return fmt.Sprintf("[%d pkts, %d bytes]", p,
 
 // printRules prints a chain's rules, each followed by what it means, and
 // the rules of the user chains it jumps to, nested.
-func printRules(p *printer, t *explain.Table, c *explain.Chain, indent string, printed map[string]bool, depth int) {
+func printRules(p *printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int) {
 	printed[c.Name] = true
 	for _, r := range c.Rules {
 		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")

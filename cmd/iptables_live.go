@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -97,11 +97,11 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 		}
 		return ""
 	}
-	parse := func(text string) *explain.Ruleset {
+	parse := func(text string) *capture.Ruleset {
 		if strings.TrimSpace(text) == "" {
 			return nil
 		}
-		rs, err := explain.ParseSave([]byte(text))
+		rs, err := capture.ParseSave([]byte(text))
 		if err != nil {
 			return nil
 		}
@@ -134,7 +134,7 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	}
 	o.liveBackend = strings.Join(backends, ", ")
 
-	ctx := &explain.PodContext{ProxyUID: "1337", Ports: map[int]string{}}
+	ctx := &capture.PodContext{ProxyUID: "1337", Ports: map[int]string{}}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
 		for _, port := range c.Ports {
 			label := fmt.Sprintf("containerPort of %s", c.Name)
@@ -160,17 +160,17 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 			}
 		}
 	}
-	if args, env, source, ok := explain.CaptureArgsFromPod(pod); ok {
+	if args, env, source, ok := capture.CaptureArgsFromPod(pod); ok {
 		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = args, env, source
 	}
 	return nil
 }
 
-func (o *IptablesOptions) liveInfo() *explain.LiveSource {
+func (o *IptablesOptions) liveInfo() *capture.LiveSource {
 	if o.live == nil {
 		return nil
 	}
-	l := &explain.LiveSource{Namespace: o.namespace, Pod: strings.TrimPrefix(o.Pod, "pod/"), Via: o.live.Via, Container: o.live.Container, Backend: o.liveBackend}
+	l := &capture.LiveSource{Namespace: o.namespace, Pod: strings.TrimPrefix(o.Pod, "pod/"), Via: o.live.Via, Container: o.live.Container, Backend: o.liveBackend}
 	if o.Interval > 0 {
 		l.Interval = o.Interval.String()
 	}

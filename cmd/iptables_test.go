@@ -10,7 +10,7 @@ import (
 
 const defaultIstioArgs = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`
 
-var dumpFile = filepath.Join("..", "explain", "testdata", "istio-default.nft.save")
+var dumpFile = filepath.Join("..", "explain", "capture", "testdata", "istio-default.nft.save")
 
 // The human output: the annotated tree with counters, the drift and the traces.
 func TestIptablesGolden(t *testing.T) {

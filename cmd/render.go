@@ -14,7 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"golang.org/x/term"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // printer renders human output: tables through the one tablewriter wrapper
@@ -79,13 +79,13 @@ func (p *printer) effect(e string) string { return p.paint(e, e) }
 func (p *printer) paint(e, text string) string {
 	st := p.style.NewStyle()
 	switch e {
-	case explain.EffectInject:
+	case injection.EffectInject:
 		st = st.Foreground(lipgloss.Color("2"))
-	case explain.EffectSkip, explain.EffectBlocks:
+	case injection.EffectSkip, injection.EffectBlocks:
 		st = st.Foreground(lipgloss.Color("1"))
-	case explain.EffectWarning:
+	case injection.EffectWarning:
 		st = st.Foreground(lipgloss.Color("3"))
-	case explain.EffectUnknown:
+	case injection.EffectUnknown:
 		st = st.Foreground(lipgloss.Color("5"))
 	default:
 		return text

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -32,15 +32,15 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func sampleReports() []*explain.InjectionReport {
+func sampleReports() []*injection.InjectionReport {
 	yes, no := true, false
-	return []*explain.InjectionReport{
+	return []*injection.InjectionReport{
 		{Kind: "Pod", Namespace: "shop", Name: "backend-6bc5-x", Mesh: "istio", Injected: &yes, Expected: true, Revision: "default",
 			Webhook: "istio-sidecar-injector/namespace.sidecar-injector.istio.io", Reason: "injected",
-			Factors: []explain.Factor{
-				{Factor: "namespace label istio-injection", Value: `"enabled"`, Effect: explain.EffectInject, Source: "Namespace shop"},
-				{Factor: "pod label sidecar.istio.io/inject", Value: "(not set)", Effect: explain.EffectNone, Source: "pod label"},
-				{Factor: "policy", Value: `"enabled"`, Effect: explain.EffectInject, Source: "ConfigMap istio-system/istio-sidecar-injector config.policy"},
+			Factors: []injection.Factor{
+				{Factor: "namespace label istio-injection", Value: `"enabled"`, Effect: injection.EffectInject, Source: "Namespace shop"},
+				{Factor: "pod label sidecar.istio.io/inject", Value: "(not set)", Effect: injection.EffectNone, Source: "pod label"},
+				{Factor: "policy", Value: `"enabled"`, Effect: injection.EffectInject, Source: "ConfigMap istio-system/istio-sidecar-injector config.policy"},
 			},
 			Verdict: "Injected by revision default."},
 		{Kind: "Pod", Namespace: "legacy", Name: "billing-7c77-y", Mesh: "istio", Injected: &no, Expected: true, Revision: "default", Mismatch: true,
@@ -61,7 +61,7 @@ func TestRenderGolden(t *testing.T) {
 	golden(t, "factor-table.golden", buf.Bytes())
 
 	buf.Reset()
-	facts := &explain.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
+	facts := &injection.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
 		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
 	printPodRows(p, rs, facts)
 	golden(t, "pod-rows.golden", buf.Bytes())

@@ -17,7 +17,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
 
@@ -39,7 +40,7 @@ type StartupOptions struct {
 type StartupReportDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	*explain.StartupReport
+	*startup.StartupReport
 }
 
 // NewStartupCmd builds `kubectl mesh startup`.
@@ -144,17 +145,17 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		notes = append(notes, "events unavailable: forbidden: the user may not list events")
 	}
 	now := o.now()
-	reports := make([]*explain.StartupReport, 0, len(pods))
+	reports := make([]*startup.StartupReport, 0, len(pods))
 	for i := range pods {
 		p := &pods[i]
-		facts := explain.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: now}
+		facts := startup.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: now}
 		if ref := metav1.GetControllerOf(p); ref != nil {
 			facts.OwnerKind = ref.Kind
 		}
 		if detail {
 			facts.Logs = o.failedLogs(ctx, p)
 		}
-		r := explain.AnalyzeStartup(facts)
+		r := startup.AnalyzeStartup(facts)
 		if p.Spec.NodeName == "" {
 			r.Notes = append(r.Notes, "not scheduled yet: no container has been created (see the events for why)")
 		}
@@ -183,8 +184,8 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 
 // failedLogs reads the log tails of the init containers that failed and of
 // containers that crash-loop: the only logs the report needs.
-func (o *StartupOptions) failedLogs(ctx context.Context, p *corev1.Pod) map[string]explain.LogTail {
-	logs := map[string]explain.LogTail{}
+func (o *StartupOptions) failedLogs(ctx context.Context, p *corev1.Pod) map[string]startup.LogTail {
+	logs := map[string]startup.LogTail{}
 	check := func(sts []corev1.ContainerStatus) {
 		for _, s := range sts {
 			bad := s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 ||
@@ -246,9 +247,9 @@ func (o *StartupOptions) resolve(ctx context.Context) ([]corev1.Pod, bool, error
 	return pods, len(pods) == 1, nil
 }
 
-func sortStartup(rs []*explain.StartupReport) {
+func sortStartup(rs []*startup.StartupReport) {
 	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := explain.StartupSeverity(rs[i]), explain.StartupSeverity(rs[j])
+		a, b := startup.StartupSeverity(rs[i]), startup.StartupSeverity(rs[j])
 		if a != b {
 			return a > b
 		}
@@ -259,7 +260,7 @@ func sortStartup(rs []*explain.StartupReport) {
 	})
 }
 
-func printStartupRows(p *printer, rs []*explain.StartupReport) {
+func printStartupRows(p *printer, rs []*startup.StartupReport) {
 	sortStartup(rs)
 	rows := make([][]string, 0, len(rs))
 	for _, r := range rs {
@@ -269,11 +270,11 @@ func printStartupRows(p *printer, rs []*explain.StartupReport) {
 			for _, h := range r.Hazards {
 				ids = append(ids, h.ID+"("+h.Container+")")
 			}
-			hazards = p.paint(explain.EffectWarning, strings.Join(ids, ", "))
+			hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
 		}
 		init := r.InitResult
 		if init == "failed" || init == "crash-looping" {
-			init = p.paint(explain.EffectBlocks, init)
+			init = p.paint(injection.EffectBlocks, init)
 		}
 		rows = append(rows, []string{escape(r.Namespace), escape(r.Name), r.Phase, init, escape(strings.Join(r.StartOrder, ",")), hazards})
 	}
@@ -287,7 +288,7 @@ func fmtOffset(t *time.Time, origin time.Time) string {
 	return fmt.Sprintf("+%.1fs", t.Sub(origin).Seconds())
 }
 
-func exitOf(cs explain.ContainerStartup) string {
+func exitOf(cs startup.ContainerStartup) string {
 	if cs.ExitCode == nil {
 		return "-"
 	}
@@ -295,7 +296,7 @@ func exitOf(cs explain.ContainerStartup) string {
 }
 
 // printStartup prints one pod: its containers, the timeline, hazards and events.
-func printStartup(p *printer, r *explain.StartupReport) {
+func printStartup(p *printer, r *startup.StartupReport) {
 	origin := r.CreatedAt
 	fmt.Fprintf(p.out, "Pod %s/%s: %s on %s, created %s\n", escape(r.Namespace), escape(r.Name), r.Phase, dash(r.Node), origin.UTC().Format(time.RFC3339))
 	mode := "classic sidecar"
@@ -308,7 +309,7 @@ func printStartup(p *printer, r *explain.StartupReport) {
 		mode = "classic sidecar, app held until the proxy is ready"
 	}
 	fmt.Fprintf(p.out, "Mesh: %s (%s); init: %s; order: %s\n\n", dash(r.Mesh), mode, r.InitResult, r.OrderVerdict)
-	row := func(cs explain.ContainerStartup) []string {
+	row := func(cs startup.ContainerStartup) []string {
 		state := cs.State
 		if cs.Reason != "" {
 			state += " (" + cs.Reason + ")"
@@ -334,9 +335,9 @@ func printStartup(p *printer, r *explain.StartupReport) {
 		rows = append(rows, row(cs))
 	}
 	p.table([]string{"CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
-	for _, cs := range append(append([]explain.ContainerStartup{}, r.InitContainers...), r.Containers...) {
+	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
 		if cs.Failure != "" {
-			fmt.Fprintf(p.out, "\n%s %s: %s\n", p.paint(explain.EffectBlocks, "failure"), cs.Name, escape(cs.Failure))
+			fmt.Fprintf(p.out, "\n%s %s: %s\n", p.paint(injection.EffectBlocks, "failure"), cs.Name, escape(cs.Failure))
 		}
 		if cs.Log != nil {
 			if cs.Log.Unavailable != "" {
@@ -362,7 +363,7 @@ func printStartup(p *printer, r *explain.StartupReport) {
 	if len(r.Hazards) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("Hazards"))
 		for _, h := range r.Hazards {
-			fmt.Fprintf(p.out, "  %s %s (%s): %s\n    fix: %s\n", p.paint(explain.EffectWarning, "!"), h.ID, h.Container, escape(h.Message), escape(h.Fix))
+			fmt.Fprintf(p.out, "  %s %s (%s): %s\n    fix: %s\n", p.paint(injection.EffectWarning, "!"), h.ID, h.Container, escape(h.Message), escape(h.Fix))
 		}
 	}
 	if len(r.Events) > 0 {
@@ -389,10 +390,10 @@ func truncate(s string, n int) string {
 // completed run, '=' running, 'x' the end of a failed run, '*' the start of
 // the latest restart, 'R' when it became ready (when known), '>' still
 // running past the axis.
-func printTimeline(p *printer, r *explain.StartupReport, origin time.Time) {
+func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 	const width = 48
 	end := origin
-	all := append(append([]explain.ContainerStartup{}, r.InitContainers...), r.Containers...)
+	all := append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...)
 	for _, cs := range all {
 		var lastEnd *time.Time
 		if cs.LastTermination != nil {
@@ -420,7 +421,7 @@ func printTimeline(p *printer, r *explain.StartupReport, origin time.Time) {
 	fmt.Fprintf(p.out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", width-len(label)-1), label)
 	for _, cs := range all {
 		bar := []rune(strings.Repeat(" ", width))
-		style := explain.EffectInfoOnly
+		style := injection.EffectInfoOnly
 		if cs.FirstStartedAt != nil {
 			from := pos(*cs.FirstStartedAt)
 			to := width - 1
@@ -440,10 +441,10 @@ func printTimeline(p *printer, r *explain.StartupReport, origin time.Time) {
 			switch {
 			case failedRun:
 				bar[to] = 'x'
-				style = explain.EffectBlocks
+				style = injection.EffectBlocks
 			case cs.FinishedAt == nil && cs.State == "running":
 				bar[width-1] = '>'
-				style = explain.EffectInject
+				style = injection.EffectInject
 			}
 			if cs.Restarts > 0 && cs.StartedAt != nil {
 				bar[pos(*cs.StartedAt)] = '*'

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
 var origin = time.Date(2026, 11, 22, 3, 20, 0, 0, time.UTC)
@@ -34,7 +34,7 @@ func TestStartupGolden(t *testing.T) {
 		{Reason: "Started", LastTimestamp: mt(3), Count: 1, Message: "Started container app", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}},
 		{Reason: "Unhealthy", LastTimestamp: mt(12), Count: 9, Message: "Startup probe failed: HTTP probe failed with statuscode: 503", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{istio-proxy}"}},
 	}
-	r := explain.AnalyzeStartup(explain.StartupFacts{Pod: slow, Events: events, Now: origin.Add(time.Minute)})
+	r := startup.AnalyzeStartup(startup.StartupFacts{Pod: slow, Events: events, Now: origin.Add(time.Minute)})
 	var buf bytes.Buffer
 	printStartup(newPrinter(&buf), r)
 	golden(t, "startup-pod.golden", buf.Bytes())
@@ -46,13 +46,13 @@ func TestStartupGolden(t *testing.T) {
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: mt(20), FinishedAt: mt(21)}}}}
 	broken.Status.ContainerStatuses = nil
-	rb := explain.AnalyzeStartup(explain.StartupFacts{Pod: broken, Now: origin.Add(5 * time.Minute),
-		Logs: map[string]explain.LogTail{"istio-init": {Previous: []string{"error: failed parsing CIDR \"10.0.0.0/33\"\tprefix length out of range"}}}})
+	rb := startup.AnalyzeStartup(startup.StartupFacts{Pod: broken, Now: origin.Add(5 * time.Minute),
+		Logs: map[string]startup.LogTail{"istio-init": {Previous: []string{"error: failed parsing CIDR \"10.0.0.0/33\"\tprefix length out of range"}}}})
 	buf.Reset()
 	printStartup(newPrinter(&buf), rb)
 	golden(t, "startup-broken.golden", buf.Bytes())
 
 	buf.Reset()
-	printStartupRows(newPrinter(&buf), []*explain.StartupReport{r, rb})
+	printStartupRows(newPrinter(&buf), []*startup.StartupReport{r, rb})
 	golden(t, "startup-rows.golden", buf.Bytes())
 }

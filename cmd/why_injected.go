@@ -24,7 +24,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
 
@@ -41,7 +41,7 @@ type WhyInjectedOptions struct {
 	namespace         string
 	explicitNamespace bool
 	client            *inspect.Client
-	mesh              explain.Mesh
+	mesh              injection.Mesh
 	genericiooptions.IOStreams
 }
 
@@ -49,7 +49,7 @@ type WhyInjectedOptions struct {
 type InjectionReportDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	*explain.InjectionReport
+	*injection.InjectionReport
 }
 
 // A list of reports is printed (streamed) as
@@ -59,7 +59,7 @@ type InjectionReportDoc struct {
 
 // NewWhyInjectedCmd builds `kubectl mesh why-injected`.
 func NewWhyInjectedCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &WhyInjectedOptions{configFlags: configFlags, IOStreams: streams, mesh: explain.Istio{}}
+	o := &WhyInjectedOptions{configFlags: configFlags, IOStreams: streams, mesh: injection.Istio{}}
 	c := &cobra.Command{
 		Use:   "why-injected [POD | TYPE/NAME | -f FILE | -l SELECTOR | -A]",
 		Short: "Explain whether pods are (or will be) injected with a sidecar, and why",
@@ -142,10 +142,10 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the mesh's configuration: %w", err)
 	}
-	if _, unknown := facts.Unknown[explain.FactWebhooks]; !unknown && !o.mesh.Installed(facts) {
+	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !o.mesh.Installed(facts) {
 		return inspect.ErrNoMesh
 	}
-	var reports []*explain.InjectionReport
+	var reports []*injection.InjectionReport
 	// One pod (or one object of a file) prints one report; a workload, its
 	// template and its pods; a sweep, a list with a summary.
 	sweep, list := false, true
@@ -178,15 +178,15 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*explain.InjectionReport, sweep, list bool, incomplete []string) error {
+func (o *WhyInjectedOptions) print(facts *injection.ClusterFacts, reports []*injection.InjectionReport, sweep, list bool, incomplete []string) error {
 	if o.Output != "" {
 		if !list {
 			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
 		}
-		var summary []explain.NamespaceSummary
+		var summary []injection.NamespaceSummary
 		if sweep {
-			explain.SortReports(reports)
-			summary = explain.Summarize(facts, reports)
+			injection.SortReports(reports)
+			summary = injection.Summarize(facts, reports)
 		}
 		return printList(o.Out, o.Output, "InjectionReportList", len(reports), func(i int) any { return reports[i] },
 			field{"summary", summary}, field{"incomplete", incomplete})
@@ -216,7 +216,7 @@ func (o *WhyInjectedOptions) print(facts *explain.ClusterFacts, reports []*expla
 }
 
 // printFactorTable prints one workload's factors, verdict and fix.
-func printFactorTable(p *printer, r *explain.InjectionReport) {
+func printFactorTable(p *printer, r *injection.InjectionReport) {
 	fmt.Fprintf(p.out, "%s %s/%s (%s)\n\n", r.Kind, escape(r.Namespace), escape(r.Name), r.Mesh)
 	rows := make([][]string, 0, len(r.Factors))
 	for _, f := range r.Factors {
@@ -232,17 +232,17 @@ func printFactorTable(p *printer, r *explain.InjectionReport) {
 		}
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(p.out, "%s %s\n", p.effect(explain.EffectWarning)+":", escape(w))
+		fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectWarning)+":", escape(w))
 	}
 	for _, u := range r.Incomplete {
-		fmt.Fprintf(p.out, "%s %s\n", p.effect(explain.EffectUnknown)+":", escape(u))
+		fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
 	}
 }
 
 // printPodRows prints one row per pod, mismatches first, then (for a sweep)
 // a summary per namespace and the commands that fix the mismatches.
-func printPodRows(p *printer, reports []*explain.InjectionReport, facts *explain.ClusterFacts) {
-	explain.SortReports(reports)
+func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) {
+	injection.SortReports(reports)
 	rows := make([][]string, 0, len(reports))
 	var fixes []string
 	seen := map[string]bool{}
@@ -254,7 +254,7 @@ func printPodRows(p *printer, reports []*explain.InjectionReport, facts *explain
 		}
 		reason := r.Reason
 		if r.Mismatch || r.CreationBlocked {
-			reason = p.effect(explain.EffectWarning) + ": " + escape(reason)
+			reason = p.effect(injection.EffectWarning) + ": " + escape(reason)
 			if r.Fix != "" && !seen[r.Fix] {
 				seen[r.Fix] = true
 				fixes = append(fixes, r.Fix)
@@ -268,7 +268,7 @@ func printPodRows(p *printer, reports []*explain.InjectionReport, facts *explain
 	if facts != nil {
 		fmt.Fprintln(p.out)
 		var srows [][]string
-		for _, s := range explain.Summarize(facts, reports) {
+		for _, s := range injection.Summarize(facts, reports) {
 			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), fmt.Sprint(s.Expected),
 				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
 		}
@@ -290,7 +290,7 @@ func dash(s string) string {
 }
 
 // sweep explains every pod of the namespace (or cluster), page by page.
-func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	ns := o.namespace
 	if o.AllNamespaces {
 		ns = ""
@@ -301,7 +301,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *explain.ClusterFa
 	if err != nil {
 		return nil, err
 	}
-	var reports []*explain.InjectionReport
+	var reports []*injection.InjectionReport
 	err = o.client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
 		for i := range pods {
 			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
@@ -325,10 +325,10 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *explain.ClusterFa
 
 // compactFactors keeps the factors that decided something; a sweep's JSON
 // stays small this way. The single-target view keeps them all.
-func compactFactors(fs []explain.Factor) []explain.Factor {
+func compactFactors(fs []injection.Factor) []injection.Factor {
 	out := fs[:0]
 	for _, f := range fs {
-		if f.Effect != explain.EffectNone {
+		if f.Effect != injection.EffectNone {
 			out = append(out, f)
 		}
 	}
@@ -337,8 +337,8 @@ func compactFactors(fs []explain.Factor) []explain.Factor {
 
 // blockedOwners reports workloads whose pods the apiserver refuses to create
 // because of an Istio webhook (FailedCreate events): they have no pod to list.
-func (o *WhyInjectedOptions) blockedOwners(facts *explain.ClusterFacts, events map[string][]corev1.Event) []*explain.InjectionReport {
-	var out []*explain.InjectionReport
+func (o *WhyInjectedOptions) blockedOwners(facts *injection.ClusterFacts, events map[string][]corev1.Event) []*injection.InjectionReport {
+	var out []*injection.InjectionReport
 	keys := make([]string, 0, len(events))
 	for k := range events {
 		keys = append(keys, k)
@@ -350,7 +350,7 @@ func (o *WhyInjectedOptions) blockedOwners(facts *explain.ClusterFacts, events m
 			continue
 		}
 		parts := strings.SplitN(k, "/", 3)
-		w := &explain.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: explain.NamespaceFromCluster, Events: evs}
+		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}
 		r := o.mesh.Explain(facts, w)
 		r.Factors = compactFactors(r.Factors)
 		out = append(out, r)
@@ -366,18 +366,18 @@ func explainAPIError(err error, what string) error {
 }
 
 // fromArgs explains POD, TYPE/NAME or TYPE NAME.
-func (o *WhyInjectedOptions) fromArgs(ctx context.Context, facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+func (o *WhyInjectedOptions) fromArgs(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	infos, err := resolveArgs(o.configFlags, o.namespace, o.Args)
 	if err != nil {
 		return nil, err
 	}
-	var reports []*explain.InjectionReport
+	var reports []*injection.InjectionReport
 	for _, info := range infos {
 		u, ok := info.Object.(*unstructured.Unstructured)
 		if !ok {
 			return nil, fmt.Errorf("unexpected object %T", info.Object)
 		}
-		rs, err := o.explainObject(ctx, facts, u.Object, info.Namespace, explain.NamespaceFromCluster, nil, true)
+		rs, err := o.explainObject(ctx, facts, u.Object, info.Namespace, injection.NamespaceFromCluster, nil, true)
 		if err != nil {
 			return nil, err
 		}
@@ -417,7 +417,7 @@ func podTemplate(obj runtime.Object) (kind, name, namespace string, tmpl *corev1
 
 // explainObject explains one object given as unstructured content: a pod,
 // or a workload's template (and, when live, its pods).
-func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *explain.ClusterFacts, content map[string]any, namespace, nsSource string, nsLabels map[string]string, live bool) ([]*explain.InjectionReport, error) {
+func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *injection.ClusterFacts, content map[string]any, namespace, nsSource string, nsLabels map[string]string, live bool) ([]*injection.InjectionReport, error) {
 	typed, err := scheme.Scheme.New(schemaGVK(content))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a kind kubectl mesh can explain: %v", describe(content), err)
@@ -430,11 +430,11 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *explain.C
 			pod.Namespace = namespace
 		}
 		if live {
-			return []*explain.InjectionReport{o.mesh.Explain(facts, inspect.PodWorkload(pod, facts))}, nil
+			return []*injection.InjectionReport{o.mesh.Explain(facts, inspect.PodWorkload(pod, facts))}, nil
 		}
-		w := &explain.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
+		w := &injection.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
 			Spec: pod.Spec, NamespaceSource: nsSource, NamespaceLabels: nsLabels}
-		return []*explain.InjectionReport{o.mesh.Explain(facts, w)}, nil
+		return []*injection.InjectionReport{o.mesh.Explain(facts, w)}, nil
 	}
 	kind, name, ns, tmpl, selector, ok := podTemplate(typed)
 	if !ok {
@@ -443,17 +443,17 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *explain.C
 	if ns == "" {
 		ns = namespace
 	}
-	w := &explain.Workload{Kind: kind, Namespace: ns, Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
+	w := &injection.Workload{Kind: kind, Namespace: ns, Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
 		NamespaceSource: nsSource, NamespaceLabels: nsLabels}
 	if !live {
-		return []*explain.InjectionReport{o.mesh.Explain(facts, w)}, nil
+		return []*injection.InjectionReport{o.mesh.Explain(facts, w)}, nil
 	}
 	events, err := o.client.FailedCreateEvents(ctx, facts, ns)
 	if err != nil {
 		return nil, err
 	}
 	w.Events = inspect.EventsForOwner(events, ns, kind, name)
-	reports := []*explain.InjectionReport{o.mesh.Explain(facts, w)}
+	reports := []*injection.InjectionReport{o.mesh.Explain(facts, w)}
 	if selector == nil {
 		return reports, nil
 	}
@@ -487,7 +487,7 @@ func describe(content map[string]any) string {
 }
 
 // fromFiles explains manifests before they are applied.
-func (o *WhyInjectedOptions) fromFiles(facts *explain.ClusterFacts) ([]*explain.InjectionReport, error) {
+func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	var objs []map[string]any
 	fileNamespaces := map[string]map[string]string{}
 	for _, name := range o.Filenames {
@@ -530,7 +530,7 @@ func (o *WhyInjectedOptions) fromFiles(facts *explain.ClusterFacts) ([]*explain.
 			objs = append(objs, obj)
 		}
 	}
-	var reports []*explain.InjectionReport
+	var reports []*injection.InjectionReport
 	skipped := 0
 	for _, obj := range objs {
 		u := unstructured.Unstructured{Object: obj}
@@ -549,12 +549,12 @@ func (o *WhyInjectedOptions) fromFiles(facts *explain.ClusterFacts) ([]*explain.
 		if ns == "" {
 			ns = o.namespace
 		}
-		source, labels := explain.NamespaceFromCluster, map[string]string(nil)
+		source, labels := injection.NamespaceFromCluster, map[string]string(nil)
 		if !inspect.NamespaceExists(facts, ns) {
 			if l, inFile := fileNamespaces[ns]; inFile {
-				source, labels = explain.NamespaceFromFile, l
+				source, labels = injection.NamespaceFromFile, l
 			} else {
-				source = explain.NamespaceMissing
+				source = injection.NamespaceMissing
 			}
 		}
 		rs, err := o.explainObject(context.Background(), facts, obj, ns, source, labels, false)

@@ -23,7 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
 // PageSize is how many pods one LIST request returns: large enough that the
@@ -64,7 +65,7 @@ func (c *Client) Requests() int64 { return c.requests.Load() }
 
 // unknown turns a read error into an unknown fact when it is about
 // permissions; other errors are returned.
-func unknown(f *explain.ClusterFacts, kind, verb string, err error) error {
+func unknown(f *injection.ClusterFacts, kind, verb string, err error) error {
 	if apierrors.IsForbidden(err) {
 		f.Unknown[kind] = "forbidden: the user may not " + verb
 		return nil
@@ -76,8 +77,8 @@ func unknown(f *explain.ClusterFacts, kind, verb string, err error) error {
 // configurations, every namespace, the injector ConfigMaps, the Services and
 // EndpointSlices the webhooks call, the control-plane Deployments and the
 // nodes' kubelet versions.
-func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
-	f := &explain.ClusterFacts{
+func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error) {
+	f := &injection.ClusterFacts{
 		Namespaces:      map[string]*corev1.Namespace{},
 		ConfigMaps:      map[string]*corev1.ConfigMap{},
 		Services:        map[string]*corev1.Service{},
@@ -87,7 +88,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	}
 	whs, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		if err := unknown(f, explain.FactWebhooks, "list mutatingwebhookconfigurations.admissionregistration.k8s.io", err); err != nil {
+		if err := unknown(f, injection.FactWebhooks, "list mutatingwebhookconfigurations.admissionregistration.k8s.io", err); err != nil {
 			return nil, err
 		}
 	} else {
@@ -95,7 +96,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	}
 	nss, err := c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		if err := unknown(f, explain.FactNamespaces, "list namespaces", err); err != nil {
+		if err := unknown(f, injection.FactNamespaces, "list namespaces", err); err != nil {
 			return nil, err
 		}
 	} else {
@@ -129,7 +130,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	}
 	cms, err := c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
 	if err != nil {
-		if err := unknown(f, explain.FactConfigMaps, "list configmaps (all namespaces)", err); err != nil {
+		if err := unknown(f, injection.FactConfigMaps, "list configmaps (all namespaces)", err); err != nil {
 			return nil, err
 		}
 	} else {
@@ -138,14 +139,14 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	for _, ns := range namespaces {
 		// Injector ConfigMaps without the label: the control plane's namespace has them.
 		if cms, err := c.Proto.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
-			delete(f.Unknown, explain.FactConfigMaps)
+			delete(f.Unknown, injection.FactConfigMaps)
 			addCMs(cms.Items)
-		} else if err := unknown(f, explain.FactConfigMaps, "list configmaps in namespace "+ns, err); err != nil {
+		} else if err := unknown(f, injection.FactConfigMaps, "list configmaps in namespace "+ns, err); err != nil {
 			return nil, err
 		}
 		svcs, err := c.Proto.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			if err := unknown(f, explain.FactServices, "list services in namespace "+ns, err); err != nil {
+			if err := unknown(f, injection.FactServices, "list services in namespace "+ns, err); err != nil {
 				return nil, err
 			}
 		} else {
@@ -155,7 +156,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 		}
 		eps, err := c.Proto.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			if err := unknown(f, explain.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, err); err != nil {
+			if err := unknown(f, injection.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, err); err != nil {
 				return nil, err
 			}
 		} else {
@@ -167,7 +168,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	}
 	deps, err := c.Proto.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
 	if err != nil {
-		if err := unknown(f, explain.FactControlPlanes, "list deployments.apps (all namespaces)", err); err != nil {
+		if err := unknown(f, injection.FactControlPlanes, "list deployments.apps (all namespaces)", err); err != nil {
 			return nil, err
 		}
 	} else {
@@ -175,7 +176,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*explain.ClusterFacts, error) {
 	}
 	nodes, err := c.Proto.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		if err := unknown(f, explain.FactNodes, "list nodes", err); err != nil {
+		if err := unknown(f, injection.FactNodes, "list nodes", err); err != nil {
 			return nil, err
 		}
 	} else {
@@ -233,11 +234,11 @@ func (c *Client) EachPodPage(ctx context.Context, namespace, selector string, fn
 
 // FailedCreateEvents lists the FailedCreate events of namespace ("" for
 // all), keyed by "namespace/kind/name" of the object they are about.
-func (c *Client) FailedCreateEvents(ctx context.Context, f *explain.ClusterFacts, namespace string) (map[string][]corev1.Event, error) {
+func (c *Client) FailedCreateEvents(ctx context.Context, f *injection.ClusterFacts, namespace string) (map[string][]corev1.Event, error) {
 	out := map[string][]corev1.Event{}
 	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedCreate").String()})
 	if err != nil {
-		return out, unknown(f, explain.FactEvents, "list events", err)
+		return out, unknown(f, injection.FactEvents, "list events", err)
 	}
 	items := list.Items
 	sort.SliceStable(items, func(i, j int) bool { return items[i].LastTimestamp.After(items[j].LastTimestamp.Time) })
@@ -252,17 +253,17 @@ var rsHash = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
 
 // OwnerOf names the controller that re-creates a pod: a ReplicaSet's
 // Deployment (from the pod-template-hash), else the direct controller.
-func OwnerOf(p *corev1.Pod) *explain.Owner {
+func OwnerOf(p *corev1.Pod) *injection.Owner {
 	ref := metav1.GetControllerOf(p)
 	if ref == nil {
 		return nil
 	}
 	if ref.Kind == "ReplicaSet" {
 		if h := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" && strings.HasSuffix(ref.Name, "-"+h) {
-			return &explain.Owner{Kind: "Deployment", Name: strings.TrimSuffix(ref.Name, "-"+h)}
+			return &injection.Owner{Kind: "Deployment", Name: strings.TrimSuffix(ref.Name, "-"+h)}
 		}
 	}
-	return &explain.Owner{Kind: ref.Kind, Name: ref.Name}
+	return &injection.Owner{Kind: ref.Kind, Name: ref.Name}
 }
 
 // EventsForOwner picks the FailedCreate events about a workload: on itself,
@@ -284,21 +285,21 @@ func EventsForOwner(events map[string][]corev1.Event, namespace, kind, name stri
 }
 
 // PodWorkload turns a live pod into the workload explain/ reads.
-func PodWorkload(p *corev1.Pod, f *explain.ClusterFacts) *explain.Workload {
-	w := &explain.Workload{
+func PodWorkload(p *corev1.Pod, f *injection.ClusterFacts) *injection.Workload {
+	w := &injection.Workload{
 		Kind: "Pod", Namespace: p.Namespace, Name: p.Name,
 		Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Pod: p,
-		NamespaceSource: explain.NamespaceFromCluster, Owner: OwnerOf(p),
+		NamespaceSource: injection.NamespaceFromCluster, Owner: OwnerOf(p),
 	}
-	if _, ok := f.Namespaces[p.Namespace]; !ok && f.Unknown[explain.FactNamespaces] == "" {
-		w.NamespaceSource = explain.NamespaceMissing
+	if _, ok := f.Namespaces[p.Namespace]; !ok && f.Unknown[injection.FactNamespaces] == "" {
+		w.NamespaceSource = injection.NamespaceMissing
 	}
 	return w
 }
 
 // NamespaceExists reports whether the facts know namespace ns (true when namespaces are unknown).
-func NamespaceExists(f *explain.ClusterFacts, ns string) bool {
-	if _, unknown := f.Unknown[explain.FactNamespaces]; unknown {
+func NamespaceExists(f *injection.ClusterFacts, ns string) bool {
+	if _, unknown := f.Unknown[injection.FactNamespaces]; unknown {
 		return true
 	}
 	_, ok := f.Namespaces[ns]
@@ -340,8 +341,8 @@ func (c *Client) PodEvents(ctx context.Context, namespace, podName string) (map[
 // LogTail reads the last lines of a container's log, of its current and,
 // when it restarted, its previous run. A read the user may not make is
 // reported in the result, not as an error.
-func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, restarted bool, lines int64) explain.LogTail {
-	var t explain.LogTail
+func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, restarted bool, lines int64) startup.LogTail {
+	var t startup.LogTail
 	read := func(previous bool) ([]string, error) {
 		b, err := c.Kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(ctx)
 		if err != nil {

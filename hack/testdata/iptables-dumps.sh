@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates explain/testdata/*.save: real iptables-save output of rules
+# Regenerates explain/capture/testdata/*.save: real iptables-save output of rules
 # loaded with the real iptables-restore in throw-away network namespaces
 # (the stand-in istio-iptables for Istio's rules, a proxy-init-shaped rule
 # set for Linkerd's). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=explain/testdata
+out=explain/capture/testdata
 bin=$(mktemp -d); trap 'rm -rf "$bin"' EXIT
 CGO_ENABLED=0 go build -o "$bin/pilot-agent" ./test/standin/pilot-agent
 dump() { # NAME SAVE-COMMAND ISTIO-ARGS…

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
@@ -82,9 +82,9 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 					Spec: corev1.PodSpec{HostNetwork: v.hostNetwork, SchedulerName: "kmesh-unscheduled",
 						Containers: []corev1.Container{{Name: "app", Image: testImage}}},
 				}
-				w := &explain.Workload{Kind: "Pod", Namespace: ns, Name: v.name, Labels: v.labels, Annotations: v.annotations,
-					Spec: pod.Spec, NamespaceSource: explain.NamespaceFromCluster}
-				predicted := explain.Istio{}.Explain(facts, w)
+				w := &injection.Workload{Kind: "Pod", Namespace: ns, Name: v.name, Labels: v.labels, Annotations: v.annotations,
+					Spec: pod.Spec, NamespaceSource: injection.NamespaceFromCluster}
+				predicted := injection.Istio{}.Explain(facts, w)
 				created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				combo := fmt.Sprintf("namespace %v, pod %s", matrixNamespaces[i], v.name)
 				if err != nil {

@@ -159,7 +159,7 @@ func TestKubectlMeshThroughKubectl(t *testing.T) {
 	if out, err := kubectl("mesh", "completion", "shim", "--install"); err != nil || !strings.Contains(out, bin+"/kubectl_complete-mesh") {
 		t.Fatalf("install the shim: %v %s", err, out)
 	}
-	dump := filepath.Join(c.RepoRoot, "explain", "testdata", "istio-default.nft.save")
+	dump := filepath.Join(c.RepoRoot, "explain", "capture", "testdata", "istio-default.nft.save")
 	for _, args := range [][]string{
 		{"mesh", "version", "-o", "json"},
 		{"mesh", "why-injected", "-A", "-o", "yaml"},

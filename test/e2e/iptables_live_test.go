@@ -15,17 +15,17 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
 type captureDoc struct {
 	Kind string `json:"kind"`
-	explain.CaptureReport
+	capture.CaptureReport
 }
 
-func ruleOf(d captureDoc, table, spec string) *explain.Rule {
+func ruleOf(d captureDoc, table, spec string) *capture.Rule {
 	for _, dump := range d.Dumps {
 		for _, t := range dump.Tables {
 			if t.Name != table {

@@ -10,17 +10,17 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
 
 type startupDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	explain.StartupReport
+	startup.StartupReport
 }
 
-func hazardSet(r explain.StartupReport) map[string]string {
+func hazardSet(r startup.StartupReport) map[string]string {
 	out := map[string]string{}
 	for _, h := range r.Hazards {
 		out[h.ID] = h.Container
@@ -77,7 +77,7 @@ func TestStartupOnRealKubelet(t *testing.T) {
 			t.Errorf("native %v hold %v init %q hazards %+v order %q", d.Native, d.Hold, d.InitResult, d.Hazards, d.StartOrder)
 		}
 		proxy := d.InitContainers[1]
-		if proxy.Role != explain.RoleProxyNative || proxy.ReadyAt == nil || proxy.StartedAt == nil ||
+		if proxy.Role != startup.RoleProxyNative || proxy.ReadyAt == nil || proxy.StartedAt == nil ||
 			!proxy.StartedAt.Equal(p.Status.InitContainerStatuses[1].State.Running.StartedAt.Time) {
 			t.Errorf("proxy %+v vs status %+v", proxy, p.Status.InitContainerStatuses[1].State)
 		}
@@ -100,7 +100,7 @@ func TestStartupOnRealKubelet(t *testing.T) {
 		if h["app-before-proxy-ready"] != "app" {
 			t.Errorf("hazards %+v", d.Hazards)
 		}
-		var proxy explain.ContainerStartup
+		var proxy startup.ContainerStartup
 		for _, cs := range d.Containers {
 			if cs.Name == "istio-proxy" {
 				proxy = cs
@@ -138,7 +138,7 @@ func TestStartupOnRealKubelet(t *testing.T) {
 	t.Run("many pods, worst first", func(t *testing.T) {
 		d := decode[struct {
 			Kind  string
-			Items []explain.StartupReport
+			Items []startup.StartupReport
 		}](t, mesh(t, c, "", "startup", "-n", native, "-o", "json"))
 		if d.Kind != "StartupReportList" || len(d.Items) != 3 || d.Items[0].Name != "bad-init" || d.Items[1].Name != "slow-proxy" {
 			var names []string

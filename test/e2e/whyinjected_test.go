@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
 
@@ -23,15 +23,15 @@ import (
 type reportDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	explain.InjectionReport
+	injection.InjectionReport
 }
 
 type listDoc struct {
-	APIVersion string                     `json:"apiVersion"`
-	Kind       string                     `json:"kind"`
-	Items      []explain.InjectionReport  `json:"items"`
-	Summary    []explain.NamespaceSummary `json:"summary"`
-	Incomplete []string                   `json:"incomplete"`
+	APIVersion string                       `json:"apiVersion"`
+	Kind       string                       `json:"kind"`
+	Items      []injection.InjectionReport  `json:"items"`
+	Summary    []injection.NamespaceSummary `json:"summary"`
+	Incomplete []string                     `json:"incomplete"`
 }
 
 func decode[T any](t *testing.T, r result) T {
@@ -328,7 +328,7 @@ spec: {containers: [{name: app, image: kmesh.local/mesh-test:v1}]}
 	}
 }
 
-func factorSource(r explain.InjectionReport, name string) string {
+func factorSource(r injection.InjectionReport, name string) string {
 	for _, f := range r.Factors {
 		if f.Factor == name {
 			return f.Source

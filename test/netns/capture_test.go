@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 )
 
 const (
@@ -275,7 +275,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 	for _, tc := range captureCases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t)
-			args, err := explain.SplitShell(tc.args)
+			args, err := capture.SplitShell(tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +291,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 			if tc.legacy {
 				backend = "legacy"
 			}
-			dumps := map[bool]*explain.Ruleset{}
+			dumps := map[bool]*capture.Ruleset{}
 			for _, v6 := range []bool{false, true} {
 				if v6 && !tc.dualStack {
 					continue
@@ -301,7 +301,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 					save = "ip6tables-" + backend + "-save"
 				}
 				raw := run(t, "ip", "netns", "exec", p.pod, save, "-c")
-				rs, err := explain.ParseSave([]byte(raw))
+				rs, err := capture.ParseSave([]byte(raw))
 				if err != nil {
 					t.Fatalf("parse %s: %v\n%s", save, err, raw)
 				}
@@ -309,11 +309,11 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 					t.Errorf("%s: backend %q, want %q", save, rs.Backend, backend)
 				}
 				dumps[v6] = rs
-				cfg, err := explain.ParseCaptureArgs(args, nil)
+				cfg, err := capture.ParseCaptureArgs(args, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				drift, err := explain.CompareRules(rs, explain.ExpectedRules(cfg, v6, []string{"10.99.0.53", "fd00:99::53"}))
+				drift, err := capture.CompareRules(rs, capture.ExpectedRules(cfg, v6, []string{"10.99.0.53", "fd00:99::53"}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -324,7 +324,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 
 			podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
 			for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
-				pkt, err := explain.ParseTraceSpec(c.spec(), podIPs)
+				pkt, err := capture.ParseTraceSpec(c.spec(), podIPs)
 				if err != nil {
 					t.Fatal(err)
 				}

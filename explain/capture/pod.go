@@ -1,4 +1,4 @@
-package explain
+package capture
 
 import (
 	"fmt"
@@ -7,6 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 )
+
+// istioProxyName is the container Istio's injector adds: its environment and
+// security context tell how the CNI plugin writes the rules.
+const istioProxyName = "istio-proxy"
 
 // CaptureArgsFromPod returns the istio-iptables arguments and environment a
 // pod's rules were written from, and where they were found: the istio-init

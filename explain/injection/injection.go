@@ -1,7 +1,4 @@
-// Package explain turns facts read from a cluster into findings: whether a
-// pod is and would be injected and why, how its containers started, what its
-// capture rules do. It does no I/O and holds no client: facts in, findings out.
-package explain
+package injection
 
 import (
 	"sort"

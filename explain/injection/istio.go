@@ -1,4 +1,4 @@
-package explain
+package injection
 
 import (
 	"encoding/json"

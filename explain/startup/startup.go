@@ -1,4 +1,4 @@
-package explain
+package startup
 
 import (
 	"fmt"
@@ -28,6 +28,10 @@ type LogTail struct {
 	// Unavailable says why the log could not be read (e.g. forbidden).
 	Unavailable string `json:"unavailable,omitempty"`
 }
+
+// istioProxyName is the container Istio's injector adds, whether as a
+// classic or a native sidecar.
+const istioProxyName = "istio-proxy"
 
 // Container roles.
 const (

@@ -1,4 +1,4 @@
-package explain
+package capture
 
 import (
 	"bufio"
@@ -104,6 +104,14 @@ type ParseError struct {
 
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("line %d: %s: %q", e.Line, e.Msg, truncate(e.Text, 80))
+}
+
+// truncate cuts s to n bytes, marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // ParseSave parses iptables-save output. It accepts both backends' dialects

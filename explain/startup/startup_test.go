@@ -1,4 +1,4 @@
-package explain
+package startup
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package explain
+package capture
 
 import (
 	"fmt"
