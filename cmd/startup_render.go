@@ -1,0 +1,207 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+func printStartupRows(p *printer, rs []*startup.StartupReport) {
+	sortStartup(rs)
+	rows := make([][]string, 0, len(rs))
+	for _, r := range rs {
+		hazards := "-"
+		if len(r.Hazards) > 0 {
+			var ids []string
+			for _, h := range r.Hazards {
+				ids = append(ids, h.ID+"("+h.Container+")")
+			}
+			hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
+		}
+		init := r.InitResult
+		if init == "failed" || init == "crash-looping" {
+			init = p.paint(injection.EffectBlocks, init)
+		}
+		rows = append(rows, []string{escape(r.Namespace), escape(r.Name), r.Phase, init, escape(strings.Join(r.StartOrder, ",")), hazards})
+	}
+	p.table([]string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "HAZARDS"}, rows)
+}
+
+func fmtOffset(t *time.Time, origin time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprintf("+%.1fs", t.Sub(origin).Seconds())
+}
+
+func exitOf(cs startup.ContainerStartup) string {
+	if cs.ExitCode == nil {
+		return "-"
+	}
+	return fmt.Sprint(*cs.ExitCode)
+}
+
+// printStartup prints one pod: its containers, the timeline, hazards and events.
+func printStartup(p *printer, r *startup.StartupReport) {
+	origin := r.CreatedAt
+	fmt.Fprintf(p.out, "Pod %s/%s: %s on %s, created %s\n", escape(r.Namespace), escape(r.Name), r.Phase, dash(r.Node), origin.UTC().Format(time.RFC3339))
+	mode := "classic sidecar"
+	switch {
+	case r.Mesh == "":
+		mode = "no sidecar"
+	case r.Native:
+		mode = "native sidecar"
+	case r.Hold:
+		mode = "classic sidecar, app held until the proxy is ready"
+	}
+	fmt.Fprintf(p.out, "Mesh: %s (%s); init: %s; order: %s\n\n", dash(r.Mesh), mode, r.InitResult, r.OrderVerdict)
+	row := func(cs startup.ContainerStartup) []string {
+		state := cs.State
+		if cs.Reason != "" {
+			state += " (" + cs.Reason + ")"
+		}
+		last := "-"
+		if lt := cs.LastTermination; lt != nil {
+			last = fmt.Sprintf("exit %d %s", lt.ExitCode, lt.Reason)
+		}
+		ready := "no"
+		if cs.Ready {
+			ready = "yes"
+		}
+		return []string{cs.Name, cs.Role, escape(state), exitOf(cs), fmtOffset(cs.StartedAt, origin), fmtOffset(cs.FinishedAt, origin), ready, fmt.Sprint(cs.Restarts), last}
+	}
+	var rows [][]string
+	for _, cs := range r.InitContainers {
+		rows = append(rows, row(cs))
+	}
+	p.table([]string{"INIT CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
+	fmt.Fprintln(p.out)
+	rows = nil
+	for _, cs := range r.Containers {
+		rows = append(rows, row(cs))
+	}
+	p.table([]string{"CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
+	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
+		if cs.Failure != "" {
+			fmt.Fprintf(p.out, "\n%s %s: %s\n", p.paint(injection.EffectBlocks, "failure"), cs.Name, escape(cs.Failure))
+		}
+		if cs.Log != nil {
+			if cs.Log.Unavailable != "" {
+				fmt.Fprintf(p.out, "\nlog of %s unavailable: %s\n", cs.Name, escape(cs.Log.Unavailable))
+			}
+			for _, part := range []struct {
+				name  string
+				lines []string
+			}{{"previous run", cs.Log.Previous}, {"current run", cs.Log.Current}} {
+				if len(part.lines) == 0 {
+					continue
+				}
+				fmt.Fprintf(p.out, "\nlast lines of %s (%s):\n", cs.Name, part.name)
+				for _, l := range part.lines {
+					fmt.Fprintf(p.out, "  | %s\n", escape(l))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(p.out, "\n%s (0s = pod created; start order: %s)\n", p.bold("Timeline"), strings.Join(r.StartOrder, " → "))
+	fmt.Fprintln(p.out, "# ran and finished, = running, x failed, * restarted, R ready, > still running")
+	printTimeline(p, r, origin)
+	if len(r.Hazards) > 0 {
+		fmt.Fprintf(p.out, "\n%s\n", p.bold("Hazards"))
+		for _, h := range r.Hazards {
+			fmt.Fprintf(p.out, "  %s %s (%s): %s\n    fix: %s\n", p.paint(injection.EffectWarning, "!"), h.ID, h.Container, escape(h.Message), escape(h.Fix))
+		}
+	}
+	if len(r.Events) > 0 {
+		fmt.Fprintf(p.out, "\n%s\n", p.bold("Events"))
+		var rows [][]string
+		for _, e := range r.Events {
+			rows = append(rows, []string{fmtOffset(&e.Time, origin), e.Reason, dash(e.Container), fmt.Sprintf("%d", e.Count), escape(truncate(e.Message, 120))})
+		}
+		p.table([]string{"AT", "REASON", "CONTAINER", "COUNT", "MESSAGE"}, rows)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(p.out, "\nnote: %s\n", escape(n))
+	}
+}
+
+// printTimeline draws one bar per container on a common time axis: '#' a
+// completed run, '=' running, 'x' the end of a failed run, '*' the start of
+// the latest restart, 'R' when it became ready (when known), '>' still
+// running past the axis.
+func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
+	const width = 48
+	end := origin
+	all := append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...)
+	for _, cs := range all {
+		var lastEnd *time.Time
+		if cs.LastTermination != nil {
+			lastEnd = cs.LastTermination.FinishedAt
+		}
+		for _, t := range []*time.Time{cs.FirstStartedAt, cs.StartedAt, cs.FinishedAt, cs.ReadyAt, lastEnd} {
+			if t != nil && t.After(end) {
+				end = *t
+			}
+		}
+	}
+	span := end.Sub(origin)
+	if span <= 0 {
+		span = time.Second
+	}
+	pos := func(t time.Time) int {
+		i := int(float64(width-1) * float64(t.Sub(origin)) / float64(span))
+		return min(max(i, 0), width-1)
+	}
+	nameWidth := len("CONTAINER")
+	for _, cs := range all {
+		nameWidth = max(nameWidth, len(cs.Name))
+	}
+	label := fmt.Sprintf("%.1fs", span.Seconds())
+	fmt.Fprintf(p.out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", width-len(label)-1), label)
+	for _, cs := range all {
+		bar := []rune(strings.Repeat(" ", width))
+		style := injection.EffectInfoOnly
+		if cs.FirstStartedAt != nil {
+			from := pos(*cs.FirstStartedAt)
+			to := width - 1
+			fill := '='
+			failedRun := cs.ExitCode != nil && *cs.ExitCode != 0
+			switch {
+			case cs.FinishedAt != nil:
+				to, fill = pos(*cs.FinishedAt), '#'
+			case cs.State == "waiting" && cs.LastTermination != nil && cs.LastTermination.FinishedAt != nil:
+				// Waiting to restart: the bar ends where the last run ended.
+				to, fill = pos(*cs.LastTermination.FinishedAt), '#'
+				failedRun = cs.LastTermination.ExitCode != 0
+			}
+			for i := from; i <= to; i++ {
+				bar[i] = fill
+			}
+			switch {
+			case failedRun:
+				bar[to] = 'x'
+				style = injection.EffectBlocks
+			case cs.FinishedAt == nil && cs.State == "running":
+				bar[width-1] = '>'
+				style = injection.EffectInject
+			}
+			if cs.Restarts > 0 && cs.StartedAt != nil {
+				bar[pos(*cs.StartedAt)] = '*'
+			}
+			if cs.ReadyAt != nil {
+				bar[pos(*cs.ReadyAt)] = 'R'
+			}
+		}
+		detail := cs.State
+		if cs.Reason != "" {
+			detail += " (" + cs.Reason + ")"
+		}
+		if cs.Restarts > 0 {
+			detail += fmt.Sprintf(", %d restarts", cs.Restarts)
+		}
+		fmt.Fprintf(p.out, "%-*s   |%s|   %s\n", nameWidth, escape(cs.Name), p.paint(style, string(bar)), escape(detail))
+	}
+}
