@@ -9,8 +9,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	"charm.land/lipgloss/v2"
 	"github.com/olekukonko/tablewriter"
 	"golang.org/x/term"
 
@@ -19,11 +18,11 @@ import (
 
 // printer renders human output: tables through the one tablewriter wrapper
 // below, colour through lipgloss, and colour only on a terminal without
-// NO_COLOR set (to any value).
+// NO_COLOR set (to any value). lipgloss v2 styles always render escape
+// codes, so without colour no style is applied at all.
 type printer struct {
 	out   io.Writer
 	color bool
-	style *lipgloss.Renderer
 }
 
 func newPrinter(out io.Writer) *printer {
@@ -32,11 +31,7 @@ func newPrinter(out io.Writer) *printer {
 		_, noColor := os.LookupEnv("NO_COLOR")
 		color = !noColor
 	}
-	r := lipgloss.NewRenderer(out)
-	if !color {
-		r.SetColorProfile(termenv.Ascii)
-	}
-	return &printer{out: out, color: color, style: r}
+	return &printer{out: out, color: color}
 }
 
 // table prints rows under headers, kubectl style: no borders, left aligned,
@@ -70,14 +65,20 @@ func (p *printer) table(headers []string, rows [][]string) {
 
 // bold and the effect colours; plain text when colour is off.
 func (p *printer) bold(s string) string {
-	return p.style.NewStyle().Bold(true).Render(s)
+	if !p.color {
+		return s
+	}
+	return lipgloss.NewStyle().Bold(true).Render(s)
 }
 
 func (p *printer) effect(e string) string { return p.paint(e, e) }
 
 // paint renders text in the colour of an effect.
 func (p *printer) paint(e, text string) string {
-	st := p.style.NewStyle()
+	if !p.color {
+		return text
+	}
+	st := lipgloss.NewStyle()
 	switch e {
 	case injection.EffectInject:
 		st = st.Foreground(lipgloss.Color("2"))

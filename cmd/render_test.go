@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,5 +85,33 @@ func TestEscape(t *testing.T) {
 		if got := escape(in); got != want {
 			t.Errorf("escape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// On a terminal the effects are coloured and headings bold (lipgloss v2
+// renders escape codes unconditionally, so the printer must not style at all
+// when colour is off).
+func TestColourOnlyWhenOn(t *testing.T) {
+	on := &printer{out: &bytes.Buffer{}, color: true}
+	off := &printer{out: &bytes.Buffer{}}
+	for e, code := range map[string]string{
+		injection.EffectInject: "\x1b[32m", injection.EffectSkip: "\x1b[31m", injection.EffectBlocks: "\x1b[31m",
+		injection.EffectWarning: "\x1b[33m", injection.EffectUnknown: "\x1b[35m",
+	} {
+		if got := on.effect(e); !strings.HasPrefix(got, code) || !strings.Contains(got, e) {
+			t.Errorf("colour on: effect %q renders %q, want it in %q", e, got, code)
+		}
+		if got := off.effect(e); got != e {
+			t.Errorf("colour off: effect %q renders %q", e, got)
+		}
+	}
+	if got := on.bold("Verdict"); !strings.HasPrefix(got, "\x1b[1m") {
+		t.Errorf("bold renders %q", got)
+	}
+	if got := off.bold("Verdict"); got != "Verdict" {
+		t.Errorf("bold without colour renders %q", got)
+	}
+	if got := on.effect(injection.EffectNone); got != injection.EffectNone {
+		t.Errorf("an effect without a colour renders %q", got)
 	}
 }
