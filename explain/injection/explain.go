@@ -237,12 +237,16 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if v := w.Annotations[istioInterceptAnno]; v == "NONE" {
 			add("sidecar.istio.io/interceptionMode", `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
 		}
-		native, why := nativeSidecar(f, injecting.rev, w)
-		r.Sidecar = "classic"
-		if native {
-			r.Sidecar = "native"
+		k := nativeSidecar(f, injecting.rev, w)
+		r.Sidecar = k.kind
+		if k.nodes != "" {
+			add("node versions", k.nodes, EffectInfoOnly, "Node status.nodeInfo.kubeletVersion")
 		}
-		add("sidecar kind", r.Sidecar, EffectInfoOnly, why)
+		if k.kind == "" {
+			add("sidecar kind", "unknown", EffectUnknown, k.why)
+		} else {
+			add("sidecar kind", k.kind, EffectInfoOnly, k.why)
+		}
 	}
 
 	// Ambient.

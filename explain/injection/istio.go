@@ -550,10 +550,33 @@ func templatesProblem(r *istioRevision, w *Workload) (Factor, bool) {
 	return f, true
 }
 
+// sidecarKind is how a revision adds the proxy, and what decided it.
+type sidecarKind struct {
+	// kind is "native", "classic", or "" when a fact it depends on is unknown.
+	kind string
+	// why is the deciding setting, for the "sidecar kind" row.
+	why string
+	// nodes, when node versions decided it: the node(s) that did, with their
+	// kubelet versions, for the "node versions" row.
+	nodes string
+}
+
+// minNativeKubelet is the kubelet minor from which Istio's
+// ENABLE_NATIVE_SIDECARS=auto adds a native sidecar (native sidecars are GA in
+// Kubernetes 1.33).
+const minNativeKubelet = 33
+
 // nativeSidecar predicts whether revision r adds the proxy as a native sidecar.
-func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) (bool, string) {
+// In auto mode istiod looks at Node objects: the pod's node when it is bound to
+// one that exists, else every node, each of whose kubelet must be 1.33 or newer
+// (a version it cannot parse counts as older; no node at all means classic).
+func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 	if v, ok := w.Annotations[istioNativeAnno]; ok {
-		return v == "true", "pod annotation " + istioNativeAnno + "=" + quote(v)
+		k := sidecarKind{kind: "classic", why: "pod annotation " + istioNativeAnno + "=" + quote(v)}
+		if v == "true" {
+			k.kind = "native"
+		}
+		return k
 	}
 	mode := ""
 	if v, ok := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]; ok {
@@ -566,21 +589,65 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) (bool, string
 		}
 	}
 	if mode != "auto" {
-		return mode == "true", "ENABLE_NATIVE_SIDECARS=" + mode
-	}
-	if len(f.KubeletVersions) == 0 {
-		return false, "ENABLE_NATIVE_SIDECARS=auto, node versions unknown"
-	}
-	for node, v := range f.KubeletVersions {
-		if w.Spec.NodeName != "" && node != w.Spec.NodeName {
-			continue
+		k := sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=" + mode}
+		if mode == "true" {
+			k.kind = "native"
 		}
-		pv, err := version.ParseGeneric(v)
-		if err != nil || pv.LessThan(version.MajorMinor(1, 33)) {
-			return false, "ENABLE_NATIVE_SIDECARS=auto and node " + node + " runs kubelet " + v + " (< 1.33)"
+		return k
+	}
+	if why, unknown := f.Unknown[FactNodes]; unknown {
+		return sidecarKind{why: "ENABLE_NATIVE_SIDECARS=auto decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
+	}
+	names := make([]string, 0, len(f.KubeletVersions))
+	for n := range f.KubeletVersions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if _, bound := f.KubeletVersions[w.Spec.NodeName]; bound && w.Spec.NodeName != "" {
+		names = []string{w.Spec.NodeName}
+	}
+	if len(names) == 0 {
+		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
+	}
+	var old []string
+	for _, n := range names {
+		v := f.KubeletVersions[n]
+		if pv, err := version.ParseGeneric(v); err != nil {
+			old = append(old, n+" "+quoteIfOdd(v)+" (not a version: counts as below 1.33)")
+		} else if pv.Major() == 1 && pv.Minor() < minNativeKubelet {
+			old = append(old, n+" "+v+" (below 1.33)")
 		}
 	}
-	return true, "ENABLE_NATIVE_SIDECARS=auto and every kubelet is 1.33 or newer"
+	scope := "every node"
+	if len(names) == 1 && w.Spec.NodeName != "" {
+		scope = "the pod's node"
+	}
+	if len(old) > 0 {
+		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto and " + scope + " must run kubelet 1.33 or newer: " + listSome(old, 3),
+			nodes: listSome(old, 3)}
+	}
+	var all []string
+	for _, n := range names {
+		all = append(all, n+" "+f.KubeletVersions[n])
+	}
+	return sidecarKind{kind: "native", why: "ENABLE_NATIVE_SIDECARS=auto and " + scope + " runs kubelet 1.33 or newer",
+		nodes: listSome(all, 3) + ": 1.33 or newer"}
+}
+
+// quoteIfOdd quotes a version string that is empty or not printable as is.
+func quoteIfOdd(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t\n\"") {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// listSome joins up to n items and says how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
 
 // istioStatus reads a live pod's injection state.

@@ -499,3 +499,62 @@ func TestSortAndSummary(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 }
+
+// ENABLE_NATIVE_SIDECARS=auto: the node versions that decide, as istiod reads
+// them (the bound node if it exists, else every node; no node or an
+// unparseable version means classic), named in the answer; unreadable nodes
+// leave the kind unknown.
+func TestNativeSidecarNodeVersions(t *testing.T) {
+	cases := []struct {
+		name     string
+		nodes    map[string]string
+		unknown  bool
+		nodeName string
+		sidecar  string
+		value    string // the "node versions" row; "" when there is none
+		effect   string // of the "sidecar kind" row
+	}{
+		{name: "every node 1.33+", nodes: map[string]string{"b": "v1.37.2", "a": "v1.33.13"}, sidecar: "native",
+			value: "a v1.33.13, b v1.37.2: 1.33 or newer", effect: EffectInfoOnly},
+		{name: "one node 1.32", nodes: map[string]string{"new": "v1.37.2", "old": "v1.32.13"}, sidecar: "classic",
+			value: "old v1.32.13 (below 1.33)", effect: EffectInfoOnly},
+		{name: "bound to a 1.33+ node beside a 1.32 one", nodes: map[string]string{"new": "v1.37.2", "old": "v1.32.13"}, nodeName: "new", sidecar: "native",
+			value: "new v1.37.2: 1.33 or newer", effect: EffectInfoOnly},
+		{name: "bound to the 1.32 node", nodes: map[string]string{"new": "v1.37.2", "old": "v1.32.13"}, nodeName: "old", sidecar: "classic",
+			value: "old v1.32.13 (below 1.33)", effect: EffectInfoOnly},
+		{name: "bound to a node that is gone: every node decides", nodes: map[string]string{"new": "v1.37.2", "old": "v1.32.13"}, nodeName: "gone", sidecar: "classic",
+			value: "old v1.32.13 (below 1.33)", effect: EffectInfoOnly},
+		{name: "a version that does not parse", nodes: map[string]string{"odd": "unknown-build"}, sidecar: "classic",
+			value: "odd unknown-build (not a version: counts as below 1.33)", effect: EffectInfoOnly},
+		{name: "no node at all", nodes: map[string]string{}, sidecar: "classic", value: "no node", effect: EffectInfoOnly},
+		{name: "nodes not readable", unknown: true, sidecar: "", effect: EffectUnknown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withNamespace(meshFacts(), "app", map[string]string{"istio-injection": "enabled"})
+			f.KubeletVersions = tc.nodes
+			if tc.unknown {
+				f.KubeletVersions = nil
+				f.Unknown = map[string]string{FactNodes: "forbidden: list nodes"}
+			}
+			w := template("app", nil, nil)
+			w.Spec.NodeName = tc.nodeName
+			r := Istio{}.Explain(f, w)
+			if r.Sidecar != tc.sidecar {
+				t.Errorf("sidecar %q, want %q", r.Sidecar, tc.sidecar)
+			}
+			nv := factor(r, "node versions")
+			switch {
+			case tc.value == "" && nv != nil:
+				t.Errorf("node versions row %+v, want none", *nv)
+			case tc.value != "" && (nv == nil || nv.Value != tc.value):
+				t.Errorf("node versions row %+v, want value %q", nv, tc.value)
+			}
+			if k := factor(r, "sidecar kind"); k == nil || k.Effect != tc.effect {
+				t.Errorf("sidecar kind row %+v, want effect %q", k, tc.effect)
+			} else if tc.unknown && !strings.Contains(k.Source, "forbidden: list nodes") {
+				t.Errorf("sidecar kind row does not name the missing fact: %+v", *k)
+			}
+		})
+	}
+}

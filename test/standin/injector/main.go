@@ -144,10 +144,15 @@ func (s *server) nativeSidecar(ctx context.Context, r *meshRevision, pod *corev1
 	if err != nil || len(nodes.Items) == 0 {
 		return false
 	}
-	for _, n := range nodes.Items {
-		if pod.Spec.NodeName != "" && n.Name != pod.Spec.NodeName {
-			continue
+	// A pod bound to a node that exists is decided by that node alone, else
+	// every node decides.
+	check := nodes.Items
+	for i := range nodes.Items {
+		if pod.Spec.NodeName != "" && nodes.Items[i].Name == pod.Spec.NodeName {
+			check = nodes.Items[i : i+1]
 		}
+	}
+	for _, n := range check {
 		v, err := version.ParseGeneric(n.Status.NodeInfo.KubeletVersion)
 		if err != nil || v.LessThan(version.MajorMinor(1, 33)) {
 			return false
