@@ -500,6 +500,11 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 				case ready != nil && c.FirstStartedAt.Before(*ready):
 					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started %s before istio-proxy was ready: its first connections can fail", c.Name, ready.Sub(*c.FirstStartedAt).Round(time.Second)),
 						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
+				case ready != nil && c.FirstStartedAt.Equal(*ready):
+					// The kubelet's times have a resolution of one second, and
+					// without the hold nothing makes it wait for the proxy.
+					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started within the second istio-proxy became ready, with no hold configured: nothing made it wait, so its first connections can fail", c.Name),
+						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
 				case ready == nil && proxy.FirstStartedAt != nil && !c.FirstStartedAt.After(*proxy.FirstStartedAt):
 					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started before istio-proxy (and no hold is configured): its first connections can fail", c.Name),
 						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")

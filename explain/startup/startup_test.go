@@ -105,6 +105,16 @@ func TestStartup(t *testing.T) {
 					t.Errorf("readyAt %v hazard %q", r.Containers[1].ReadyAt, r.Hazards[0].Message)
 				}
 			}},
+		{name: "classic sidecar, no hold, proxy ready in the app's second: still a hazard",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st:     []corev1.ContainerStatus{running("app", 3, true), running("istio-proxy", 3, true)}},
+			hazards: "app-before-proxy-ready@app", init: "completed", order: "istio-init app istio-proxy",
+			check: func(t *testing.T, r *StartupReport) {
+				if r.OrderVerdict == "ok" || !strings.Contains(r.Hazards[0].Message, "within the second") {
+					t.Errorf("verdict %q hazard %+v", r.OrderVerdict, r.Hazards)
+				}
+			}},
 		{name: "hold: proxy first with pilot-agent wait, no hazard",
 			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{heldProxy(), c("app")},
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
