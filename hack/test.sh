@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The project's whole test run (`make test`; CI runs exactly this):
 #  1. static checks: gofmt, go vet
-#  2. the local cluster from a clean slate (dependencies installed and
-#     binaries built as needed), every Go test against it: unit,
-#     integration and end-to-end
+#  2. the newest Kubernetes lane ($K8S_NEWEST): the local cluster from a
+#     clean slate (dependencies installed and binaries built as needed),
+#     every Go test against it: unit, integration and end-to-end
 #  3. recovery: every process of the cluster killed at once, as a crash
 #     would, then up.sh must clear the leftovers and come up again
 #  4. down.sh, then a check that the host is exactly as before the run
-#  5. the release archives of every platform, the krew manifest checked by
+#  5. the oldest Kubernetes lane ($K8S_OLDEST): a cluster of that version,
+#     the tests whose answers depend on the version (TestLane*), down and
+#     the host check again; each lane's count of checks is printed
+#  6. the release archives of every platform, the krew manifest checked by
 #     krew's validator, and an offline krew install run through kubectl
 # The cluster is stopped on any exit, Ctrl-C included.
 set -euo pipefail
@@ -22,17 +25,22 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
-phase "local cluster"
+# Both lanes' binaries first: a missing build fails here, not half way.
+for v in "$K8S_NEWEST" "$K8S_OLDEST"; do K8S_VERSION=$v "$HACK_DIR/build-kube.sh"; done
+
+export K8S_VERSION=$K8S_NEWEST
+phase "lane $K8S_VERSION: local cluster"
 "$HACK_DIR/down.sh" >/dev/null 2>&1 || true
 before=$(mktemp); after=$(mktemp)
-trap '"$HACK_DIR/down.sh" >/dev/null 2>&1; rm -f "$before" "$after"' EXIT
+export KMESH_LANE_REPORT; KMESH_LANE_REPORT=$(mktemp)
+trap '"$HACK_DIR/down.sh" >/dev/null 2>&1; rm -f "$before" "$after" "$KMESH_LANE_REPORT"' EXIT
 trap 'exit 130' INT TERM
 "$HACK_DIR/hoststate.sh" > "$before"
 "$HACK_DIR/up.sh"
 again=$("$HACK_DIR/up.sh" 2>&1)
 [[ $again == *"cluster already up"* ]] || die "a second up.sh did not recognise the running cluster: $again"
 
-phase "go test (unit, integration, end-to-end)"
+phase "lane $K8S_VERSION: go test (unit, integration, end-to-end)"
 CI=${CI:-true} go test -count=1 -timeout 20m ./...
 
 phase "recovery after a crash"
@@ -48,15 +56,29 @@ log "crash left $left items behind (netns, mounts, bridge, chains, state)"
 "$HACK_DIR/up.sh"
 CI=${CI:-true} go test -count=1 -run 'TestInitContainerRulesReadByEphemeralContainer' ./test/e2e/
 
-phase "cluster down and host check"
-"$HACK_DIR/down.sh"
-"$HACK_DIR/hoststate.sh" > "$after"
-ours=$("$HACK_DIR/hoststate.sh" --ours)
-if [ -n "$ours" ] || ! diff -u "$before" "$after" >&2; then
-  [ -z "$ours" ] || printf 'left behind by the cluster:\n%s\n' "$ours" >&2
-  die "down.sh left the host different from before the run (diff above)"
-fi
+host_check() {
+  "$HACK_DIR/down.sh"
+  "$HACK_DIR/hoststate.sh" > "$after"
+  ours=$("$HACK_DIR/hoststate.sh" --ours)
+  if [ -n "$ours" ] || ! diff -u "$before" "$after" >&2; then
+    [ -z "$ours" ] || printf 'left behind by the cluster:\n%s\n' "$ours" >&2
+    die "down.sh left the host different from before the run (diff above)"
+  fi
+}
+phase "lane $K8S_VERSION: cluster down and host check"
+host_check
+
+export K8S_VERSION=$K8S_OLDEST
+phase "lane $K8S_VERSION: local cluster, version-dependent tests"
+"$HACK_DIR/up.sh"
+CI=${CI:-true} go test -count=1 -timeout 10m -run '^TestLane' ./test/e2e/
+phase "lane $K8S_VERSION: cluster down and host check"
+host_check
+log "checks per Kubernetes lane (version-dependent tests):"
+sort "$KMESH_LANE_REPORT" | awk '{ n[$1] += $2; t[$1]++ } END { for (v in n) printf "  lane %s: %d checks in %d tests\n", v, n[v], t[v] }' | sort >&2
+lanes=$(awk '{ print $1 }' "$KMESH_LANE_REPORT" | sort -u | tr '\n' ' ')
+[ "$lanes" = "$K8S_OLDEST $K8S_NEWEST " ] || die "version-dependent tests did not report from both lanes (got: ${lanes:-none})"
 phase "release archives, krew manifest, krew install"
-make -s krew-validate krew-install-test
+K8S_VERSION=$K8S_NEWEST make -s krew-validate krew-install-test
 
 phase "all tests passed"

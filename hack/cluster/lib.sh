@@ -6,7 +6,13 @@
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$HACK_DIR/../.." && pwd)
 
-K8S_VERSION=${K8S_VERSION:-v1.34.4}
+# The Kubernetes lanes the project is tested on: the newest release, and the
+# oldest minor whose kubelet builds from the Go module proxy (1.32's needs
+# k8s.io/cri-client v0.32.x, which it does not serve). K8S_VERSION picks the
+# lane a cluster runs; the newest is the default (make demo, make cluster-up).
+K8S_NEWEST=v1.37.2
+K8S_OLDEST=v1.33.13
+K8S_VERSION=${K8S_VERSION:-$K8S_NEWEST}
 # Build outputs that survive between runs (Kubernetes binaries, images).
 CACHE_DIR=${KMESH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-mesh}
 # Runtime state of the running cluster (etcd data, containerd root, PKI,

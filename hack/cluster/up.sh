@@ -31,9 +31,13 @@ for n in "${names[@]}"; do alive "$n" || all_alive=0; done
 if [ -d "$RUN_DIR" ] || ip link show "$BRIDGE" >/dev/null 2>&1; then
   any_state=1
 fi
-if [ $all_alive = 1 ] && "$KUBECTL" get --raw /readyz >/dev/null 2>&1; then
-  step "cluster already up (kubeconfig: $KUBECONFIG_ADMIN)"
+running_version=$(cat "$RUN_DIR/k8s-version" 2>/dev/null || true)
+if [ $all_alive = 1 ] && [ "$running_version" = "$K8S_VERSION" ] && "$KUBECTL" get --raw /readyz >/dev/null 2>&1; then
+  step "cluster already up: Kubernetes $K8S_VERSION (kubeconfig: $KUBECONFIG_ADMIN)"
   exit 0
+fi
+if [ $all_alive = 1 ] && [ "$running_version" != "$K8S_VERSION" ]; then
+  step "the running cluster is Kubernetes ${running_version:-of unknown version}, $K8S_VERSION is asked for: restarting it"
 fi
 if [ $any_state = 1 ]; then
   step "clearing what an earlier cluster left behind"
@@ -53,6 +57,7 @@ done
 
 mkdir -p "$PID_DIR" "$LOG_DIR" "$ETC_DIR/cni" "$RUN_DIR"/{etcd,containerd/root,containerd/state,kubelet,pod-logs,cni-ipam}
 "$HACK_DIR/pki.sh"
+echo "$K8S_VERSION" > "$RUN_DIR/k8s-version"
 cat /proc/sys/net/ipv4/ip_forward > "$RUN_DIR/ip_forward.orig"
 # Host chains that exist before the kubelet adds its own: down.sh leaves these.
 for ipt in iptables ip6tables; do
@@ -171,10 +176,18 @@ YAML
 start kubelet "$KUBE_BIN/kubelet" --config="$ETC_DIR/kubelet.yaml" --kubeconfig="$STATE_DIR/kubelet.kubeconfig" \
   --root-dir="$RUN_DIR/kubelet" --node-ip="$NODE_IP" --hostname-override="$NODE_NAME" \
   --oom-score-adj=0 --volume-plugin-dir="$RUN_DIR/kubelet-plugins" --v=2
+# The cloud-facing controllers (and node IPAM: the pod CIDR is the kubelet's)
+# are off; 1.37 dropped some of them from kube-controller-manager, so only the
+# ones this build still knows are named.
+kcm_known=$("$KUBE_BIN/kube-controller-manager" --help 2>&1 | sed -n 's/.*All controllers: //p' | tr -d ' ' | tr ',' '\n')
+kcm_controllers='*'
+for c in node-ipam-controller service-lb-controller node-route-controller cloud-node-lifecycle-controller; do
+  if grep -qx "$c" <<<"$kcm_known"; then kcm_controllers+=",-$c"; fi
+done
 start kube-controller-manager "$KUBE_BIN/kube-controller-manager" --kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
   --bind-address=127.0.0.1 --service-account-private-key-file="$PKI_DIR/sa.key" --root-ca-file="$PKI_DIR/ca.crt" \
-  --use-service-account-credentials=true --controllers='*,-nodeipam,-service,-route,-cloud-node-lifecycle' --v=1
+  --use-service-account-credentials=true --controllers="$kcm_controllers" --v=1
 start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
   --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --v=1
@@ -192,4 +205,4 @@ wait_for "kubelet (node $NODE_NAME Ready)" 120 node_ready
 wait_for "kube-controller-manager (default service account)" 120 "$KUBECTL" get serviceaccount default -n default
 wait_for "mesh-injector" 30 curl -sf --cacert "$PKI_DIR/ca.crt" "https://127.0.0.1:$INJECTOR_PORT/healthz"
 for n in "${names[@]}"; do alive "$n" || die "$n exited; see $LOG_DIR/$n.log"; done
-step "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"
+step "cluster up, Kubernetes $K8S_VERSION: export KUBECONFIG=$KUBECONFIG_ADMIN"

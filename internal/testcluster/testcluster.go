@@ -54,6 +54,13 @@ type Cluster struct {
 	RepoRoot string
 	// KubectlPath is the kubectl built for the cluster, if found.
 	KubectlPath string
+	// ServerVersion is the apiserver's git version (v1.37.2): the test lane.
+	ServerVersion string
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 var (
@@ -116,7 +123,15 @@ func connect() (*Cluster, error) {
 			cache = filepath.Join(base, "kubectl-mesh")
 		}
 	}
-	if matches, _ := filepath.Glob(filepath.Join(cache, "kube", "*", "kubectl")); len(matches) > 0 {
+	// The kubectl built for the version the cluster runs (hack/cluster/build-kube.sh
+	// builds one per lane), else any that was built.
+	if v, err := client.Discovery().ServerVersion(); err == nil {
+		c.ServerVersion = v.GitVersion
+		if p := filepath.Join(cache, "kube", v.GitVersion, "kubectl"); fileExists(p) {
+			c.KubectlPath = p
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(cache, "kube", "*", "kubectl")); c.KubectlPath == "" && len(matches) > 0 {
 		c.KubectlPath = matches[len(matches)-1]
 	}
 	return c, nil
