@@ -603,8 +603,15 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if _, bound := f.KubeletVersions[w.Spec.NodeName]; bound && w.Spec.NodeName != "" {
-		names = []string{w.Spec.NodeName}
+	// A pod bound to a node when it is created is decided by that node. A live
+	// pod that a controller re-creates was placed by the scheduler after
+	// admission: its replacement arrives unbound, and every node decides.
+	nodeName := w.Spec.NodeName
+	if w.Pod != nil && w.Owner != nil {
+		nodeName = ""
+	}
+	if _, bound := f.KubeletVersions[nodeName]; bound && nodeName != "" {
+		names = []string{nodeName}
 	}
 	if len(names) == 0 {
 		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
@@ -619,7 +626,7 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		}
 	}
 	scope := "every node"
-	if len(names) == 1 && w.Spec.NodeName != "" {
+	if len(names) == 1 && nodeName != "" {
 		scope = "the pod's node"
 	}
 	if len(old) > 0 {

@@ -510,6 +510,7 @@ func TestNativeSidecarNodeVersions(t *testing.T) {
 		nodes    map[string]string
 		unknown  bool
 		nodeName string
+		owned    bool // a live pod with a controller
 		sidecar  string
 		value    string // the "node versions" row; "" when there is none
 		effect   string // of the "sidecar kind" row
@@ -526,6 +527,8 @@ func TestNativeSidecarNodeVersions(t *testing.T) {
 			value: "old v1.32.13 (below 1.33)", effect: EffectInfoOnly},
 		{name: "a version that does not parse", nodes: map[string]string{"odd": "unknown-build"}, sidecar: "classic",
 			value: "odd unknown-build (not a version: counts as below 1.33)", effect: EffectInfoOnly},
+		{name: "a controller's live pod on the new node: its replacement arrives unbound", nodes: map[string]string{"new": "v1.37.2", "old": "v1.32.13"}, nodeName: "new", owned: true, sidecar: "classic",
+			value: "old v1.32.13 (below 1.33)", effect: EffectInfoOnly},
 		{name: "no node at all", nodes: map[string]string{}, sidecar: "classic", value: "no node", effect: EffectInfoOnly},
 		{name: "nodes not readable", unknown: true, sidecar: "", effect: EffectUnknown},
 	}
@@ -539,6 +542,10 @@ func TestNativeSidecarNodeVersions(t *testing.T) {
 			}
 			w := template("app", nil, nil)
 			w.Spec.NodeName = tc.nodeName
+			if tc.owned {
+				w.Pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-1"}, Spec: w.Spec}
+				w.Owner = &Owner{Kind: "ReplicaSet", Name: "app-5d8"}
+			}
 			r := Istio{}.Explain(f, w)
 			if r.Sidecar != tc.sidecar {
 				t.Errorf("sidecar %q, want %q", r.Sidecar, tc.sidecar)
@@ -556,5 +563,19 @@ func TestNativeSidecarNodeVersions(t *testing.T) {
 				t.Errorf("sidecar kind row does not name the missing fact: %+v", *k)
 			}
 		})
+	}
+}
+
+// A live pod whose sidecar kind differs from what it would get now says so.
+func TestSidecarKindChangedSinceCreation(t *testing.T) {
+	f, w := livePod("shop", map[string]string{"istio-injection": "enabled"}, `{"revision":"default"}`, "kmesh.local/istio/proxyv2:1.28.1", true)
+	f.KubeletVersions = map[string]string{"new": "v1.37.2", "old": "v1.32.13"}
+	r := Istio{}.Explain(f, w)
+	if k := factor(r, "sidecar kind now"); r.Sidecar != "classic" || k == nil || k.Effect != EffectWarning || k.Value != "native → classic" {
+		t.Errorf("sidecar %q, row %+v", r.Sidecar, k)
+	}
+	f.KubeletVersions = map[string]string{"new": "v1.37.2"}
+	if r := (Istio{}).Explain(f, w); factor(r, "sidecar kind now") != nil || r.Sidecar != "native" {
+		t.Errorf("a native pod that would still be native: %q %+v", r.Sidecar, factor(r, "sidecar kind now"))
 	}
 }

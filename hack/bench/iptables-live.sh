@@ -8,7 +8,7 @@ set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 RUNS=${RUNS:-5}
 export KUBECONFIG=$KUBECONFIG_ADMIN
-KUBECTL=$KUBE_BIN/kubectl
+KUBECTL=$(running_kubectl)
 "$HACK_DIR/up.sh" >&2
 cd "$REPO_ROOT"
 make build >/dev/null

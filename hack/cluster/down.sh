@@ -11,10 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || die "the local cluster needs root"
 export KUBECONFIG=$KUBECONFIG_ADMIN
-# The kubectl of the version that is running (up.sh records it), else the default one.
-running=$(cat "$RUN_DIR/k8s-version" 2>/dev/null || true)
-KUBECTL=$KUBE_BIN/kubectl
-[ -z "$running" ] || [ ! -x "$CACHE_DIR/kube/$running/kubectl" ] || KUBECTL=$CACHE_DIR/kube/$running/kubectl
+KUBECTL=$(running_kubectl)
 CTR=(ctr --address "$CONTAINERD_SOCK" -n k8s.io)
 
 # pid_of NAME EXE: the recorded PID of NAME if that process is still running EXE.

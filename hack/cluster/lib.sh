@@ -64,9 +64,22 @@ CLUSTER_DNS=${SERVICE_CIDR%.*}.10
 # Binaries of this repository the harness runs (stand-in injector, kubectl-mesh).
 OUT_BIN=$REPO_ROOT/_output/bin
 
+# running_kubectl prints the kubectl of the Kubernetes version the running
+# cluster was started with (up.sh records it), else the one of K8S_VERSION:
+# kubectl supports one minor of skew, and the lanes are four apart.
+running_kubectl() {
+  local v
+  v=$(cat "$RUN_DIR/k8s-version" 2>/dev/null || true)
+  if [ -n "$v" ] && [ -x "$CACHE_DIR/kube/$v/kubectl" ]; then
+    echo "$CACHE_DIR/kube/$v/kubectl"
+  else
+    echo "$KUBE_BIN/kubectl"
+  fi
+}
+
 # install_mesh applies hack/demo/mesh.yaml (Istio's injector ConfigMaps and
 # webhooks) with the stand-in injector's URL and the cluster's CA filled in.
 install_mesh() {
   sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" "$REPO_ROOT/hack/demo/mesh.yaml" |
-    "$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f - >/dev/null
+    "$(running_kubectl)" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f - >/dev/null
 }

@@ -180,6 +180,7 @@ start kubelet "$KUBE_BIN/kubelet" --config="$ETC_DIR/kubelet.yaml" --kubeconfig=
 # are off; 1.37 dropped some of them from kube-controller-manager, so only the
 # ones this build still knows are named.
 kcm_known=$("$KUBE_BIN/kube-controller-manager" --help 2>&1 | sed -n 's/.*All controllers: //p' | tr -d ' ' | tr ',' '\n')
+[ -n "$kcm_known" ] || die "kube-controller-manager $K8S_VERSION --help lists no controllers (\"All controllers:\"): cannot tell which to disable"
 kcm_controllers='*'
 for c in node-ipam-controller service-lb-controller node-route-controller cloud-node-lifecycle-controller; do
   if grep -qx "$c" <<<"$kcm_known"; then kcm_controllers+=",-$c"; fi

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -86,6 +87,17 @@ func realNode(t *testing.T, c *testcluster.Cluster) *corev1.Node {
 func oldNode(t *testing.T, c *testcluster.Cluster, name, kubelet string) {
 	t.Helper()
 	ctx := context.Background()
+	// One left by a run that was killed before its cleanup would turn every
+	// later native-sidecar answer classic: remove it first, and wait.
+	nodes := c.Client.CoreV1().Nodes()
+	_ = nodes.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "kmesh.test/no-kubelet"})
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		left, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: "kmesh.test/no-kubelet"})
+		return err == nil && len(left.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("a Node labelled kmesh.test/no-kubelet is still there: %v", err)
+	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kmesh.test/no-kubelet": "true"}},
 		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{
@@ -93,18 +105,18 @@ func oldNode(t *testing.T, c *testcluster.Cluster, name, kubelet string) {
 			{Key: "kmesh.test/no-kubelet", Value: "true", Effect: corev1.TaintEffectNoExecute},
 		}},
 	}
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+	if _, err := nodes.Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = nodes.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	// The node controller writes to a new node too: retry on a conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		cur.Status.NodeInfo.KubeletVersion = kubelet
-		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -151,6 +163,11 @@ func TestLaneNativeSidecarFollowsNodeVersions(t *testing.T) {
 	ns := c.Namespace(t, "lane-native", map[string]string{"istio-injection": "enabled"})
 	node := realNode(t, c)
 	l.check(node.Status.NodeInfo.KubeletVersion == c.ServerVersion, "node %s reports kubelet %s, the lane is %s", node.Name, node.Status.NodeInfo.KubeletVersion, c.ServerVersion)
+	// What the lane's own kubelet gets: native from 1.33 on.
+	own, ownWhy := "classic", "below 1.33"
+	if l.version.AtLeast(version.MajorMinor(1, 33)) {
+		own, ownWhy = "native", "1.33 or newer"
+	}
 
 	create := func(name, nodeName string) *corev1.Pod {
 		t.Helper()
@@ -176,27 +193,19 @@ func TestLaneNativeSidecarFollowsNodeVersions(t *testing.T) {
 	}
 
 	// Only the lane's own node: native, and the answer says which version decided it.
-	p := create("only-new-nodes", "")
-	l.check(sidecarOf(p) == "native", "with only node %s (%s) the injector added %q, want native", node.Name, c.ServerVersion, sidecarOf(p))
+	p := create("only-lane-node", "")
+	l.check(sidecarOf(p) == own, "with only node %s (%s) the injector added %q, want %s", node.Name, c.ServerVersion, sidecarOf(p), own)
 	r := predict(p.Name)
-	l.check(r.Sidecar == "native", "why-injected predicts sidecar %q, want native", r.Sidecar)
+	l.check(r.Sidecar == own, "why-injected predicts sidecar %q, want %s", r.Sidecar, own)
 	f, ok := factorOf(r, "node versions")
-	l.check(ok && strings.Contains(f.Value, node.Name+" "+c.ServerVersion) && strings.Contains(f.Value, "1.33 or newer"),
-		"factor node versions = %+v, want %s %s named as 1.33 or newer", f, node.Name, c.ServerVersion)
+	l.check(ok && strings.Contains(f.Value, node.Name+" "+c.ServerVersion) && strings.Contains(f.Value, ownWhy),
+		"factor node versions = %+v, want %s %s named as %s", f, node.Name, c.ServerVersion, ownWhy)
 
 	// A Node that reports a 1.32 kubelet joins: new pods get a classic sidecar.
 	const oldName, oldVersion = "kmesh-kubelet-1-32", "v1.32.13"
 	oldNode(t, c, oldName, oldVersion)
-	// The injector reads nodes through the apiserver; wait until it sees the new one.
-	var classic *corev1.Pod
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
-		classic = create(fmt.Sprintf("with-old-node-%d", i), "")
-		if sidecarOf(classic) == "classic" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// The stand-in injector lists the nodes at every admission.
+	classic := create("with-old-node", "")
 	l.check(sidecarOf(classic) == "classic", "with node %s reporting %s the injector added %q, want classic", oldName, oldVersion, sidecarOf(classic))
 	r = predict(classic.Name)
 	l.check(r.Sidecar == "classic", "why-injected predicts sidecar %q with a 1.32 node, want classic", r.Sidecar)
@@ -208,8 +217,20 @@ func TestLaneNativeSidecarFollowsNodeVersions(t *testing.T) {
 
 	// The same template from a manifest (-f): predicted classic too, before it exists.
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: from-file, namespace: %s}\nspec: {containers: [{name: app, image: %s}]}\n", ns, testImage)
-	rf := decode[reportDoc](t, mesh(t, c, manifest, "why-injected", "-f", "-", "-o", "json"))
-	l.check(rf.Sidecar == "classic", "why-injected -f predicts sidecar %q with a 1.32 node, want classic", rf.Sidecar)
+	res := mesh(t, c, manifest, "why-injected", "-f", "-", "-o", "json")
+	rf := decode[reportDoc](t, res)
+	l.check(res.code == 0 && rf.Sidecar == "classic", "why-injected -f: exit %d, sidecar %q with a 1.32 node, want classic", res.code, rf.Sidecar)
+
+	// A Deployment's pod, scheduled onto the lane's node after admission: the
+	// injector saw every node, and so does the prediction for its replacement.
+	c.Apply(t, ns, []byte(fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+"spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "app", "image": %q, "imagePullPolicy": "Never", "command": ["sleep", "3600"]}]}}}}`, testImage)))
+	web := waitPods(t, c, ns, "app=web", 1)[0]
+	scheduled := c.WaitPod(t, ns, web.Name, 60*time.Second, "scheduled", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	l.check(sidecarOf(&web) == "classic" && scheduled.Spec.NodeName == node.Name, "Deployment pod: sidecar %q on node %q, want classic on %s", sidecarOf(&web), scheduled.Spec.NodeName, node.Name)
+	r = predict(web.Name)
+	l.check(r.Sidecar == "classic", "why-injected predicts %q for a re-created Deployment pod while a 1.32 node exists, want classic", r.Sidecar)
 
 	// A pod bound to the lane's node at creation is decided by that node alone.
 	bound := create("bound-to-new-node", node.Name)
@@ -257,11 +278,13 @@ func TestLaneStartupClassicSidecar(t *testing.T) {
 		return d, p
 	}
 	started := func(p *corev1.Pod, name string) time.Time {
+		t.Helper()
 		for _, s := range p.Status.ContainerStatuses {
 			if s.Name == name && s.State.Running != nil {
 				return s.State.Running.StartedAt.Time
 			}
 		}
+		t.Fatalf("%s: container %s is not running", p.Name, name)
 		return time.Time{}
 	}
 
@@ -270,6 +293,14 @@ func TestLaneStartupClassicSidecar(t *testing.T) {
 	l.check(strings.Join(d.StartOrder, ",") == "istio-init,istio-proxy,app", "held: start order %q, want istio-init,istio-proxy,app", d.StartOrder)
 	l.check(d.OrderVerdict == "ok" && len(d.Hazards) == 0, "held: verdict %q hazards %+v", d.OrderVerdict, d.Hazards)
 	l.check(!started(p, "istio-proxy").After(started(p, "app")), "held: the kubelet started istio-proxy at %v, after app at %v", started(p, "istio-proxy"), started(p, "app"))
+	// The hold: the app was started only once the proxy had come up.
+	var proxyReady *time.Time
+	for _, cs := range d.Containers {
+		if cs.Name == "istio-proxy" {
+			proxyReady = cs.ReadyAt
+		}
+	}
+	l.check(proxyReady != nil && !started(p, "app").Before(*proxyReady), "held: app started at %v, before istio-proxy was ready at %v", started(p, "app"), proxyReady)
 
 	d, p = report(unheld, "unheld")
 	l.check(!d.Native && !d.Hold, "unheld: native %v hold %v, want a classic sidecar without the hold", d.Native, d.Hold)

@@ -23,7 +23,8 @@ mkdir -p "$dir"
 upstream=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
 [ -f "$upstream" ] || { echo "k8s.io/kubernetes@$version: go.mod not downloaded" >&2; exit 1; }
 godir=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$upstream")
-godebug=$(sed -n 's/^godebug \(.*\)$/\1/p' "$upstream")
+# godebug lines (one or several, or a block) are copied as they are.
+godebug=$(awk '/^godebug \($/ { b = 1 } b || /^godebug / { print } b && /^\)$/ { b = 0 }' "$upstream")
 mapfile -t mods < <(sed -n 's#^\s*\(k8s\.io/[^ ]*\) => \./staging/src/.*#\1#p' "$upstream")
 [ "${#mods[@]}" -gt 20 ] || { echo "found only ${#mods[@]} staging replaces in $upstream" >&2; exit 1; }
 
@@ -39,7 +40,7 @@ module github.com/kubectl-mesh/kubectl-mesh/hack/tools/kube/v1.$minor
 
 go $godir
 EOF
-  [ -z "$godebug" ] || printf '\ngodebug %s\n' "$godebug"
+  [ -z "$godebug" ] || printf '\n%s\n' "$godebug"
   printf '\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$version"
   for m in "${mods[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
   printf ')\n\ntool (\n'
