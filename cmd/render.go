@@ -18,7 +18,7 @@ import (
 
 // printer renders human output: tables through the one tablewriter wrapper
 // below, colour through lipgloss, and colour only on a terminal without
-// NO_COLOR set (to any value). lipgloss v2 styles always render escape
+// NO_COLOR set (to any value) and whose TERM is not "dumb". lipgloss v2 styles always render escape
 // codes, so without colour no style is applied at all.
 type printer struct {
 	out   io.Writer
@@ -29,7 +29,7 @@ func newPrinter(out io.Writer) *printer {
 	color := false
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		_, noColor := os.LookupEnv("NO_COLOR")
-		color = !noColor
+		color = !noColor && os.Getenv("TERM") != "dumb"
 	}
 	return &printer{out: out, color: color}
 }
