@@ -25,6 +25,10 @@ PKI_DIR=$STATE_DIR/pki
 ETC_DIR=$STATE_DIR/etc
 KUBE_BIN=$CACHE_DIR/kube/$K8S_VERSION
 IMAGE_DIR=$CACHE_DIR/images
+# Istio's own binaries (hack/cluster/build-istio.sh), from the istio.io/istio
+# version that hack/tools/istio/go.mod pins.
+ISTIO_MODULE_VERSION=$(sed -n 's/^\s*istio\.io\/istio \(v[^ ]*\).*/\1/p' "$REPO_ROOT/hack/tools/istio/go.mod" 2>/dev/null | head -1)
+ISTIO_BIN=$CACHE_DIR/istio/${ISTIO_MODULE_VERSION:-unpinned}
 KUBECONFIG_ADMIN=$STATE_DIR/admin.kubeconfig
 
 NODE_NAME=${KMESH_NODE_NAME:-kmesh-node}
