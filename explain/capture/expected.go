@@ -201,7 +201,9 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 		add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j ISTIO_DROP")
 		add("mangle", "-A ISTIO_DROP -j DROP")
 	}
-	add(inTable, "-A ISTIO_INBOUND -p tcp -m tcp --dport "+c.TunnelPort+" -j RETURN")
+	// The HBONE tunnel port is let through in nat's ISTIO_INBOUND, in TPROXY
+	// mode too, where nothing jumps to that chain (what istio-iptables writes).
+	add("nat", "-A ISTIO_INBOUND -p tcp -m tcp --dport "+c.TunnelPort+" -j RETURN")
 	add("nat", "-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports "+c.ProxyPort)
 	add("nat", "-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports "+c.InboundPort)
 	if c.InboundPorts != "" {
@@ -289,7 +291,9 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	}
 	owner := func(flag string, ids []string) {
 		for _, id := range ids {
-			if dns {
+			// Under DNS capture the proxy's own loopback DNS is spared by uid only;
+			// the gid rule keeps the tunnel-port match alone.
+			if dns && flag == "--uid-owner" {
 				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m multiport ! --dports 53,"+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")
 			} else {
 				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m tcp ! --dport "+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")

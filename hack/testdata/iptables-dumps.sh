@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # Regenerates explain/capture/testdata/*.save: real iptables-save output of rules
 # loaded with the real iptables-restore in throw-away network namespaces
-# (the stand-in istio-iptables for Istio's rules, a proxy-init-shaped rule
-# set for Linkerd's). Needs root.
+# (Istio's own istio-iptables, from the pilot-agent that
+# hack/cluster/build-istio.sh builds from istio.io/istio, for Istio's rules; a
+# proxy-init-shaped rule set for Linkerd's, as no real Linkerd can be built
+# here). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. hack/cluster/lib.sh
+hack/cluster/build-istio.sh
 out=explain/capture/testdata
-bin=$(mktemp -d); trap 'rm -rf "$bin"' EXIT
-CGO_ENABLED=0 go build -o "$bin/pilot-agent" ./test/standin/pilot-agent
+bin=$ISTIO_BIN
 dump() { # NAME SAVE-COMMAND ISTIO-ARGS…
   local name=$1 save=$2; shift 2
   local ns=kmesh-td-$$
   ip netns add "$ns"
-  ip netns exec "$ns" "$bin/pilot-agent" istio-iptables "$@" >/dev/null 2>&1
+  # istio-iptables needs the pod's own addresses (it refuses to run without a
+  # local IP): a veth eth0 with one of each family.
+  ip -n "$ns" link add eth0 type veth peer name eth1
+  ip -n "$ns" addr add 10.250.0.2/24 dev eth0
+  ip -n "$ns" addr add fd00:250::2/64 dev eth0 nodad
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  if ! log=$(ip netns exec "$ns" "$bin/pilot-agent" istio-iptables "$@" 2>&1); then
+    ip netns del "$ns"
+    die "istio-iptables $*: $log"
+  fi
   ip netns exec "$ns" $save > "$out/$name"
   ip netns del "$ns"
 }

@@ -1,7 +1,9 @@
 // Package netns tests the iptables engine against the kernel: rules loaded
 // with real iptables-restore (nft and legacy) in network namespaces the test
 // makes, dumped with iptables-save -c, and real connections sent through
-// them. Needs root (network namespaces), as CI has.
+// them. The rules are written by Istio's own istio-iptables (pilot-agent built
+// from istio.io/istio by hack/cluster/build-istio.sh), not by a model of it.
+// Needs root (network namespaces), as CI has.
 package netns
 
 import (
@@ -31,6 +33,10 @@ var (
 	buildOnce sync.Once
 	binDir    string
 	buildErr  error
+
+	istioOnce sync.Once
+	istioBin  string
+	istioErr  error
 )
 
 func requireRoot(t *testing.T) {
@@ -56,7 +62,7 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		for pkg, name := range map[string]string{"../standin/pilot-agent": "pilot-agent", "./probe": "probe"} {
+		for pkg, name := range map[string]string{"./probe": "probe"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -69,6 +75,34 @@ func binaries(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binDir
+}
+
+// istioAgent returns Istio's own pilot-agent, built from the istio.io/istio
+// version hack/tools/istio/go.mod pins by hack/cluster/build-istio.sh (a
+// no-op when the cached build is up to date; make test runs it first).
+func istioAgent(t *testing.T) string {
+	t.Helper()
+	istioOnce.Do(func() {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			istioErr = err
+			return
+		}
+		cmd := exec.Command("bash", "-c", `. hack/cluster/lib.sh && "$HACK_DIR/build-istio.sh" >&2 && echo "$ISTIO_BIN"`)
+		cmd.Dir = root
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			istioErr = fmt.Errorf("hack/cluster/build-istio.sh: %v\n%s", err, stderr.String())
+			return
+		}
+		istioBin = filepath.Join(strings.TrimSpace(string(out)), "pilot-agent")
+	})
+	if istioErr != nil {
+		t.Fatal(istioErr)
+	}
+	return istioBin
 }
 
 func run(t *testing.T, args ...string) string {
@@ -279,7 +313,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run(t, append([]string{"ip", "netns", "exec", p.pod, filepath.Join(p.bin, "pilot-agent"), "istio-iptables"}, args...)...)
+			run(t, append([]string{"ip", "netns", "exec", p.pod, istioAgent(t), "istio-iptables"}, args...)...)
 			transparent := strings.Contains(tc.args, "TPROXY")
 			p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
 			// The DNS proxy runs as the proxy's uid: its answers must fall in the
