@@ -171,7 +171,13 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // ExpectedRules derives the rules istio-iptables writes for c, for one IP
 // family, with the pod's DNS servers of that family. Rules come as
 // iptables-save would print them, table by table in order.
+//
+// Without --dual-stack istio-iptables writes no IPv6 rules at all, whatever
+// addresses the pod has: the IPv6 expectation is then empty.
 func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][]string {
+	if v6 && !c.DualStack {
+		return map[string][]string{}
+	}
 	lo, pass := "127.0.0.1/32", "127.0.0.6/32"
 	if v6 {
 		lo, pass = "::1/128", "::6/128"
@@ -277,12 +283,21 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	}
 	add("nat", "-A ISTIO_OUTPUT -s "+pass+" -o lo -j RETURN")
 	var servers []string
+	anyServer := false
 	for _, ns := range nameservers {
-		if a, err := netip.ParseAddr(ns); err == nil && a.Is6() == v6 {
-			servers = append(servers, a.String())
+		if a, err := netip.ParseAddr(ns); err == nil {
+			anyServer = true
+			if a.Is6() == v6 {
+				servers = append(servers, a.String())
+			}
 		}
 	}
-	dns := c.RedirectDNS && (c.CaptureAllDNS || len(servers) > 0)
+	// DNS capture is on when there is a DNS server of either family (or all
+	// DNS is captured): then both families get the proxy-owner and conntrack
+	// zone rules; the jumps and server rules of one family only where it has
+	// a server.
+	dns := c.RedirectDNS && (c.CaptureAllDNS || anyServer)
+	familyDNS := dns && (c.CaptureAllDNS || len(servers) > 0)
 	loopbackIncluded := false
 	for _, n := range list(c.IncludeCIDRs) {
 		if p, err := netip.ParsePrefix(n); err == nil && p.Addr().IsLoopback() {
@@ -311,9 +326,13 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	owner("--uid-owner", c.ProxyUIDs)
 	owner("--gid-owner", c.ProxyGIDs)
 	if dns {
-		add("nat", "-A ISTIO_OUTPUT -j ISTIO_OUTPUT_DNS")
+		if familyDNS {
+			add("nat", "-A ISTIO_OUTPUT -j ISTIO_OUTPUT_DNS")
+		}
 		add("raw", "-A OUTPUT -j ISTIO_OUTPUT_DNS")
-		add("raw", "-A PREROUTING -j ISTIO_INBOUND")
+		if familyDNS {
+			add("raw", "-A PREROUTING -j ISTIO_INBOUND")
+		}
 		for _, u := range c.ProxyUIDs {
 			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j CT --zone 1")
 			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --sport 15053 -m owner --uid-owner "+u+" -j CT --zone 2")

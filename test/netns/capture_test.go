@@ -153,14 +153,24 @@ func newPair(t *testing.T) *pair {
 	} {
 		run(t, c...)
 	}
-	// ip netns exec bind-mounts this over /etc/resolv.conf: the pod's DNS servers.
+	p.resolv(t, bothNameservers)
+	return p
+}
+
+// resolv sets the pod's DNS servers: ip netns exec bind-mounts
+// /etc/netns/<pod>/resolv.conf over /etc/resolv.conf.
+func (p *pair) resolv(t *testing.T, servers []string) {
+	t.Helper()
 	if err := os.MkdirAll("/etc/netns/"+p.pod, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile("/etc/netns/"+p.pod+"/resolv.conf", []byte("nameserver 10.99.0.53\nnameserver fd00:99::53\n"), 0o644); err != nil {
+	var b strings.Builder
+	for _, s := range servers {
+		b.WriteString("nameserver " + s + "\n")
+	}
+	if err := os.WriteFile("/etc/netns/"+p.pod+"/resolv.conf", []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 // listen starts a probe listener in namespace ns, as uid (0 for root), and
@@ -246,7 +256,22 @@ type captureCase struct {
 	args      string
 	legacy    bool
 	dualStack bool
-	extra     []connection
+	// v6Pod: the pod has an IPv6 address but no --dual-stack: its IPv6
+	// rules are dumped too, and must be none.
+	v6Pod bool
+	// nameservers in the pod's resolv.conf; both families when empty.
+	nameservers []string
+	extra       []connection
+}
+
+var bothNameservers = []string{"10.99.0.53", "fd00:99::53"}
+
+const tproxyArgs = `-p 15001 -z 15006 -u 1337 -m TPROXY -i "*" -x "" -b "*" -d 15090,15021,15020`
+
+var v6Connections = []connection{
+	{out: true, proto: "tcp", dst: "fd00:99::5", port: 443, uid: 0},
+	{out: true, proto: "tcp", dst: "fd00:99::5", port: 443, uid: 1337},
+	{out: false, proto: "tcp", dst: podV6, port: 8080},
 }
 
 var baseConnections = []connection{
@@ -296,6 +321,25 @@ var captureCases = []captureCase{
 	{name: "exclude-interfaces", args: defaultArgs + " -c eth0"},
 	{name: "uid-gid-lists", args: `-p 15001 -z 15006 -u 1337,1338 -g 1337,1338 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`},
 	{name: "drop-invalid", args: defaultArgs + " --drop-invalid"},
+	{name: "tproxy-inbound-port-list", args: `-p 15001 -z 15006 -u 1337 -m TPROXY -i "*" -x "" -b 8080,15021 -d 15090`},
+	{name: "tproxy-exclude-cidr", args: `-p 15001 -z 15006 -u 1337 -m TPROXY -i "*" -x 10.99.1.0/24 -b "*" -d 15090,15021,15020`},
+	{name: "tproxy-dns", args: tproxyArgs + " --redirect-dns"},
+	{name: "tproxy-legacy", args: tproxyArgs + " --force-iptables-binary legacy", legacy: true},
+	{name: "tproxy-drop-invalid", args: tproxyArgs + " --drop-invalid"},
+	{name: "dns-uid-gid-lists", args: `-p 15001 -z 15006 -u 1337,1338 -g 1337,1338 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020 --redirect-dns`},
+	{name: "dns-capture-all-legacy", args: defaultArgs + " --redirect-dns --capture-all-dns --force-iptables-binary legacy", legacy: true},
+	{name: "dual-stack-dns-v4-nameserver-only", args: defaultArgs + " --dual-stack --redirect-dns", dualStack: true, nameservers: []string{"10.99.0.53"},
+		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
+	{name: "dual-stack-dns-v6-nameserver-only", args: defaultArgs + " --dual-stack --redirect-dns", dualStack: true, nameservers: []string{"fd00:99::53"},
+		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
+	{name: "v6-pod-without-dual-stack", args: defaultArgs, v6Pod: true, extra: v6Connections},
+	{name: "v6-pod-without-dual-stack-dns", args: defaultArgs + " --redirect-dns", v6Pod: true,
+		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
+	{name: "loopback-include-cidr", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 127.0.0.1/32,10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020`},
+	{name: "include-list-with-virt-interface", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020 -k eth0`},
+	{name: "outbound-ports-include-and-exclude", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020 -q 8080 -o 9090`},
+	{name: "no-inbound-capture", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "" -d 15090,15021,15020`},
+	{name: "no-outbound-capture", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "" -x "" -b "*" -d 15090,15021,15020`},
 }
 
 // For each istio-init flag combination: the stand-in istio-iptables loads
@@ -313,6 +357,11 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			servers := tc.nameservers
+			if len(servers) == 0 {
+				servers = bothNameservers
+			}
+			p.resolv(t, servers)
 			run(t, append([]string{"ip", "netns", "exec", p.pod, istioAgent(t), "istio-iptables"}, args...)...)
 			transparent := strings.Contains(tc.args, "TPROXY")
 			p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
@@ -327,7 +376,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 			}
 			dumps := map[bool]*capture.Ruleset{}
 			for _, v6 := range []bool{false, true} {
-				if v6 && !tc.dualStack {
+				if v6 && !tc.dualStack && !tc.v6Pod {
 					continue
 				}
 				save := "iptables-" + backend + "-save"
@@ -347,7 +396,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				drift, err := capture.CompareRules(rs, capture.ExpectedRules(cfg, v6, []string{"10.99.0.53", "fd00:99::53"}))
+				drift, err := capture.CompareRules(rs, capture.ExpectedRules(cfg, v6, servers))
 				if err != nil {
 					t.Fatal(err)
 				}
