@@ -25,8 +25,9 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
-# Both lanes' binaries first: a missing build fails here, not half way.
+# Both lanes' binaries and Istio's own first: a missing build fails here, not half way.
 for v in "$K8S_NEWEST" "$K8S_OLDEST"; do K8S_VERSION=$v "$HACK_DIR/build-kube.sh"; done
+"$HACK_DIR/build-istio.sh"
 
 export K8S_VERSION=$K8S_NEWEST
 phase "lane $K8S_VERSION: local cluster"
