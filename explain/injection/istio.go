@@ -578,25 +578,31 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		}
 		return k
 	}
-	mode := ""
+	mode, modeFrom := "", ""
 	if v, ok := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]; ok {
 		mode = strings.ToLower(fmt.Sprint(v))
 	}
 	if mode == "" {
-		mode = "false"
-		if r.minor >= 27 {
-			mode = "auto"
+		// Istio's default: auto from 1.27, off before. An Istio version that
+		// cannot be read is taken as the newest behaviour, and said.
+		switch {
+		case r.minor == 0:
+			mode, modeFrom = "auto", " (the default; Istio version unknown: assumed 1.27+)"
+		case r.minor >= 27:
+			mode, modeFrom = "auto", " (the default of Istio 1."+strconv.Itoa(r.minor)+")"
+		default:
+			mode, modeFrom = "false", " (the default of Istio 1."+strconv.Itoa(r.minor)+")"
 		}
 	}
 	if mode != "auto" {
-		k := sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=" + mode}
+		k := sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=" + mode + modeFrom}
 		if mode == "true" {
 			k.kind = "native"
 		}
 		return k
 	}
 	if why, unknown := f.Unknown[FactNodes]; unknown {
-		return sidecarKind{why: "ENABLE_NATIVE_SIDECARS=auto decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
+		return sidecarKind{why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + " decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
 	}
 	names := make([]string, 0, len(f.KubeletVersions))
 	for n := range f.KubeletVersions {
@@ -614,7 +620,7 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		names = []string{nodeName}
 	}
 	if len(names) == 0 {
-		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
+		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + " and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
 	}
 	var old []string
 	for _, n := range names {
@@ -630,14 +636,14 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		scope = "the pod's node"
 	}
 	if len(old) > 0 {
-		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto and " + scope + " must run kubelet 1.33 or newer: " + listSome(old, 3),
+		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " must run kubelet 1.33 or newer: " + listSome(old, 3),
 			nodes: listSome(old, 3)}
 	}
 	var all []string
 	for _, n := range names {
 		all = append(all, n+" "+f.KubeletVersions[n])
 	}
-	return sidecarKind{kind: "native", why: "ENABLE_NATIVE_SIDECARS=auto and " + scope + " runs kubelet 1.33 or newer",
+	return sidecarKind{kind: "native", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " runs kubelet 1.33 or newer",
 		nodes: listSome(all, 3) + ": 1.33 or newer"}
 }
 

@@ -579,3 +579,26 @@ func TestSidecarKindChangedSinceCreation(t *testing.T) {
 		t.Errorf("a native pod that would still be native: %q %+v", r.Sidecar, factor(r, "sidecar kind now"))
 	}
 }
+
+// ENABLE_NATIVE_SIDECARS unset: Istio's default for the revision's version
+// (auto from 1.27, off before); a version that cannot be read is taken as the
+// newest behaviour, and the row says so.
+func TestNativeSidecarDefaultByIstioVersion(t *testing.T) {
+	for _, tc := range []struct {
+		tag, sidecar, why string
+	}{
+		{"1.28.1", "native", "(the default of Istio 1.28)"},
+		{"1.26.3", "classic", "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.26)"},
+		{"latest", "native", "(the default; Istio version unknown: assumed 1.27+)"},
+		{"sha256-3f2a", "native", "Istio version unknown"},
+	} {
+		f := withNamespace(meshFacts(), "app", map[string]string{"istio-injection": "enabled"})
+		f.ConfigMaps["istio-system/istio-sidecar-injector"] = injectorCM("default", tc.tag, "policy: enabled")
+		f.ControlPlanes = nil
+		r := Istio{}.Explain(f, template("app", nil, nil))
+		k := factor(r, "sidecar kind")
+		if r.Sidecar != tc.sidecar || k == nil || !strings.Contains(k.Source, tc.why) {
+			t.Errorf("tag %s: sidecar %q, row %+v; want %s with %q", tc.tag, r.Sidecar, k, tc.sidecar, tc.why)
+		}
+	}
+}

@@ -133,7 +133,7 @@ func (s *server) nativeSidecar(ctx context.Context, r *meshRevision, pod *corev1
 	mode := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]
 	if mode == "" {
 		mode = "false"
-		if r.minor() >= 27 {
+		if m := r.minor(); m == 0 || m >= 27 { // an unreadable version: the newest behaviour
 			mode = "auto"
 		}
 	}
