@@ -28,6 +28,10 @@ type CaptureConfig struct {
 	RedirectDNS, CaptureAllDNS         bool
 	DropInvalid                        bool
 	DualStack                          bool
+	// IPv6Pod: the pod's own (first) address is IPv6. istio-iptables then
+	// writes IPv6 rules without --dual-stack; it is not a flag but a fact
+	// about the pod, set by whoever knows the pod's addresses.
+	IPv6Pod bool
 }
 
 // SplitShell splits a shell-quoted argument string ('-x ""', "-i '*'").
@@ -172,10 +176,11 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // family, with the pod's DNS servers of that family. Rules come as
 // iptables-save would print them, table by table in order.
 //
-// Without --dual-stack istio-iptables writes no IPv6 rules at all, whatever
-// addresses the pod has: the IPv6 expectation is then empty.
+// istio-iptables writes IPv6 rules only with --dual-stack or when the pod's
+// own address is IPv6: a dual-stack pod whose first address is IPv4 and that
+// is not given --dual-stack gets none, and its IPv6 expectation is empty.
 func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][]string {
-	if v6 && !c.DualStack {
+	if v6 && !c.DualStack && !c.IPv6Pod {
 		return map[string][]string{}
 	}
 	lo, pass := "127.0.0.1/32", "127.0.0.6/32"

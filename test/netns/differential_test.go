@@ -22,10 +22,17 @@ type combination struct {
 	args        []string
 	nameservers []string
 	legacy      bool
+	// v6Only: the pod has an IPv6 address only (istio-iptables then writes
+	// IPv6 rules without --dual-stack).
+	v6Only bool
 }
 
 func (c combination) String() string {
-	return strings.Join(c.args, " ") + " [nameservers " + strings.Join(c.nameservers, ",") + "]"
+	pod := "v4+v6 pod"
+	if c.v6Only {
+		pod = "v6-only pod"
+	}
+	return strings.Join(c.args, " ") + " [" + pod + ", nameservers " + strings.Join(c.nameservers, ",") + "]"
 }
 
 // pickSome returns a random, possibly empty, comma-joined subset of from.
@@ -93,6 +100,7 @@ func randomCombination(r *rand.Rand) combination {
 		add("--force-iptables-binary", "legacy")
 	}
 	c.nameservers = [][]string{{"10.99.0.53"}, {"fd00:99::53"}, {"10.99.0.53", "fd00:99::53"}, nil}[r.IntN(4)]
+	c.v6Only = r.IntN(5) == 0
 	return c
 }
 
@@ -179,13 +187,17 @@ func applyAndCompare(agent string, c combination) (int, error) {
 		_ = exec.Command("ip", "netns", "del", ns).Run()
 		_ = os.RemoveAll("/etc/netns/" + ns)
 	}()
-	for _, cmd := range [][]string{
+	setup := [][]string{
 		{"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"},
 		{"ip", "-n", ns, "addr", "add", podV4 + "/24", "dev", "eth0"},
 		{"ip", "-n", ns, "addr", "add", podV6 + "/64", "dev", "eth0", "nodad"},
 		{"ip", "-n", ns, "link", "set", "eth0", "up"},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
-	} {
+	}
+	if c.v6Only {
+		setup = append(setup[:1], setup[2:]...)
+	}
+	for _, cmd := range setup {
 		if _, err := sh(cmd...); err != nil {
 			return 0, err
 		}
@@ -201,6 +213,9 @@ func applyAndCompare(agent string, c combination) (int, error) {
 		return 0, err
 	}
 	cfg, perr := capture.ParseCaptureArgs(c.args, nil)
+	if cfg != nil {
+		cfg.IPv6Pod = c.v6Only
+	}
 	out, rerr := sh(append([]string{"ip", "netns", "exec", ns, agent, "istio-iptables"}, c.args...)...)
 	switch {
 	case rerr != nil && perr == nil:
