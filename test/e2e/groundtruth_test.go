@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 )
 
 var matrixNamespaces = []map[string]string{
@@ -159,5 +160,5 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	if total < 60 {
 		t.Errorf("only %d combinations checked", total)
 	}
-	t.Logf("%d namespace × pod combinations checked against the apiserver", total)
+	testreport.Count(t, "%d namespace × pod combinations checked against the apiserver", total)
 }

@@ -14,6 +14,7 @@ import (
 	krand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 )
 
 // combination is one random, valid istio-iptables invocation: its flags and
@@ -161,7 +162,7 @@ func TestExpectedRulesDifferential(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	t.Logf("differential: %d of %d random istio-iptables combinations (seed %d) compared (%d refused by both), %d rules, %d disagreements",
+	testreport.Count(t, "differential: %d of %d random istio-iptables combinations (seed %d) compared (%d refused by both), %d rules, %d disagreements",
 		checked.Load(), count, seed, refused.Load(), rules.Load(), len(disagreements))
 	for _, d := range disagreements {
 		t.Errorf("disagreement: %s", d)
