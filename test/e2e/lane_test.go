@@ -64,6 +64,17 @@ func (l *lane) check(ok bool, format string, args ...any) {
 	}
 }
 
+// meshDoc runs `kubectl-mesh ARGS -o json` and decodes its document; a
+// non-zero exit ends the test.
+func meshDoc[T any](t *testing.T, c *testcluster.Cluster, args ...string) T {
+	t.Helper()
+	r := mesh(t, c, "", append(args, "-o", "json")...)
+	if r.code != 0 {
+		t.Fatalf("kubectl-mesh %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return decode[T](t, r)
+}
+
 // realNode is the cluster's one kubelet-backed node.
 func realNode(t *testing.T, c *testcluster.Cluster) *corev1.Node {
 	t.Helper()
@@ -184,12 +195,7 @@ func TestLaneNativeSidecarFollowsNodeVersions(t *testing.T) {
 	}
 	predict := func(name string) injection.InjectionReport {
 		t.Helper()
-		r := mesh(t, c, "", "why-injected", name, "-n", ns, "-o", "json")
-		d := decode[reportDoc](t, r)
-		if r.code != 0 {
-			t.Fatalf("why-injected %s: exit %d: %s", name, r.code, r.stderr)
-		}
-		return d.InjectionReport
+		return meshDoc[reportDoc](t, c, "why-injected", name, "-n", ns).InjectionReport
 	}
 
 	// Only the lane's own node: native, and the answer says which version decided it.
@@ -266,11 +272,7 @@ func TestLaneStartupClassicSidecar(t *testing.T) {
 
 	report := func(ns, name string) (startupDoc, *corev1.Pod) {
 		t.Helper()
-		r := mesh(t, c, "", "startup", name, "-n", ns, "-o", "json")
-		d := decode[startupDoc](t, r)
-		if r.code != 0 {
-			t.Fatalf("startup %s: exit %d: %s", name, r.code, r.stderr)
-		}
+		d := meshDoc[startupDoc](t, c, "startup", name, "-n", ns)
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
