@@ -273,3 +273,37 @@ func TestCaptureArgsFromPod(t *testing.T) {
 		t.Error("a pod without a sidecar has capture arguments")
 	}
 }
+
+// Whether IPv6 rules are expected depends on the pod's usable addresses, not
+// their order: with --dual-stack when it has an IPv6 one, without when it has
+// no IPv4 one; loopback and link-local addresses do not count.
+func TestIPv6RulesFollowThePodsAddresses(t *testing.T) {
+	addrs := func(ss ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		dual  bool
+		addrs []netip.Addr
+		want  bool
+	}{
+		{false, nil, false},
+		{true, nil, true},
+		{false, addrs("10.1.0.5", "fd00::5"), false},
+		{false, addrs("fd00::5", "10.1.0.5"), false}, // IPv6-primary dual-stack: istio-iptables still sees the IPv4 one
+		{true, addrs("fd00::5", "10.1.0.5"), true},
+		{false, addrs("fd00::5"), true},
+		{true, addrs("10.1.0.5"), false},
+		{true, addrs("10.1.0.5", "fe80::1"), false},
+		{false, addrs("fe80::1", "::1", "fd00::5"), true},
+		{false, addrs("::ffff:10.1.0.5", "fd00::5"), false},
+	} {
+		c := &CaptureConfig{DualStack: tc.dual, PodAddrs: tc.addrs}
+		if got := c.ipv6Enabled(); got != tc.want {
+			t.Errorf("dual-stack %v, addresses %v: IPv6 rules %v, want %v", tc.dual, tc.addrs, got, tc.want)
+		}
+	}
+}

@@ -28,10 +28,34 @@ type CaptureConfig struct {
 	RedirectDNS, CaptureAllDNS         bool
 	DropInvalid                        bool
 	DualStack                          bool
-	// IPv6Pod: the pod's own (first) address is IPv6. istio-iptables then
-	// writes IPv6 rules without --dual-stack; it is not a flag but a fact
-	// about the pod, set by whoever knows the pod's addresses.
-	IPv6Pod bool
+	// PodAddrs are the pod's own addresses, when known: not a flag but a
+	// fact about the pod, set by whoever knows them. istio-iptables decides
+	// from them whether to write IPv6 rules at all (see ipv6Enabled).
+	PodAddrs []netip.Addr
+}
+
+// ipv6Enabled says whether istio-iptables writes IPv6 rules: it looks at the
+// pod's usable addresses (not loopback, not link-local): with --dual-stack,
+// when there is an IPv6 one; without, when there is no IPv4 one (its first
+// address, IPv4 being listed first, is then IPv6). With the addresses
+// unknown, the pod is taken to have an IPv4 address and an IPv6 one.
+func (c *CaptureConfig) ipv6Enabled() bool {
+	if len(c.PodAddrs) == 0 {
+		return c.DualStack
+	}
+	v4, v6 := false, false
+	for _, a := range c.PodAddrs {
+		a = a.Unmap()
+		if !a.IsValid() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() {
+			continue
+		}
+		if a.Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	return v6 && (c.DualStack || !v4)
 }
 
 // SplitShell splits a shell-quoted argument string ('-x ""', "-i '*'").
@@ -176,11 +200,10 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // family, with the pod's DNS servers of that family. Rules come as
 // iptables-save would print them, table by table in order.
 //
-// istio-iptables writes IPv6 rules only with --dual-stack or when the pod's
-// own address is IPv6: a dual-stack pod whose first address is IPv4 and that
-// is not given --dual-stack gets none, and its IPv6 expectation is empty.
+// istio-iptables writes IPv6 rules only when ipv6Enabled; otherwise the IPv6
+// expectation is empty.
 func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][]string {
-	if v6 && !c.DualStack && !c.IPv6Pod {
+	if v6 && !c.ipv6Enabled() {
 		return map[string][]string{}
 	}
 	lo, pass := "127.0.0.1/32", "127.0.0.6/32"
@@ -353,14 +376,25 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 		if v6 {
 			host = "/128"
 		}
-		for _, ns := range servers {
-			dst, src := "", ""
-			if ns != "" {
-				dst, src = " -d "+ns+host, " -s "+ns+host
+		dstOf := func(ns string) string {
+			if ns == "" {
+				return ""
 			}
-			add("nat", "-A ISTIO_OUTPUT_DNS"+dst+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
-			add("nat", "-A ISTIO_OUTPUT_DNS"+dst+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
-			add("raw", "-A ISTIO_OUTPUT_DNS"+dst+" -p udp -m udp --dport 53 -j CT --zone 2")
+			return " -d " + ns + host
+		}
+		// Every server's TCP redirect, then every server's UDP one.
+		for _, ns := range servers {
+			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
+		}
+		for _, ns := range servers {
+			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
+		}
+		for _, ns := range servers {
+			src := ""
+			if ns != "" {
+				src = " -s " + ns + host
+			}
+			add("raw", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j CT --zone 2")
 			add("raw", "-A ISTIO_INBOUND"+src+" -p udp -m udp --sport 53 -j CT --zone 1")
 		}
 	}

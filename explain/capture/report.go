@@ -74,13 +74,7 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		// istio-iptables takes the pod's first non-loopback address as its own.
-		for _, ip := range in.PodIPs {
-			if !ip.IsLoopback() {
-				cfg.IPv6Pod = ip.Is6() && !ip.Is4In6()
-				break
-			}
-		}
+		cfg.PodAddrs = in.PodIPs
 		rep.Expected = in.ExpectFrom
 		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
 		for _, d := range in.Dumps {

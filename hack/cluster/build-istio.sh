@@ -10,12 +10,13 @@ set -euo pipefail
 TOOLS=$REPO_ROOT/hack/tools/istio
 CMDS=(pilot-agent pilot-discovery)
 [ -n "$ISTIO_MODULE_VERSION" ] || die "hack/tools/istio/go.mod pins no istio.io/istio version"
-src=$(cd "$TOOLS" && go mod download -json "istio.io/istio@$ISTIO_MODULE_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
-[ -f "$src/VERSION" ] || die "istio.io/istio@$ISTIO_MODULE_VERSION: no VERSION file in $src"
+dl=$(cd "$TOOLS" && go mod download -json "istio.io/istio@$ISTIO_MODULE_VERSION") || die "go mod download istio.io/istio@$ISTIO_MODULE_VERSION: $(sed -n 's/^\s*"Error": //p' <<<"$dl")"
+src=$(sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p' <<<"$dl")
+[ -f "$src/VERSION" ] || die "istio.io/istio@$ISTIO_MODULE_VERSION: no VERSION file in ${src:-the module cache}"
 release="$(tr -d '[:space:]' < "$src/VERSION")-dev"
 ldflags="-s -w -X istio.io/istio/pkg/version.buildVersion=$release -X istio.io/istio/pkg/version.buildGitRevision=$ISTIO_MODULE_VERSION"
 ldflags+=" -X istio.io/istio/pkg/version.buildStatus=Clean"
-stamp=$( { cat "$TOOLS/go.mod" "$TOOLS/go.sum"; go env GOVERSION; echo "$ldflags"; } | sha256sum | cut -c1-16)
+stamp=$( { cat "$TOOLS/go.mod" "$TOOLS/go.sum"; (cd "$TOOLS" && go env GOVERSION); echo "$ldflags"; } | sha256sum | cut -c1-16)
 have() { for c in "${CMDS[@]}"; do [ -x "$ISTIO_BIN/$c" ] || return 1; done; [ "$(cat "$ISTIO_BIN/.stamp" 2>/dev/null)" = "$stamp" ]; }
 if have; then log "istio $release ($ISTIO_MODULE_VERSION) binaries up to date in $ISTIO_BIN"; exit 0; fi
 

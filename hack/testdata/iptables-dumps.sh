@@ -11,9 +11,11 @@ cd "$(dirname "$0")/../.."
 hack/cluster/build-istio.sh
 out=explain/capture/testdata
 bin=$ISTIO_BIN
+ns=kmesh-td-$$
+tmp=$(mktemp)
+trap 'ip netns del "$ns" 2>/dev/null || true; rm -f "$tmp"' EXIT
 dump() { # NAME SAVE-COMMAND ISTIO-ARGS…
   local name=$1 save=$2; shift 2
-  local ns=kmesh-td-$$
   ip netns add "$ns"
   # istio-iptables needs the pod's own addresses (it refuses to run without a
   # local IP): a veth eth0 with one of each family.
@@ -22,18 +24,18 @@ dump() { # NAME SAVE-COMMAND ISTIO-ARGS…
   ip -n "$ns" addr add fd00:250::2/64 dev eth0 nodad
   ip -n "$ns" link set eth0 up
   ip -n "$ns" link set lo up
-  if ! log=$(ip netns exec "$ns" "$bin/pilot-agent" istio-iptables "$@" 2>&1); then
-    ip netns del "$ns"
+  # No environment but PATH: istio-iptables also reads its settings from it.
+  if ! log=$(ip netns exec "$ns" env -i PATH="$PATH" "$bin/pilot-agent" istio-iptables "$@" 2>&1); then
     die "istio-iptables $*: $log"
   fi
-  ip netns exec "$ns" $save > "$out/$name"
+  ip netns exec "$ns" $save > "$tmp"
+  mv "$tmp" "$out/$name"
   ip netns del "$ns"
 }
 dump istio-default.nft.save "iptables-nft-save -c" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020
-dump istio-tproxy-dns.legacy.save "iptables-legacy-save -c" -m TPROXY -b '*' -i '*' -d 15020 --redirect-dns --capture-all-dns --force-iptables-binary legacy
+dump istio-tproxy-dns.legacy.save "iptables-legacy-save -c" -u 1337 -m TPROXY -b '*' -i '*' -d 15020 --redirect-dns --capture-all-dns --force-iptables-binary legacy
 dump istio-default.v6.nosave-counters.save "ip6tables-save" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020 --dual-stack
 # Linkerd's proxy-init rules, as linkerd2-proxy-init writes them (comments included).
-ns=kmesh-td-$$
 ip netns add "$ns"
 ip netns exec "$ns" iptables-nft-restore --noflush <<'RULES'
 *nat
@@ -49,6 +51,6 @@ ip netns exec "$ns" iptables-nft-restore --noflush <<'RULES'
 -A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output/1700000000" -j PROXY_INIT_OUTPUT
 COMMIT
 RULES
-ip netns exec "$ns" iptables-nft-save -c > "$out/linkerd-proxy-init.nft.save"
+ip netns exec "$ns" iptables-nft-save -c > "$tmp" && mv "$tmp" "$out/linkerd-proxy-init.nft.save"
 ip netns del "$ns"
 ls -l "$out"

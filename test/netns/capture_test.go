@@ -257,8 +257,8 @@ type captureCase struct {
 	args      string
 	legacy    bool
 	dualStack bool
-	// v6Pod: the pod has an IPv6 address but no --dual-stack: its IPv6
-	// rules are dumped too, and must be none.
+	// v6Pod: the pod has an IPv6 address beside its IPv4 one but no
+	// --dual-stack: its IPv6 rules are dumped too, and must be none.
 	v6Pod bool
 	// nameservers in the pod's resolv.conf; both families when empty.
 	nameservers []string
@@ -333,8 +333,8 @@ var captureCases = []captureCase{
 		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
 	{name: "dual-stack-dns-v6-nameserver-only", args: defaultArgs + " --dual-stack --redirect-dns", dualStack: true, nameservers: []string{"fd00:99::53"},
 		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
-	{name: "v6-pod-without-dual-stack", args: defaultArgs, v6Pod: true, extra: v6Connections},
-	{name: "v6-pod-without-dual-stack-dns", args: defaultArgs + " --redirect-dns", v6Pod: true,
+	{name: "v4-v6-pod-without-dual-stack", args: defaultArgs, v6Pod: true, extra: v6Connections},
+	{name: "v4-v6-pod-without-dual-stack-dns", args: defaultArgs + " --redirect-dns", v6Pod: true,
 		extra: append([]connection{{out: true, proto: "udp", dst: "fd00:99::53", port: 53, uid: 0}}, v6Connections...)},
 	{name: "loopback-include-cidr", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 127.0.0.1/32,10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020`},
 	{name: "include-list-with-virt-interface", args: `-p 15001 -z 15006 -u 1337 -m REDIRECT -i 10.99.0.0/24 -x "" -b "*" -d 15090,15021,15020 -k eth0`},
@@ -397,6 +397,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				cfg.PodAddrs = []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
 				drift, err := capture.CompareRules(rs, capture.ExpectedRules(cfg, v6, servers))
 				if err != nil {
 					t.Fatal(err)
