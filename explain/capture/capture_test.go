@@ -307,3 +307,12 @@ func TestIPv6RulesFollowThePodsAddresses(t *testing.T) {
 		}
 	}
 }
+
+// pilot-agent's own flags parse as pilot-agent parses them: --log_as_json is a
+// boolean (it must not swallow the next flag), -r is the route table.
+func TestCaptureArgsPilotAgentFlags(t *testing.T) {
+	c, err := ParseCaptureArgs([]string{"istio-iptables", "--log_as_json", "--redirect-dns", "-r", "134", "-m", "TPROXY"}, nil)
+	if err != nil || !c.RedirectDNS || c.Mode != "TPROXY" {
+		t.Fatalf("config %+v, err %v", c, err)
+	}
+}

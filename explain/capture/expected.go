@@ -150,7 +150,7 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 	fs.StringVarP(&exOut, "istio-local-outbound-ports-exclude", "o", "", "")
 	fs.StringVarP(&virt, "kube-virt-interfaces", "k", "", "")
 	fs.StringVarP(&c.TProxyMark, "istio-inbound-tproxy-mark", "t", "1337", "")
-	fs.String("istio-inbound-tproxy-route-table", "133", "")
+	fs.StringP("istio-inbound-tproxy-route-table", "r", "133", "")
 	fs.String("iptables-probe-port", "15002", "")
 	fs.String("probe-timeout", "5s", "")
 	fs.BoolVar(&c.RedirectDNS, "redirect-dns", truthy("ISTIO_META_DNS_CAPTURE"), "")
@@ -161,7 +161,9 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 		fs.Bool(b, false, "")
 	}
 	fs.BoolP("dry-run", "n", false, "")
-	for _, s := range []string{"log_output_level", "force-iptables-binary", "network-namespace", "log_as_json", "log_caller", "log_stacktrace_level", "log_target"} {
+	fs.Bool("log_as_json", false, "") // pilot-agent's: a boolean
+	fs.String("vklog", "", "")
+	for _, s := range []string{"log_output_level", "force-iptables-binary", "network-namespace", "log_caller", "log_stacktrace_level", "log_target"} {
 		fs.String(s, "", "")
 	}
 	if err := fs.Parse(args); err != nil {
