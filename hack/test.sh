@@ -34,8 +34,9 @@ phase "lane $K8S_VERSION: local cluster"
 "$HACK_DIR/down.sh" >/dev/null 2>&1 || true
 before=$(mktemp); after=$(mktemp)
 export KMESH_LANE_REPORT KMESH_TEST_REPORT; KMESH_LANE_REPORT=$(mktemp) KMESH_TEST_REPORT=$(mktemp)
-# Each passing TestLane* test appends "<version> <checks> <test>" to the report.
-lane_summary() {
+# Each passing TestLane* test appends "<version> <checks> <test>" to the lane
+# report, and tests that count what they checked append to the test report.
+print_counts() {
   if [ -s "$KMESH_TEST_REPORT" ]; then
     log "what the tests counted:"
     sed 's/^/  /' "$KMESH_TEST_REPORT" >&2
@@ -44,7 +45,7 @@ lane_summary() {
   log "checks per Kubernetes lane (version-dependent tests):"
   awk '{ n[$1] += $2; t[$1]++ } END { for (v in n) printf "  lane %s: %d checks in %d tests\n", v, n[v], t[v] }' "$KMESH_LANE_REPORT" | sort -V >&2
 }
-trap 'lane_summary; "$HACK_DIR/down.sh" >/dev/null 2>&1; rm -f "$before" "$after" "$KMESH_LANE_REPORT" "$KMESH_TEST_REPORT"' EXIT
+trap 'print_counts; "$HACK_DIR/down.sh" >/dev/null 2>&1; rm -f "$before" "$after" "$KMESH_LANE_REPORT" "$KMESH_TEST_REPORT"' EXIT
 trap 'exit 130' INT TERM
 "$HACK_DIR/hoststate.sh" > "$before"
 "$HACK_DIR/up.sh"

@@ -269,11 +269,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			}
 			add("sidecar.istio.io/status", st.evidence, EffectInfoOnly, "pod (written by the injector)")
 			add("istio-proxy", kind+", image "+st.image, EffectInfoOnly, "pod spec")
-			has := "classic"
-			if st.native {
-				has = "native"
-			}
-			if r.Sidecar != "" && r.Sidecar != has {
+			if has := kindOf(st.native); r.Sidecar != "" && r.Sidecar != has {
 				add("sidecar kind now", has+" → "+r.Sidecar, EffectWarning, "the pod has a "+has+" sidecar; created now it would get a "+r.Sidecar+" one (see sidecar kind)")
 			}
 			if want := revs[st.revision]; want != nil && want.version != "" && !strings.HasSuffix(st.image, ":"+want.version) {

@@ -561,6 +561,14 @@ type sidecarKind struct {
 	nodes string
 }
 
+// kindOf names a sidecar kind: "native" or "classic".
+func kindOf(native bool) string {
+	if native {
+		return "native"
+	}
+	return "classic"
+}
+
 // minNativeKubelet is the kubelet minor from which Istio's
 // ENABLE_NATIVE_SIDECARS=auto adds a native sidecar (native sidecars are GA in
 // Kubernetes 1.33).
@@ -572,11 +580,7 @@ const minNativeKubelet = 33
 // (a version it cannot parse counts as older; no node at all means classic).
 func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 	if v, ok := w.Annotations[istioNativeAnno]; ok {
-		k := sidecarKind{kind: "classic", why: "pod annotation " + istioNativeAnno + "=" + quote(v)}
-		if v == "true" {
-			k.kind = "native"
-		}
-		return k
+		return sidecarKind{kind: kindOf(v == "true"), why: "pod annotation " + istioNativeAnno + "=" + quote(v)}
 	}
 	mode, modeFrom := "", ""
 	if v, ok := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]; ok {
@@ -595,11 +599,7 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		}
 	}
 	if mode != "auto" {
-		k := sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=" + mode + modeFrom}
-		if mode == "true" {
-			k.kind = "native"
-		}
-		return k
+		return sidecarKind{kind: kindOf(mode == "true"), why: "ENABLE_NATIVE_SIDECARS=" + mode + modeFrom}
 	}
 	if why, unknown := f.Unknown[FactNodes]; unknown {
 		return sidecarKind{why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + " decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
@@ -636,8 +636,8 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		scope = "the pod's node"
 	}
 	if len(old) > 0 {
-		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " must run kubelet 1.33 or newer: " + listSome(old, 3),
-			nodes: listSome(old, 3)}
+		nodes := listSome(old, 3)
+		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " must run kubelet 1.33 or newer: " + nodes, nodes: nodes}
 	}
 	var all []string
 	for _, n := range names {
