@@ -58,6 +58,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	var calls []webhookCall
 	var injecting *webhookCall
 	blocked := ""
+	// The annotations istiod refuses, when a revision is about to inject.
+	var refused []annotationProblem
 	for _, e := range matched {
 		rev := revs[e.revision]
 		if rev == nil {
@@ -70,6 +72,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if c.d.inject && e.backendIssue == "" {
 			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
 				blocked = "istiod rejects the pod: " + tf.Source
+			}
+			if p := invalidAnnotations(w.Annotations); len(p) > 0 && blocked == "" {
+				blocked = "istiod refuses the pod at admission: " + p[0].String()
+				refused = p
 			}
 		}
 		calls = append(calls, c)
@@ -232,6 +238,12 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			tf.Factor = prefix + tf.Factor
 			r.Factors = append(r.Factors, tf)
 		}
+		if c.d.inject && c.e.backendIssue == "" {
+			for _, af := range annotationFactors(w, invalidAnnotations(w.Annotations)) {
+				af.Factor = prefix + af.Factor
+				r.Factors = append(r.Factors, af)
+			}
+		}
 	}
 	if injecting != nil {
 		if v := w.Annotations[istioInterceptAnno]; v == "NONE" {
@@ -316,6 +328,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	}
 	r.Ambient = ambient
 	istioVerdict(r, w, st, evals, calls, blocked, nsLabels)
+	if len(refused) > 0 {
+		r.Reason = "refused at admission: invalid annotation " + refused[0].name
+		r.Fix = annotationFix(refused)
+	}
 	return r
 }
 

@@ -147,9 +147,8 @@ func istioRevisions(f *ClusterFacts) map[string]*istioRevision {
 				r.err = fmt.Errorf("key values: %v", err)
 			}
 		}
-		if r.config.Policy == "" {
-			r.config.Policy = "enabled"
-		}
+		// A config without a policy is not "enabled": istiod reads it as ""
+		// and never injects (see injectRequired).
 		if r.values.Global.Tag != nil {
 			r.version = fmt.Sprint(r.values.Global.Tag)
 			r.versionSource = "ConfigMap " + k + " values.global.tag"
@@ -487,6 +486,20 @@ func injectRequired(r *istioRevision, w *Workload) istioDecision {
 			add(name, quote(matched)+" matches the pod", effect, src+" config."+name)
 		}
 	}
+	if r.config.Policy != "enabled" && r.config.Policy != "disabled" {
+		// istiod looks at the policy last, but any value other than these two
+		// (a missing one included) turns injection off for every pod, whatever
+		// the pod asks for and whatever the selectors say.
+		selRow("neverInjectSelector", never, len(r.config.NeverInjectSelector), EffectNone)
+		selRow("alwaysInjectSelector", always, len(r.config.AlwaysInjectSelector), EffectNone)
+		shown := quote(r.config.Policy)
+		if r.config.Policy == "" {
+			shown = "(not set)"
+		}
+		add("policy", shown, EffectBlocks, src+" config.policy (not \"enabled\" or \"disabled\": istiod never injects, even a pod that asks for it)")
+		d.inject, d.reason = false, "injector policy "+shown+" is neither enabled nor disabled: istiod never injects"
+		return d
+	}
 	if !useDefault {
 		selRow("neverInjectSelector", never, len(r.config.NeverInjectSelector), EffectNone)
 		selRow("alwaysInjectSelector", always, len(r.config.AlwaysInjectSelector), EffectNone)
@@ -515,9 +528,6 @@ func injectRequired(r *istioRevision, w *Workload) istioDecision {
 	case "disabled":
 		add("policy", `"disabled"`, EffectSkip, src+" config.policy (only pods that ask for it are injected)")
 		d.reason = "injector policy disabled and the pod does not ask for injection"
-	default:
-		add("policy", quote(r.config.Policy), EffectBlocks, src+" config.policy (not enabled/disabled: istiod never injects)")
-		d.reason = "injector policy " + quote(r.config.Policy) + " is invalid: istiod never injects"
 	}
 	return d
 }

@@ -263,19 +263,26 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "alwaysInjectSelector", effect: EffectInject}},
 		{name: "neverInjectSelector beats alwaysInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
 			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "neverInjectSelector:\n- matchLabels: {tier: web}\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
 			},
 			want: want{verdict: "neverInjectSelector", factor: "neverInjectSelector", effect: EffectSkip}},
 		{name: "explicit label true beats neverInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web", "sidecar.istio.io/inject": "true"},
 			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "neverInjectSelector:\n- matchLabels: {tier: web}"
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}"
 			},
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "neverInjectSelector", effect: EffectNone}},
 		{name: "invalid policy never injects", nsLabels: map[string]string{"istio-injection": "enabled"},
 			facts: func(f *ClusterFacts) {
 				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: sometimes"
 			},
-			want: want{verdict: "is invalid", factor: "policy", effect: EffectBlocks}},
+			want: want{verdict: "neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
+		// Real istiod (the ground-truth e2e): a config without a policy never
+		// injects, not even a pod that asks for it.
+		{name: "missing policy never injects, even a pod that asks", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "alwaysInjectSelector:\n- matchLabels: {sidecar.istio.io/inject: \"true\"}"
+			},
+			want: want{verdict: "policy (not set) is neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
 		{name: "1.28: label value enabled is invalid, default policy injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
 		{name: "1.26: label value enabled means do not inject", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
@@ -335,7 +342,7 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, warning: "ambient"}},
 		{name: "missing template is rejected", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"inject.istio.io/templates": "sidecar,custom"},
 			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "templates:\n  sidecar: x\n  gateway: y"
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x\n  gateway: y"
 			},
 			want: want{blocked: true, webhook: whDefaultNS, verdict: `template "custom" is not in ConfigMap`, factor: "inject.istio.io/templates", effect: EffectBlocks}},
 		{name: "interceptionMode NONE: injected without capture", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/interceptionMode": "NONE"},

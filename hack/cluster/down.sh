@@ -38,7 +38,7 @@ stop() {
 if pid_of kubelet kubelet >/dev/null && "$KUBECTL" get --raw /readyz >/dev/null 2>&1; then
   timeout 40 "$KUBECTL" delete pods --all --all-namespaces --grace-period=1 --wait=true >/dev/null 2>&1 || true
 fi
-stop mesh-injector mesh-injector
+for rev in "${ISTIO_REVISIONS[@]}"; do stop "istiod-$rev" pilot-discovery; done
 stop kube-scheduler kube-scheduler
 stop kube-controller-manager kube-controller-manager
 stop kubelet kubelet

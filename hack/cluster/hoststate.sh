@@ -13,7 +13,7 @@ ours=0; [ "${1:-}" = --ours ] && ours=1
   for p in /proc/[0-9]*; do
     exe=$(readlink "$p/exe" 2>/dev/null) || continue
     case $(basename "$exe") in
-      etcd|kube-apiserver|kubelet|kube-controller-manager|kube-scheduler|containerd|containerd-shim*|runc|mesh-injector|pause)
+      etcd|kube-apiserver|kubelet|kube-controller-manager|kube-scheduler|containerd|containerd-shim*|runc|pilot-discovery|pause)
         echo "process $(basename "$exe") pid ${p#/proc/} $(tr '\0' ' ' < "$p/cmdline" | cut -c1-120)" ;;
     esac
   done

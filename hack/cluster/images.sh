@@ -3,9 +3,12 @@
 # archives in $IMAGE_DIR that up.sh imports into containerd:
 #   pause.tar     registry.k8s.io/pause:3.10 (the sandbox image)
 #   mesh-test.tar kmesh.local/mesh-test:v1, entrypoint /bin/sh: busybox, iptables
-#                 and ip6tables with both backends (nft, legacy), the stand-in pilot-agent
-#   proxyv2.tar   kmesh.local/istio/proxyv2:<versions>, the same files with the
-#                 stand-in pilot-agent as entrypoint, as Istio's proxyv2 image has
+#                 and ip6tables with both backends (nft, legacy), pilot-agent
+#   proxyv2.tar   kmesh.local/istio/proxyv2:<the built Istio's version>, the same files with
+#                 pilot-agent as entrypoint, as Istio's proxyv2 image has
+# pilot-agent is Istio's own (build-istio.sh), as /usr/local/bin/pilot-agent-istio,
+# behind test/standin/pilot-agent, which hands it every subcommand but `proxy`
+# (Envoy's stand-in: see its package comment).
 # Inputs unchanged since the last build: nothing to do.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +16,8 @@ set -euo pipefail
 mkdir -p "$IMAGE_DIR"
 build=$IMAGE_DIR/build; mkdir -p "$build"
 (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$build/pilot-agent" ./test/standin/pilot-agent)
-stamp=$( { cat "$HACK_DIR/images.sh" "$HACK_DIR/images/pack.sh" "$HACK_DIR/images/pause.c" "$build/pilot-agent" /bin/busybox /usr/sbin/xtables-nft-multi; echo "$PROXY_VERSIONS"; } | sha256sum | cut -c1-16)
+release=$(istio_release)
+stamp=$( { cat "$HACK_DIR/images.sh" "$HACK_DIR/images/pack.sh" "$HACK_DIR/images/pause.c" "$build/pilot-agent" "$ISTIO_BIN/pilot-agent" /bin/busybox /usr/sbin/xtables-nft-multi; echo "$release"; } | sha256sum | cut -c1-16)
 if [ "$(cat "$IMAGE_DIR/.stamp" 2>/dev/null)" = "$stamp" ] && [ -f "$IMAGE_DIR/pause.tar" ] && [ -f "$IMAGE_DIR/mesh-test.tar" ] && [ -f "$IMAGE_DIR/proxyv2.tar" ]; then
   exit 0
 fi
@@ -48,10 +52,10 @@ cp /etc/ethertypes "$R/etc/" 2>/dev/null || true
 printf 'root:x:0:0:root:/root:/bin/sh\nistio-proxy:x:1337:1337::/tmp:/bin/sh\n' > "$R/etc/passwd"
 printf 'root:x:0:\nistio-proxy:x:1337:\n' > "$R/etc/group"
 cp "$build/pilot-agent" "$R/usr/local/bin/pilot-agent"
+cp "$ISTIO_BIN/pilot-agent" "$R/usr/local/bin/pilot-agent-istio"
 chroot "$R" /usr/sbin/iptables-save --version >/dev/null
 chroot "$R" /usr/sbin/iptables-legacy-save --version >/dev/null
 "$HACK_DIR/images/pack.sh" "$R" "$IMAGE_DIR/mesh-test.tar" '["/bin/sh"]' null "$TEST_IMAGE"
-refs=(); for v in $PROXY_VERSIONS; do refs+=("$PROXY_IMAGE_REPO:$v"); done
-"$HACK_DIR/images/pack.sh" "$R" "$IMAGE_DIR/proxyv2.tar" '["/usr/local/bin/pilot-agent"]' null "${refs[@]}"
+"$HACK_DIR/images/pack.sh" "$R" "$IMAGE_DIR/proxyv2.tar" '["/usr/local/bin/pilot-agent"]' null "$PROXY_IMAGE_REPO:$release"
 echo "$stamp" > "$IMAGE_DIR/.stamp"
 log "images: $(cd "$IMAGE_DIR" && du -h pause.tar mesh-test.tar proxyv2.tar | tr '\t\n' ': ')"

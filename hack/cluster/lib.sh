@@ -41,7 +41,25 @@ CNI_NETWORK=kmeshnet
 APISERVER_PORT=${KMESH_APISERVER_PORT:-6443}
 ETCD_CLIENT_PORT=${KMESH_ETCD_PORT:-2379}
 ETCD_PEER_PORT=$((ETCD_CLIENT_PORT + 1))
-INJECTOR_PORT=${KMESH_INJECTOR_PORT:-15017}
+# The mesh's control plane: one real istiod (pilot-discovery) per revision,
+# each a local process on loopback, the webhook of revision N on 15017+100*N
+# (hack/cluster/mesh.sh renders the revisions, up.sh starts them). A revision
+# tag (prod) is a webhook on its revision's istiod, not a process.
+ISTIO_REVISIONS=(default canary)
+MESH_DIR=$STATE_DIR/mesh
+MESH_MANIFEST=$MESH_DIR/mesh.yaml
+# istiod_port REVISION LISTENER: the loopback port of one of that revision's
+# listeners (https: the webhook, grpc, sgrpc, monitoring, http, ctrlz).
+istiod_port() {
+  local i off=0
+  for i in "${!ISTIO_REVISIONS[@]}"; do [ "${ISTIO_REVISIONS[$i]}" = "$1" ] && off=$i; done
+  case $2 in
+    https) echo $((15017 + 100 * off)) ;; grpc) echo $((15010 + 100 * off)) ;;
+    sgrpc) echo $((15012 + 100 * off)) ;; monitoring) echo $((15014 + 100 * off)) ;;
+    http) echo $((15080 + 100 * off)) ;; ctrlz) echo $((9876 + off)) ;;
+    *) die "istiod_port: no listener $2" ;;
+  esac
+}
 
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 # The test image: busybox, iptables (nft and legacy backends) and the
@@ -53,10 +71,14 @@ CONTAINERD_SOCK=$RUN_DIR/containerd/containerd.sock
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# The stand-in of Istio's proxyv2 image, tagged with the Istio versions the
-# demo mesh's revisions run. The tag is what kubectl-mesh reads a version from.
+# The proxyv2 image, tagged with the version of the Istio that is built
+# (build-istio.sh writes it: 1.31-dev for a master snapshot), as istiod's
+# injection template names it. The tag is what kubectl-mesh reads a version from.
 PROXY_IMAGE_REPO=kmesh.local/istio/proxyv2
-PROXY_VERSIONS="1.28.1 1.26.3"
+istio_release() {
+  [ -s "$ISTIO_BIN/release" ] || die "no $ISTIO_BIN/release: run hack/cluster/build-istio.sh first"
+  cat "$ISTIO_BIN/release"
+}
 
 # The node's address is the pod network's gateway, on the pod bridge that
 # up.sh creates, so the cluster does not depend on this machine's own
@@ -65,7 +87,7 @@ NODE_IP=${POD_CIDR%.*}.1
 # Pods get this cluster DNS address in their resolv.conf; nothing serves it
 # (no DNS add-on), but it is what DNS capture rules are written for.
 CLUSTER_DNS=${SERVICE_CIDR%.*}.10
-# Binaries of this repository the harness runs (stand-in injector, kubectl-mesh).
+# Binaries of this repository the harness builds (kubectl-mesh).
 OUT_BIN=$REPO_ROOT/_output/bin
 
 # running_kubectl prints the kubectl of the Kubernetes version the running
@@ -81,9 +103,10 @@ running_kubectl() {
   fi
 }
 
-# install_mesh applies hack/demo/mesh.yaml (Istio's injector ConfigMaps and
-# webhooks) with the stand-in injector's URL and the cluster's CA filled in.
+# install_mesh applies the mesh that up.sh rendered from Istio's charts
+# ($MESH_MANIFEST: Istio's CRDs, the injector ConfigMaps and webhooks) again,
+# restoring whatever a test or a user changed in it.
 install_mesh() {
-  sed -e "s#__INJECTOR_URL__#https://127.0.0.1:$INJECTOR_PORT#" -e "s#__CA_BUNDLE__#$(base64 -w0 < "$PKI_DIR/ca.crt")#" "$REPO_ROOT/hack/demo/mesh.yaml" |
-    "$(running_kubectl)" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f - >/dev/null
+  [ -s "$MESH_MANIFEST" ] || die "no $MESH_MANIFEST: start the cluster with hack/cluster/up.sh"
+  "$(running_kubectl)" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f "$MESH_MANIFEST" >/dev/null
 }

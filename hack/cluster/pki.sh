@@ -5,7 +5,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$PKI_DIR"; cd "$PKI_DIR"
-stamp="$NODE_NAME $NODE_IP $APISERVER_PORT"
+stamp="$NODE_NAME $NODE_IP $APISERVER_PORT istiod"
 if [ "$(cat .stamp 2>/dev/null)" = "$stamp" ] && [ -f "$KUBECONFIG_ADMIN" ]; then exit 0; fi
 rm -f ./*.crt ./*.key ./*.csr ./*.ext ./*.srl
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -subj "/CN=kubectl-mesh-test-ca" -days 3650 2>/dev/null
@@ -30,7 +30,8 @@ cert kubelet-serving "/CN=$NODE_NAME" "DNS:$NODE_NAME,DNS:localhost,IP:127.0.0.1
 cert controller-manager "/CN=system:kube-controller-manager"
 cert scheduler "/CN=system:kube-scheduler"
 cert admin "/O=system:masters/CN=kubectl-mesh-admin"
-cert injector "/CN=stand-in-injector" "DNS:localhost,IP:127.0.0.1"
+# istiod's serving certificate (webhook, XDS), given to it as custom certificates.
+cert istiod "/CN=istiod.istio-system.svc" "DNS:istiod.istio-system.svc,DNS:localhost,IP:127.0.0.1"
 openssl genrsa -out sa.key 2048 2>/dev/null && openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 
 # kubeconfig FILE CERT: a kubeconfig for the local apiserver with that client cert.

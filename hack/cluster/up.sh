@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts the local single-node cluster: etcd, kube-apiserver, containerd,
-# kubelet, kube-controller-manager, kube-scheduler and the stand-in injector.
+# kubelet, kube-controller-manager, kube-scheduler, and the mesh: Istio's
+# charts rendered and applied (mesh.sh) and one real istiod (pilot-discovery)
+# per revision serving the injection webhook on loopback.
 # Installs, builds and imports what is missing first. Every process is started
 # in its own session, its PID recorded in $PID_DIR/<name>.pid and its output in
 # $LOG_DIR/<name>.log; down.sh stops exactly those.
@@ -20,11 +22,10 @@ KUBECTL=$KUBE_BIN/kubectl
 
 "$HACK_DIR/deps.sh"
 "$HACK_DIR/build-kube.sh"
+"$HACK_DIR/build-istio.sh"
 "$HACK_DIR/images.sh"
-mkdir -p "$OUT_BIN"
-(cd "$REPO_ROOT" && go build -o "$OUT_BIN/mesh-injector" ./test/standin/injector)
-
-names=(etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler mesh-injector)
+names=(etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler)
+for rev in "${ISTIO_REVISIONS[@]}"; do names+=("istiod-$rev"); done
 alive() { [ -f "$PID_DIR/$1.pid" ] && kill -0 "$(cat "$PID_DIR/$1.pid")" 2>/dev/null; }
 all_alive=1; any_state=0
 for n in "${names[@]}"; do alive "$n" || all_alive=0; done
@@ -45,7 +46,11 @@ if [ $any_state = 1 ]; then
 fi
 
 # Everything this cluster listens on, and its networks, must be free.
-for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10250 10257 10259 "$INJECTOR_PORT"; do
+istiod_ports=()
+for rev in "${ISTIO_REVISIONS[@]}"; do
+  for l in https grpc sgrpc monitoring http ctrlz; do istiod_ports+=("$(istiod_port "$rev" "$l")"); done
+done
+for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10250 10257 10259 "${istiod_ports[@]}"; do
   if ss -Hltn "sport = :$port" | grep -q .; then
     die "port $port is in use: $(ss -Hltnp "sport = :$port" | head -1)"
   fi
@@ -192,8 +197,6 @@ start kube-controller-manager "$KUBE_BIN/kube-controller-manager" --kubeconfig="
 start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
   --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --v=1
-start mesh-injector "$OUT_BIN/mesh-injector" --listen "127.0.0.1:$INJECTOR_PORT" \
-  --tls-cert "$PKI_DIR/injector.crt" --tls-key "$PKI_DIR/injector.key" --kubeconfig "$KUBECONFIG_ADMIN"
 
 # Ready only counts when the kubelet reported it after this start: a node
 # object left in etcd by an earlier run can still say Ready.
@@ -204,6 +207,36 @@ node_ready() {
 }
 wait_for "kubelet (node $NODE_NAME Ready)" 120 node_ready
 wait_for "kube-controller-manager (default service account)" 120 "$KUBECTL" get serviceaccount default -n default
-wait_for "mesh-injector" 30 curl -sf --cacert "$PKI_DIR/ca.crt" "https://127.0.0.1:$INJECTOR_PORT/healthz"
+
+# The mesh. istiod reads its injector ConfigMap at start (without it, it serves
+# no webhook), so the rendered mesh is applied first. Each istiod runs in an
+# empty working directory: it finds no ./etc/istio/config/mesh nor
+# ./var/lib/istio/inject there and reads the mesh and injection config from
+# the revision's ConfigMaps, and follows their changes, as in a cluster. The
+# environment is the rendered Deployment's; the pod-derived variables and the
+# kubeconfig are this machine's.
+"$HACK_DIR/mesh.sh"
+for rev in "${ISTIO_REVISIONS[@]}"; do
+  dir=$RUN_DIR/istiod-$rev; mkdir -p "$dir"
+  mapfile -t env < <(grep -v '^KUBECONFIG=' "$MESH_DIR/istiod-$rev.env")
+  (cd "$dir" && start "istiod-$rev" env "${env[@]}" KUBECONFIG="$KUBECONFIG_ADMIN" POD_NAME="istiod-$rev-$NODE_NAME" \
+    POD_NAMESPACE=istio-system SERVICE_ACCOUNT="istiod${rev/#default/}" GOMAXPROCS=2 \
+    "$ISTIO_BIN/pilot-discovery" discovery --kubeconfig "$KUBECONFIG_ADMIN" \
+    --httpsAddr "127.0.0.1:$(istiod_port "$rev" https)" --httpAddr "127.0.0.1:$(istiod_port "$rev" http)" \
+    --grpcAddr "127.0.0.1:$(istiod_port "$rev" grpc)" --secureGRPCAddr "127.0.0.1:$(istiod_port "$rev" sgrpc)" \
+    --monitoringAddr "127.0.0.1:$(istiod_port "$rev" monitoring)" --ctrlz_port "$(istiod_port "$rev" ctrlz)" \
+    --tlsCertFile "$PKI_DIR/istiod.crt" --tlsKeyFile "$PKI_DIR/istiod.key" --caCertFile "$PKI_DIR/ca.crt" \
+    --domain cluster.local --log_output_level=default:info)
+done
+# webhook_ready REVISION: istiod is ready, serves /inject, and has patched its
+# CA into every webhook of its revision (tags included).
+webhook_ready() {
+  curl -sf "http://127.0.0.1:$(istiod_port "$1" http)/ready" >/dev/null || return 1
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$PKI_DIR/ca.crt" -X POST "https://127.0.0.1:$(istiod_port "$1" https)/inject")" != 404 ] || return 1
+  ! "$KUBECTL" get mutatingwebhookconfigurations -l "istio.io/rev=$1" -o jsonpath='{range .items[*].webhooks[*]}{.name}={.clientConfig.caBundle}{"\n"}{end}' | grep -q '=$'
+}
+for rev in "${ISTIO_REVISIONS[@]}"; do
+  wait_for "istiod-$rev (revision $rev, webhook on 127.0.0.1:$(istiod_port "$rev" https))" 120 webhook_ready "$rev"
+done
 for n in "${names[@]}"; do alive "$n" || die "$n exited; see $LOG_DIR/$n.log"; done
 step "cluster up, Kubernetes $K8S_VERSION: export KUBECONFIG=$KUBECONFIG_ADMIN"

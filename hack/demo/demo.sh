@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# `make demo`: brings the local cluster up if needed, installs a demo mesh that
-# looks the way Istio leaves a cluster (injector ConfigMaps; the webhooks of a
-# default install, a canary revision and a revision tag, with Istio's own
-# selectors), deploys workloads in labelled and unlabelled namespaces, sends
+# `make demo`: brings the local cluster up if needed, with its mesh: Istio's
+# charts rendered by istioctl (a default revision, a canary revision and a
+# revision tag prod) and real istiod injecting, restores that mesh, deploys workloads in labelled and unlabelled namespaces, sends
 # traffic through the injected ones, and runs the built kubectl-mesh against it.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
@@ -48,6 +47,8 @@ say "kubectl mesh startup -A"
 kubectl mesh startup -A || true
 say "kubectl mesh startup -n shop deploy/broken-init"
 kubectl mesh startup -n shop deploy/broken-init || true
+say "kubectl mesh why-injected -n shop deploy/refused-at-admission"
+kubectl mesh why-injected -n shop deploy/refused-at-admission || true
 cat >&2 <<TXT
 
 The demo mesh is running. To use it from this shell:

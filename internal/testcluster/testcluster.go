@@ -11,12 +11,12 @@ package testcluster
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +54,12 @@ type Cluster struct {
 	RepoRoot string
 	// KubectlPath is the kubectl built for the cluster, if found.
 	KubectlPath string
+	// IstioctlPath is the istioctl hack/cluster/build-istio.sh built from the
+	// istio.io/istio version hack/tools/istio pins, if found.
+	IstioctlPath string
+	// ProxyImage is the local proxyv2 image, tagged with the built Istio's
+	// version as istiod's injection template names it (kmesh.local/istio/proxyv2:1.31-dev).
+	ProxyImage string
 	// ServerVersion is the apiserver's git version (v1.37.2): the test lane.
 	ServerVersion string
 }
@@ -133,6 +139,17 @@ func connect() (*Cluster, error) {
 	}
 	if matches, _ := filepath.Glob(filepath.Join(cache, "kube", "*", "kubectl")); c.KubectlPath == "" && len(matches) > 0 {
 		c.KubectlPath = matches[len(matches)-1]
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "hack", "tools", "istio", "go.mod")); err == nil {
+		if m := regexp.MustCompile(`(?m)^\s*istio\.io/istio (v\S+)`).FindSubmatch(b); m != nil {
+			dir := filepath.Join(cache, "istio", string(m[1]))
+			if p := filepath.Join(dir, "istioctl"); fileExists(p) {
+				c.IstioctlPath = p
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "release")); err == nil {
+				c.ProxyImage = "kmesh.local/istio/proxyv2:" + strings.TrimSpace(string(b))
+			}
+		}
 	}
 	return c, nil
 }
@@ -216,36 +233,63 @@ func (c *Cluster) ApplyManifest(ctx context.Context, ns string, manifest []byte)
 	}
 }
 
-// MeshManifest returns hack/demo/mesh.yaml with the stand-in injector's URL
-// and CA filled in.
+// MeshManifest returns the mesh hack/cluster/up.sh rendered from Istio's
+// charts with istioctl and applied (mesh.sh): Istio's CRDs, the injector
+// ConfigMaps and the webhooks of every revision and tag, their clientConfig
+// the URL of that revision's istiod on loopback.
 func (c *Cluster) MeshManifest() ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(c.RepoRoot, "hack", "demo", "mesh.yaml"))
+	return os.ReadFile(filepath.Join(filepath.Dir(c.Kubeconfig), "mesh", "mesh.yaml"))
+}
+
+// ApplyMesh applies the rendered mesh again (restoring what a test changed)
+// and waits until istiod has patched its CA into every Istio webhook: a
+// webhook created anew has none until then, and the apiserver cannot call it.
+func (c *Cluster) ApplyMesh(ctx context.Context) error {
+	m, err := c.MeshManifest()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	port := os.Getenv("KMESH_INJECTOR_PORT")
-	if port == "" {
-		port = "15017"
+	if err := c.ApplyManifest(ctx, "", m); err != nil {
+		return err
 	}
-	b = bytes.ReplaceAll(b, []byte("__INJECTOR_URL__"), []byte("https://127.0.0.1:"+port))
-	b = bytes.ReplaceAll(b, []byte("__CA_BUNDLE__"), []byte(base64.StdEncoding.EncodeToString(c.Config.CAData)))
-	return b, nil
+	return c.WaitWebhooksPatched(ctx)
+}
+
+// WaitWebhooksPatched waits until every MutatingWebhookConfiguration of an
+// Istio revision (label istio.io/rev) has a caBundle in each of its webhooks.
+func (c *Cluster) WaitWebhooksPatched(ctx context.Context) error {
+	var missing string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
+		if err != nil {
+			return false, err
+		}
+		missing = ""
+		for _, m := range l.Items {
+			for _, w := range m.Webhooks {
+				if len(w.ClientConfig.CABundle) == 0 {
+					missing = m.Name + "/" + w.Name
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("istiod did not patch its CA into webhook %s: %w", missing, err)
+	}
+	return nil
 }
 
 var meshOnce sync.Once
 
-// InstallMesh applies the demo mesh (injector ConfigMaps and Istio's
-// MutatingWebhookConfigurations pointing at the stand-in injector), once per
-// test binary. It stays installed: it is shared state, like a real mesh.
+// InstallMesh makes sure the rendered mesh is applied, its webhooks patched
+// by istiod, once per test binary. It stays installed: it is shared state,
+// like a real mesh.
 func (c *Cluster) InstallMesh(t testing.TB) {
 	t.Helper()
 	var err error
-	meshOnce.Do(func() {
-		var m []byte
-		if m, err = c.MeshManifest(); err == nil {
-			err = c.ApplyManifest(context.Background(), "", m)
-		}
-	})
+	meshOnce.Do(func() { err = c.ApplyMesh(context.Background()) })
 	if err != nil {
 		t.Fatalf("install mesh: %v", err)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
@@ -49,15 +51,24 @@ var matrixPods = []podVariant{
 	{name: "label-enabled", labels: map[string]string{"sidecar.istio.io/inject": "enabled"}},
 	{name: "never-inject", labels: map[string]string{"kmesh.demo/never-inject": "yes"}},
 	{name: "host-network", hostNetwork: true},
+	{name: "always-inject", labels: map[string]string{"kmesh.demo/always-inject": "yes"}},
+	// istiod checks these when it injects, and refuses the pod.
+	{name: "bad-cidr", annotations: map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"}},
+	{name: "cidr-list-spaces", annotations: map[string]string{"traffic.sidecar.istio.io/includeOutboundIPRanges": "10.0.0.0/8, 192.168.0.0/16"}},
+	{name: "bad-mode", annotations: map[string]string{"sidecar.istio.io/interceptionMode": "redirect"}},
+	// It does not check this one: the pod is admitted and injected.
+	{name: "bad-outbound-port", annotations: map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"}},
 }
 
-// Ground truth from the real apiserver: for every namespace-label ×
-// pod-label/annotation combination, why-injected's prediction (webhook,
-// revision, verdict) must be what actually happens when the pod is created
-// (server-side dry run: the apiserver calls the webhooks it selects, the
-// stand-in injector decides and mutates, nothing is stored). Run under two
-// control-plane layouts: default + canary + tag prod; and the default
-// install deactivated with a "default" tag pointing at canary.
+// Ground truth from the real apiserver and real istiod: for every
+// namespace-label × pod-label/annotation combination, why-injected's
+// prediction (webhook, revision, native or classic, verdict, refusal) must be
+// what actually happens when the pod is created (server-side dry run: the
+// apiserver calls the webhooks it selects, istiod decides and mutates or
+// refuses, nothing is stored). Run under four control-plane layouts: default
+// + canary + tag prod as rendered from Istio's charts; the default revision's
+// injector policy disabled with an alwaysInjectSelector; its policy missing;
+// and `istioctl tag set default --revision canary`.
 func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
@@ -92,11 +103,16 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 					if !predicted.CreationBlocked {
 						t.Errorf("%s: the apiserver refused the pod (%v); why-injected predicted %q", combo, err, predicted.Verdict)
 					}
+					checked++
 					continue
+				}
+				if predicted.CreationBlocked {
+					t.Errorf("%s: the apiserver admitted the pod; why-injected predicted a refusal: %s", combo, predicted.Verdict)
 				}
 				raw, injected := created.Annotations["sidecar.istio.io/status"]
 				var st struct {
-					Revision string `json:"revision"`
+					Revision       string   `json:"revision"`
+					InitContainers []string `json:"initContainers"`
 				}
 				_ = json.Unmarshal([]byte(raw), &st)
 				switch {
@@ -105,6 +121,8 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 						combo, injected, st.Revision, predicted.Expected, predicted.Webhook, predicted.Verdict)
 				case injected && st.Revision != predicted.Revision:
 					t.Errorf("%s: injected by revision %q, predicted %q (webhook %s)", combo, st.Revision, predicted.Revision, predicted.Webhook)
+				case injected && kindOfStatus(st.InitContainers) != predicted.Sidecar:
+					t.Errorf("%s: istiod added a %s sidecar (init containers %v), predicted %q", combo, kindOfStatus(st.InitContainers), st.InitContainers, predicted.Sidecar)
 				case injected && !strings.HasPrefix(predicted.Verdict, "Pods created from this template will be injected"):
 					t.Errorf("%s: verdict %q", combo, predicted.Verdict)
 				case !injected && predicted.Webhook != "" && !predicted.CreationBlocked:
@@ -119,46 +137,104 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 		return checked
 	}
 
-	total := 0
-	t.Run("default-canary-tag-prod", func(t *testing.T) { total += run(t) })
+	total, layouts := 0, 0
+	layout := func(name string) {
+		layouts++
+		t.Run(name, func(t *testing.T) { total += run(t) })
+	}
+	layout("default-canary-tag-prod")
 
-	// Layout 2: `istioctl tag set default --revision canary` — the default
-	// install's webhooks deactivated, a "default" tag pointing at canary.
-	manifest, err := c.MeshManifest()
-	if err != nil {
-		t.Fatal(err)
+	// Layouts 2 and 3: the default revision's injector ConfigMap changed as
+	// a user would; istiod follows the ConfigMap. Each waits until istiod
+	// acts on the change (a plain pod in an istio-injection=enabled
+	// namespace is no longer injected), and until it acts on the restore.
+	enabledNS := namespaces[1]
+	plainInjected := func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: enabledNS},
+			Spec: corev1.PodSpec{SchedulerName: "kmesh-unscheduled", Containers: []corev1.Container{{Name: "app", Image: testImage}}}}
+		created, err := c.Client.CoreV1().Pods(enabledNS).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		_, injected := created.Annotations["sidecar.istio.io/status"]
+		return injected, nil
+	}
+	waitInjects := func(t *testing.T, want bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := plainInjected(ctx)
+			return err == nil && got == want, nil
+		}); err != nil {
+			t.Fatalf("istiod did not act on its ConfigMap (a plain pod injected should be %v): %v", want, err)
+		}
+	}
+	injectorConfig := func(t *testing.T, edit func(string) string) {
+		t.Helper()
+		cm, err := c.Client.CoreV1().ConfigMaps("istio-system").Get(ctx, "istio-sidecar-injector", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := cm.Data["config"]
+		cm.Data["config"] = edit(before)
+		if cm.Data["config"] == before {
+			t.Fatalf("the edit changed nothing in the injector config:\n%s", before)
+		}
+		if _, err := c.Client.CoreV1().ConfigMaps("istio-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitInjects(t, false)
+	}
+	restore := func(t *testing.T) {
+		if err := c.ApplyMesh(ctx); err != nil {
+			t.Fatalf("restore the mesh: %v", err)
+		}
+		waitInjects(t, true)
+	}
+	injectorConfig(t, func(s string) string {
+		s = strings.Replace(s, "policy: enabled", "policy: disabled", 1)
+		return strings.Replace(s, "alwaysInjectSelector:\n      []", "alwaysInjectSelector:\n      - matchLabels: {kmesh.demo/always-inject: \"yes\"}", 1)
+	})
+	layout("policy-disabled-always-inject-selector")
+	restore(t)
+	injectorConfig(t, func(s string) string { return strings.Replace(s, "policy: enabled\n", "", 1) })
+	layout("policy-missing")
+	restore(t)
+
+	// Layout 2: Istio's own `istioctl tag set default --revision canary`: the
+	// default install's webhooks deactivated, a "default" tag pointing at
+	// canary (and a validating webhook for the default tag).
+	if c.IstioctlPath == "" {
+		t.Fatal("istioctl not found (hack/cluster/build-istio.sh builds it)")
 	}
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "istio-revision-tag-default", metav1.DeleteOptions{})
-		if err := c.ApplyManifest(ctx, "", manifest); err != nil {
+		_ = c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "istiod-default-validator", metav1.DeleteOptions{})
+		if err := c.ApplyMesh(ctx); err != nil {
 			t.Errorf("restore the mesh: %v", err)
 		}
 	})
-	def, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{})
+	out, err := exec.Command(c.IstioctlPath, "--kubeconfig", c.Kubeconfig, "tag", "set", "default", "--revision", "canary",
+		"--skip-confirmation", "--overwrite").CombinedOutput()
 	if err != nil {
+		t.Fatalf("istioctl tag set default --revision canary: %v\n%s", err, out)
+	}
+	if err := c.WaitWebhooksPatched(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tag := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "istio-revision-tag-default",
-		Labels: map[string]string{"istio.io/tag": "default", "istio.io/rev": "canary", "app": "sidecar-injector"}}}
-	for _, w := range def.Webhooks {
-		w := *w.DeepCopy()
-		url := strings.Replace(*w.ClientConfig.URL, "/inject/default", "/inject/canary", 1)
-		w.ClientConfig.URL = &url
-		tag.Webhooks = append(tag.Webhooks, w)
+	layout("default-deactivated-tag-default")
+	if want := layouts * len(matrixNamespaces) * len(matrixPods); total != want {
+		t.Errorf("%d combinations checked, want every one of %d (%d layouts × %d namespaces × %d pods)", total, want, layouts, len(matrixNamespaces), len(matrixPods))
 	}
-	never := &metav1.LabelSelector{MatchLabels: map[string]string{"istio.io/deactivated": "never-match"}}
-	for i := range def.Webhooks {
-		def.Webhooks[i].NamespaceSelector, def.Webhooks[i].ObjectSelector = never, never
+	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod", total)
+}
+
+// kindOfStatus names the sidecar kind from sidecar.istio.io/status: istiod
+// lists istio-proxy among the init containers when it adds a native sidecar.
+func kindOfStatus(inits []string) string {
+	for _, n := range inits {
+		if n == "istio-proxy" {
+			return "native"
+		}
 	}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, def, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, tag, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Run("default-deactivated-tag-default", func(t *testing.T) { total += run(t) })
-	if total < 60 {
-		t.Errorf("only %d combinations checked", total)
-	}
-	testreport.Count(t, "%d namespace × pod combinations checked against the apiserver", total)
+	return "classic"
 }

@@ -138,7 +138,7 @@ func TestIptablesLiveDrift(t *testing.T) {
 	root := int64(0)
 	args := []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "10.96.0.0/12", "-b", "*", "-d", "15090,15021,15020"}
 	pod := appPod("stale", nil, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.96.0.0/12"})
-	pod.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: "kmesh.local/istio/proxyv2:1.28.1", ImagePullPolicy: corev1.PullNever,
+	pod.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: c.ProxyImage, ImagePullPolicy: corev1.PullNever,
 		// An old istio-init that drops -x: its arguments ask for the exclusion, its rules lack it.
 		Command: []string{"/bin/sh", "-c", `exec pilot-agent istio-iptables -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`},
 		Args:    args,

@@ -29,7 +29,7 @@ func hazardSet(r startup.StartupReport) map[string]string {
 }
 
 // The command reports the kubelet's real timestamps and order, and the right
-// hazards, for pods the stand-in injector shapes as Istio does.
+// hazards, for pods real istiod injects.
 func TestStartupOnRealKubelet(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
@@ -42,8 +42,13 @@ func TestStartupOnRealKubelet(t *testing.T) {
 	}{
 		{native, appPod("native", nil, nil)},
 		{held, appPod("held", nil, nil)},
-		{native, appPod("slow-proxy", nil, map[string]string{"sidecar.istio.io/nativeSidecar": "false", "kmesh.test/proxy-ready-delay": "6s"})},
-		{native, appPod("bad-init", nil, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})},
+		// istiod passes proxyMetadata to the proxy's environment: the stand-in
+		// proxy reads its readiness delay from there.
+		{native, appPod("slow-proxy", nil, map[string]string{"sidecar.istio.io/nativeSidecar": "false",
+			"proxy.istio.io/config": `{"proxyMetadata": {"STANDIN_READY_DELAY": "6s"}}`})},
+		// istiod does not check includeOutboundPorts at admission; Istio's
+		// istio-iptables passes the value on and iptables-restore refuses it.
+		{native, appPod("bad-init", nil, map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"})},
 	}
 	for _, p := range pods {
 		if _, err := c.Client.CoreV1().Pods(p.ns).Create(ctx, p.pod, metav1.CreateOptions{}); err != nil {
@@ -124,10 +129,10 @@ func TestStartupOnRealKubelet(t *testing.T) {
 		h := hazardSet(d.StartupReport)
 		init := d.InitContainers[0]
 		if d.InitResult != "crash-looping" || h["istio-init-failed"] != "istio-init" || h["stuck-in-init"] == "" ||
-			!strings.Contains(init.Failure, "invalid CIDR") || init.Restarts < 1 || init.Log == nil {
+			!strings.Contains(init.Failure, "includeOutboundPorts") || init.Restarts < 1 || init.Log == nil {
 			t.Fatalf("init %q hazards %+v istio-init %+v", d.InitResult, d.Hazards, init)
 		}
-		if logs := strings.Join(append(init.Log.Current, init.Log.Previous...), "\n"); !strings.Contains(logs, "10.0.0.0/33") {
+		if logs := strings.Join(append(init.Log.Current, init.Log.Previous...), "\n"); !strings.Contains(logs, "invalid port/service `abc'") {
 			t.Errorf("log tail lacks the error: %q", logs)
 		}
 		r := mesh(t, c, "", "startup", "bad-init", "-n", native)

@@ -488,16 +488,12 @@ func TestWhyInjectedWithoutIstio(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
 	ctx := context.Background()
-	manifest, err := c.MeshManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
 	mwcs, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := c.ApplyManifest(ctx, "", manifest); err != nil {
+		if err := c.ApplyMesh(ctx); err != nil {
 			t.Errorf("restore the mesh: %v", err)
 		}
 	})

@@ -1,45 +1,40 @@
-// Command pilot-agent is the test stand-in for Istio's proxyv2 image
-// entrypoint, used only by kubectl-mesh's local test cluster and demo. It is
-// not Istio: it does what the injected containers do that kubectl-mesh
-// diagnoses, and no more.
+// Command pilot-agent is the entrypoint of the local test cluster's proxyv2
+// image, used only by kubectl-mesh's test bed and demo. Every subcommand but
+// one is Istio's own pilot-agent, built from Istio's Go module
+// (hack/cluster/build-istio.sh) and installed in the image as
+// /usr/local/bin/pilot-agent-istio: this program replaces itself with it,
+// arguments unchanged, so istio-init's and istio-validation's
+// `pilot-agent istio-iptables …` write the rules Istio writes and fail as
+// Istio fails, and `wait` and `request` are Istio's.
 //
-//	pilot-agent istio-iptables ARGS…  program the capture rules Istio's istio-iptables
-//	                                  writes for ARGS (REDIRECT/TPROXY, IPv4), or with
-//	                                  --run-validation check that redirection works
-//	pilot-agent proxy sidecar …       run a transparent TCP forwarder on 15001
-//	                                  (outbound) and 15006 (inbound), readiness on
-//	                                  15021, stats on 15090/15020, admin on 15000
-//	pilot-agent wait                  wait until the proxy is ready (postStart hold)
-//	pilot-agent request …             accepted for the native sidecar preStop hook
+// The exception is `pilot-agent proxy sidecar …`. Istio's starts Envoy, a C++
+// program that cannot be built here, after fetching certificates from istiod
+// through cluster DNS and services, which the local cluster does not have.
+// In its place this program runs a stand-in for the proxy: a transparent TCP
+// relay on 15001 (outbound) and 15006 (inbound), readiness on 15021, stats on
+// 15090/15020 and an admin port on 15000. It is a test fixture, not Istio.
 package main
 
 import (
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
+
+// istioAgent is where the image holds Istio's own pilot-agent.
+const istioAgent = "/usr/local/bin/pilot-agent-istio"
 
 func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s\tinfo\t%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), fmt.Sprintf(format, a...))
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: pilot-agent istio-iptables|proxy|wait|request …")
-		os.Exit(2)
+	if len(os.Args) >= 2 && os.Args[1] == "proxy" {
+		os.Exit(runProxy(os.Args[2:]))
 	}
-	args := os.Args[2:]
-	switch os.Args[1] {
-	case "istio-iptables":
-		os.Exit(runIstioIptables(args))
-	case "proxy":
-		os.Exit(runProxy(args))
-	case "wait":
-		os.Exit(runWait(args))
-	case "request":
-		os.Exit(0)
-	default:
-		fmt.Fprintf(os.Stderr, "pilot-agent: unknown command %q\n", os.Args[1])
-		os.Exit(2)
-	}
+	argv := append([]string{"pilot-agent"}, os.Args[1:]...)
+	err := syscall.Exec(istioAgent, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "pilot-agent: exec %s: %v\n", istioAgent, err)
+	os.Exit(127)
 }

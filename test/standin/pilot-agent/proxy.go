@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -134,6 +133,8 @@ func runProxy(args []string) int {
 	mux.HandleFunc("/ready", readyHandler)
 	mux.HandleFunc("/stats/prometheus", statsHandler)
 	mux.HandleFunc("/stats", statsHandler)
+	// `pilot-agent request --debug-port=15020 POST drain`, the native sidecar's preStop.
+	mux.HandleFunc("/drain", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "draining") })
 	servers := []*http.Server{}
 	for _, addr := range []string{":15021", ":15090", ":15020", "127.0.0.1:15000"} {
 		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -160,85 +161,4 @@ func runProxy(args []string) int {
 		_ = srv.Shutdown(ctx)
 	}
 	return 0
-}
-
-// runWait polls the proxy's readiness endpoint, as `pilot-agent wait` does in
-// the holdApplicationUntilProxyStarts postStart hook.
-func runWait(args []string) int {
-	fs := pflag.NewFlagSet("wait", pflag.ContinueOnError)
-	timeout := fs.Int("timeoutSeconds", 60, "seconds to wait")
-	period := fs.Int("periodMillis", 500, "milliseconds between checks")
-	url := fs.String("url", "http://localhost:15021/healthz/ready", "readiness URL")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	logf("Waiting for Envoy proxy to be ready (timeout: %d seconds)...", *timeout)
-	deadline := time.Now().Add(time.Duration(*timeout) * time.Second)
-	client := http.Client{Timeout: time.Second}
-	var last error
-	for time.Now().Before(deadline) {
-		resp, err := client.Get(*url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				logf("Envoy is ready!")
-				return 0
-			}
-			err = fmt.Errorf("HTTP status code %d", resp.StatusCode)
-		}
-		last = err
-		time.Sleep(time.Duration(*period) * time.Millisecond)
-	}
-	logf("error: timeout waiting for Envoy proxy to become ready. Last error: %v", last)
-	return 1
-}
-
-var errValidation = errors.New("iptables validation failed; workload is not ready for Istio")
-
-// runValidation checks that a connection from the proxy uid to
-// 127.0.0.6:<probe port> is redirected to the inbound capture port, as Istio's
-// istio-validation init container does in CNI mode. It exits 126 on failure.
-func runValidation(c *captureConfig) int {
-	got := make(chan uint16, 1)
-	for _, p := range []string{c.proxyPort, c.inboundCapturePort} {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+p)
-		if err != nil {
-			logf("error: listen 127.0.0.1:%s: %v", p, err)
-			return 126
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				if dst, err := originalDst(conn.(*net.TCPConn)); err == nil {
-					select {
-					case got <- dst.Port():
-					default:
-					}
-				}
-				conn.Close()
-			}
-		}()
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		conn, err := net.DialTimeout("tcp", "127.0.0.6:"+c.probePort, time.Second)
-		if err == nil {
-			conn.Close()
-			select {
-			case port := <-got:
-				if fmt.Sprint(port) == c.probePort {
-					logf("Validation passed, iptables rules established")
-					return 0
-				}
-			case <-time.After(time.Second):
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	logf("error: %v. When using Istio CNI, this can occur if a pod is scheduled before the node is ready.", errValidation)
-	return 126
 }
