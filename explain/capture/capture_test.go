@@ -263,8 +263,18 @@ func TestCaptureArgsFromPod(t *testing.T) {
 	args, _, src, ok = CaptureArgsFromPod(cni)
 	got := strings.Join(args, " ")
 	if !ok || !strings.Contains(src, "CNI") || !strings.Contains(got, "-m TPROXY") || !strings.Contains(got, "-x 10.96.0.0/12") ||
-		!strings.Contains(got, "-d 15090,15021,15020,9090") || !strings.Contains(got, "-o 5432") || !strings.Contains(got, "-u 1337") {
+		!strings.Contains(got, "-d 9090,15020,15021,15090") || !strings.Contains(got, "-o 5432") || !strings.Contains(got, "-u 1337") {
 		t.Errorf("CNI: %q from %q", got, src)
+	}
+	// istio-cni's own defaults without annotations: 15020 excluded both ways,
+	// whatever the status port; DNS capture from istio-proxy's environment, of every server.
+	plain := cni.DeepCopy()
+	plain.Annotations = map[string]string{"status.sidecar.istio.io/port": "15999"}
+	plain.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "ISTIO_META_DNS_CAPTURE", Value: "true"}}
+	args, env, _, _ = CaptureArgsFromPod(plain)
+	if got := strings.Join(args, " "); !strings.Contains(got, "-m REDIRECT") || !strings.Contains(got, "-d 15020,15021,15090 -o 15020") ||
+		!strings.Contains(got, "--redirect-dns=true --capture-all-dns=true") || len(env) != 0 {
+		t.Errorf("CNI defaults: %q, env %v", got, env)
 	}
 	if _, err := ParseCaptureArgs(args, nil); err != nil {
 		t.Errorf("derived arguments do not parse: %v", err)

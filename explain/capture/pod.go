@@ -48,40 +48,77 @@ func CaptureArgsFromPod(p *corev1.Pod) (args []string, env map[string]string, so
 	if proxy == nil {
 		return nil, env, "", false
 	}
-	for _, e := range proxy.Env {
-		env[e.Name] = e.Value
-	}
-	a := p.Annotations
+	return cniArgs(p.Annotations, proxy)
+}
+
+// cniArgs returns the istio-iptables arguments equivalent to what Istio's CNI
+// plugin (istio-cni, sidecar mode) programs for a pod, derived as it derives
+// them: from the pod's traffic annotations with the plugin's own defaults,
+// not the injection template's — inbound excludes are the annotation's (or
+// 15020) followed by 15020,15021,15090, duplicates dropped, whatever the
+// status port; outbound excludes default to 15020; the proxy's uid and gid
+// are istio-proxy's runAsUser and runAsGroup (1337 when unset or 0); DNS
+// capture (then of every server: capture-all-dns), dual stack and
+// drop-invalid follow istio-proxy's ISTIO_META_DNS_CAPTURE, ISTIO_DUAL_STACK
+// and INVALID_DROP. Every setting is an explicit flag: the plugin runs with
+// the node agent's environment, not the pod's, so env is empty.
+func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env map[string]string, source string, ok bool) {
 	get := func(k, def string) string {
 		if v, ok := a[k]; ok {
 			return v
 		}
 		return def
 	}
-	uid := "1337"
-	if sc := proxy.SecurityContext; sc != nil && sc.RunAsUser != nil {
-		uid = strconv.FormatInt(*sc.RunAsUser, 10)
+	proxyEnv := map[string]string{}
+	for _, e := range proxy.Env {
+		proxyEnv[e.Name] = e.Value
+	}
+	flag := func(name, envName string) string {
+		b, _ := strconv.ParseBool(proxyEnv[envName])
+		return "--" + name + "=" + strconv.FormatBool(b)
+	}
+	uid, gid := "1337", "1337"
+	if sc := proxy.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil && *sc.RunAsUser != 0 {
+			uid = strconv.FormatInt(*sc.RunAsUser, 10)
+		}
+		if sc.RunAsGroup != nil && *sc.RunAsGroup != 0 {
+			gid = strconv.FormatInt(*sc.RunAsGroup, 10)
+		}
 	}
 	mode := get("sidecar.istio.io/interceptionMode", "REDIRECT")
 	if mode == "NONE" {
-		return nil, env, "", false
+		return nil, map[string]string{}, "", false
 	}
-	exclude := []string{"15090", "15021", get("status.sidecar.istio.io/port", "15020")}
-	if v := get("traffic.sidecar.istio.io/excludeInboundPorts", ""); v != "" {
-		exclude = append(exclude, v)
+	inExcl := strings.TrimSpace(get("traffic.sidecar.istio.io/excludeInboundPorts", "15020"))
+	if inExcl != "" && !strings.HasSuffix(inExcl, ",") {
+		inExcl += ","
 	}
-	args = []string{"-p", "15001", "-z", "15006", "-u", uid, "-m", mode,
+	var ports []string
+	seen := map[string]bool{}
+	for _, port := range strings.Split(inExcl+"15020,15021,15090", ",") {
+		if !seen[port] {
+			seen[port] = true
+			ports = append(ports, port)
+		}
+	}
+	args = []string{"-p", "15001", "-z", "15006", "-u", uid, "-g", gid, "-m", mode,
 		"-i", get("traffic.sidecar.istio.io/includeOutboundIPRanges", "*"),
 		"-x", get("traffic.sidecar.istio.io/excludeOutboundIPRanges", ""),
 		"-b", get("traffic.sidecar.istio.io/includeInboundPorts", "*"),
-		"-d", strings.Join(exclude, ",")}
-	for flag, key := range map[string]string{"-q": "traffic.sidecar.istio.io/includeOutboundPorts", "-o": "traffic.sidecar.istio.io/excludeOutboundPorts", "-c": "traffic.sidecar.istio.io/excludeInterfaces"} {
-		if v := a[key]; v != "" {
-			args = append(args, flag, v)
-		}
+		"-d", strings.Join(ports, ","),
+		"-o", get("traffic.sidecar.istio.io/excludeOutboundPorts", "15020")}
+	if v := get("traffic.sidecar.istio.io/includeOutboundPorts", ""); v != "" {
+		args = append(args, "-q", v)
+	}
+	if v := get("traffic.sidecar.istio.io/excludeInterfaces", ""); v != "" {
+		args = append(args, "-c", v)
 	}
 	if v := get("istio.io/reroute-virtual-interfaces", a["traffic.sidecar.istio.io/kubevirtInterfaces"]); v != "" {
 		args = append(args, "-k", v)
 	}
-	return args, env, fmt.Sprintf("pod annotations (no istio-init: rules written by the CNI plugin), proxy uid %s", uid), true
+	dns := flag("redirect-dns", "ISTIO_META_DNS_CAPTURE")
+	args = append(args, dns, strings.Replace(dns, "redirect-dns", "capture-all-dns", 1),
+		flag("dual-stack", "ISTIO_DUAL_STACK"), flag("drop-invalid", "INVALID_DROP"))
+	return args, map[string]string{}, fmt.Sprintf("pod annotations and istio-proxy's settings, derived as Istio's CNI plugin does (no istio-init: the plugin wrote the rules), proxy uid %s gid %s", uid, gid), true
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Istio's own pilot-agent (whose istio-iptables writes a sidecar pod's
-# capture rules), pilot-discovery (istiod, the injector the local cluster runs)
-# and istioctl (renders the injector's ConfigMaps and webhooks from Istio's own
-# charts) at the istio.io/istio version pinned in hack/tools/istio/go.mod, into
+# capture rules), pilot-discovery (istiod, the injector the local cluster runs),
+# istioctl (renders the injector's ConfigMaps and webhooks from Istio's own
+# charts) and istio-cni (the CNI plugin, in sidecar mode) at the istio.io/istio
+# version pinned in hack/tools/istio/go.mod, into
 # $CACHE_DIR/istio/<version>/.
 # The version they report is the module's VERSION file plus "-dev" (what
 # Istio's own build stamps on a master build). Skipped when up to date.
@@ -10,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 TOOLS=$REPO_ROOT/hack/tools/istio
-CMDS=(pilot-agent pilot-discovery istioctl)
+CMDS=(pilot-agent pilot-discovery istioctl istio-cni)
 [ -n "$ISTIO_MODULE_VERSION" ] || die "hack/tools/istio/go.mod pins no istio.io/istio version"
 dl=$(cd "$TOOLS" && go mod download -json "istio.io/istio@$ISTIO_MODULE_VERSION") || die "go mod download istio.io/istio@$ISTIO_MODULE_VERSION: $(sed -n 's/^\s*"Error": //p' <<<"$dl")"
 src=$(sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p' <<<"$dl")
@@ -23,7 +24,7 @@ have() { for c in "${CMDS[@]}"; do [ -x "$ISTIO_BIN/$c" ] || return 1; done; [ "
 if have; then log "istio $release ($ISTIO_MODULE_VERSION) binaries up to date in $ISTIO_BIN"; exit 0; fi
 
 mkdir -p "$ISTIO_BIN"
-pkgs=(istio.io/istio/pilot/cmd/pilot-agent istio.io/istio/pilot/cmd/pilot-discovery istio.io/istio/istioctl/cmd/istioctl)
+pkgs=(istio.io/istio/pilot/cmd/pilot-agent istio.io/istio/pilot/cmd/pilot-discovery istio.io/istio/istioctl/cmd/istioctl istio.io/istio/cni/cmd/istio-cni)
 log "building istio $release (${CMDS[*]}) from istio.io/istio@$ISTIO_MODULE_VERSION; the first build takes several minutes on 2 cores"
 t0=$(date +%s)
 (cd "$TOOLS" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$ISTIO_BIN/" "${pkgs[@]}")

@@ -45,7 +45,7 @@ ETCD_PEER_PORT=$((ETCD_CLIENT_PORT + 1))
 # each a local process on loopback, the webhook of revision N on 15017+100*N
 # (hack/cluster/mesh.sh renders the revisions, up.sh starts them). A revision
 # tag (prod) is a webhook on its revision's istiod, not a process.
-ISTIO_REVISIONS=(default canary)
+ISTIO_REVISIONS=(default canary cni)
 MESH_DIR=$STATE_DIR/mesh
 MESH_MANIFEST=$MESH_DIR/mesh.yaml
 # istiod_port REVISION LISTENER: the loopback port of one of that revision's

@@ -57,6 +57,9 @@ type Cluster struct {
 	// IstioctlPath is the istioctl hack/cluster/build-istio.sh built from the
 	// istio.io/istio version hack/tools/istio pins, if found.
 	IstioctlPath string
+	// IstioBinDir is where build-istio.sh put Istio's binaries (istioctl,
+	// pilot-agent, pilot-discovery, istio-cni) for the pinned version.
+	IstioBinDir string
 	// ProxyImage is the local proxyv2 image, tagged with the built Istio's
 	// version as istiod's injection template names it (kmesh.local/istio/proxyv2:1.31-dev).
 	ProxyImage string
@@ -143,6 +146,7 @@ func connect() (*Cluster, error) {
 	if b, err := os.ReadFile(filepath.Join(root, "hack", "tools", "istio", "go.mod")); err == nil {
 		if m := regexp.MustCompile(`(?m)^\s*istio\.io/istio (v\S+)`).FindSubmatch(b); m != nil {
 			dir := filepath.Join(cache, "istio", string(m[1]))
+			c.IstioBinDir = dir
 			if p := filepath.Join(dir, "istioctl"); fileExists(p) {
 				c.IstioctlPath = p
 			}

@@ -1,6 +1,7 @@
 // Tools module: builds Istio's own pilot-agent (istio-iptables, the init
-// container's rule writer), pilot-discovery (istiod, the injector) and
-// istioctl (renders Istio's charts) from istio.io/istio, for the test bed. A module of its own so that nothing of Istio enters the
+// container's rule writer), pilot-discovery (istiod, the injector), istioctl
+// (renders Istio's charts) and istio-cni (the CNI plugin) from istio.io/istio,
+// for the test bed. A module of its own so that nothing of Istio enters the
 // project's go.mod. istio.io/istio publishes no tagged module versions; the
 // pin is a master snapshot the Go module proxy serves.
 module github.com/kubectl-mesh/kubectl-mesh/hack/tools/istio
