@@ -23,6 +23,7 @@ declare -A NEED=(
   [jq]=jq
   [setpriv]=util-linux
   [/usr/bin/time]=time   # peak memory in the benchmark scripts
+  [nft]=nftables         # Istio's native nftables mode (tests, and the images)
 )
 missing=()
 for c in "${!NEED[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates explain/capture/testdata/*.save: real iptables-save output of rules
-# loaded with the real iptables-restore in throw-away network namespaces
+# loaded with the real iptables-restore in throw-away network namespaces, and
+# *.nft: real `nft list ruleset` output of Istio's native nftables mode
 # (Istio's own istio-iptables, from the pilot-agent that
 # hack/cluster/build-istio.sh builds from istio.io/istio, for Istio's rules; a
 # proxy-init-shaped rule set for Linkerd's, as no real Linkerd can be built
@@ -35,6 +36,10 @@ dump() { # NAME SAVE-COMMAND ISTIO-ARGS…
 dump istio-default.nft.save "iptables-nft-save -c" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020
 dump istio-tproxy-dns.legacy.save "iptables-legacy-save -c" -u 1337 -m TPROXY -b '*' -i '*' -d 15020 --redirect-dns --capture-all-dns --force-iptables-binary legacy
 dump istio-default.v6.nosave-counters.save "ip6tables-save" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020 --dual-stack
+# Native nftables (istio-iptables --native-nftables writes inet tables with nft).
+dump istio-native.nft "nft list ruleset" -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020 --native-nftables
+dump istio-native-tproxy-dns.nft "nft list ruleset" -u 1337 -m TPROXY -i 10.0.0.0/8 -x 10.96.0.0/12 -b 8080,9090 -d 15020 -o 5432 -q 3306 -c eth9 -k tap0 \
+  --redirect-dns --capture-all-dns --dual-stack --drop-invalid --native-nftables
 # Linkerd's proxy-init rules, as linkerd2-proxy-init writes them (comments included).
 ip netns add "$ns"
 ip netns exec "$ns" iptables-nft-restore --noflush <<'RULES'

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
@@ -143,7 +144,12 @@ func TestInjectedPodsCaptureTraffic(t *testing.T) {
 	ns := c.Namespace(t, "inj-traffic", map[string]string{"istio-injection": "enabled"})
 	ips := map[string]string{}
 	for _, name := range []string{"a", "b"} {
-		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), appPod(name, nil, nil), metav1.CreateOptions{}); err != nil {
+		pod := appPod(name, nil, nil)
+		// Ready once httpd listens (an exec probe: istiod rewrites HTTP and TCP
+		// probes to its agent, which the stand-in proxy does not serve).
+		pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+			Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "nc -w 1 127.0.0.1 8080 </dev/null"}}}}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +246,20 @@ func TestTrafficAnnotationFailures(t *testing.T) {
 	if term.ExitCode == 0 {
 		t.Fatalf("istio-init terminated with exit 0")
 	}
-	if logs := c.Logs(t, ns, "broken", "istio-init"); !strings.Contains(logs, "invalid port/service `abc'") {
-		t.Errorf("istio-init's log lacks iptables-restore's refusal:\n%s", logs)
+	// The container restarts: its refusal is in the log of the run that
+	// failed, the current one's or the previous one's.
+	var logs string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		logs = ""
+		for _, previous := range []bool{false, true} {
+			b, err := c.Client.CoreV1().Pods(ns).GetLogs("broken", &corev1.PodLogOptions{Container: "istio-init", Previous: previous}).DoRaw(ctx)
+			if err == nil {
+				logs += string(b)
+			}
+		}
+		return strings.Contains(logs, "invalid port/service `abc'"), nil
+	})
+	if err != nil {
+		t.Errorf("istio-init's logs lack iptables-restore's refusal:\n%s", logs)
 	}
 }
