@@ -83,7 +83,9 @@ and both families, with counters:
 --interval 10s dumps twice and shows what each rule counted in between.
 
 --from-file: read iptables-save output instead (either backend, with or
-without counters; - for standard input).
+without counters; - for standard input), or the output of
+'nft list ruleset' when istio-init ran with --native-nftables (Istio's
+inet istio-proxy-* tables: both families; annotated and traced, no drift).
 
 Trace SPEC:
   out:IP:PORT[/tcp|udp][,uid=N][,gid=N]       a connection the pod opens (default uid 0)
@@ -181,16 +183,43 @@ func (o *IptablesOptions) Validate() error {
 		if len(strings.TrimSpace(string(b))) == 0 {
 			return usageErrorf("%s: empty input: expected iptables-save output", o.FromFiles[i])
 		}
+		if isNftListing(b) {
+			v4, v6, ok, err := capture.ParseNftRuleset(b)
+			if err != nil {
+				return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
+			}
+			if !ok {
+				return usageErrorf("%s: nft ruleset without Istio's tables (inet istio-proxy-*)", o.FromFiles[i])
+			}
+			o.input.Dumps = append(o.input.Dumps, v4, v6)
+			continue
+		}
 		rs, err := capture.ParseSave(b)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
 		}
 		o.input.Dumps = append(o.input.Dumps, rs)
 	}
+	if len(o.input.Dumps) > 2 {
+		return usageErrorf("an nft ruleset holds both families: give it alone")
+	}
 	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
 		return usageErrorf("the two dumps are both %s; give one IPv4 and one IPv6 dump", o.input.Dumps[0].Family)
 	}
 	return o.validateCommon()
+}
+
+// isNftListing tells `nft list ruleset` output from iptables-save output:
+// its first statement is a table block.
+func isNftListing(b []byte) bool {
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		return strings.HasPrefix(line, "table ")
+	}
+	return false
 }
 
 // validateCommon checks the flags both sources share.

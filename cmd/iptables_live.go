@@ -129,6 +129,20 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 		o.input.Dumps = append(o.input.Dumps, chosen)
 		backends = append(backends, fam+": "+backend)
 	}
+	if v4, v6, ok, err := capture.ParseNftRuleset([]byte(section(last, "nft"))); err == nil && ok {
+		before4, before6, okBefore, _ := capture.ParseNftRuleset([]byte(section(1, "nft")))
+		for i, rs := range []*capture.Ruleset{v4, v6} {
+			if rs.RuleCount() == 0 {
+				continue
+			}
+			if last > 1 && okBefore {
+				rs.SetDeltas([]*capture.Ruleset{before4, before6}[i])
+			}
+			o.input.Dumps = append(o.input.Dumps, rs)
+		}
+		o.raw = append(o.raw, []byte(section(last, "nft")))
+		backends = append(backends, "inet istio-proxy-* tables: native nftables")
+	}
 	if len(o.input.Dumps) == 0 {
 		return fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
 	}

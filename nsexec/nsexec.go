@@ -81,6 +81,8 @@ func script(rounds int, interval int, root string) string {
 	for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"} {
 		fmt.Fprintf(&b, "  echo \"%s$round %s\"; %s -c 2>&1\n", marker, tool, tool)
 	}
+	// Istio's native nftables mode writes tables of its own, which only nft lists.
+	fmt.Fprintf(&b, "  echo \"%s$round nft\"; ! command -v nft >/dev/null 2>&1 || nft list ruleset 2>&1\n", marker)
 	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
 	b.WriteString("done\n")
 	return b.String()

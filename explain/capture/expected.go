@@ -28,6 +28,9 @@ type CaptureConfig struct {
 	RedirectDNS, CaptureAllDNS         bool
 	DropInvalid                        bool
 	DualStack                          bool
+	// NativeNftables: the rules are written as Istio's own nftables tables
+	// (--native-nftables), not through the iptables tools.
+	NativeNftables bool
 	// PodAddrs are the pod's own addresses, when known: not a flag but a
 	// fact about the pod, set by whoever knows them. istio-iptables decides
 	// from them whether to write IPv6 rules at all (see ipv6Enabled).
@@ -157,7 +160,8 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 	fs.BoolVar(&c.CaptureAllDNS, "capture-all-dns", false, "")
 	fs.BoolVar(&c.DropInvalid, "drop-invalid", truthy("INVALID_DROP"), "")
 	fs.BoolVar(&c.DualStack, "dual-stack", truthy("ISTIO_DUAL_STACK"), "")
-	for _, b := range []string{"run-validation", "skip-rule-apply", "force-apply", "native-nftables", "cni-mode", "reconcile", "cleanup-only"} {
+	fs.BoolVar(&c.NativeNftables, "native-nftables", false, "")
+	for _, b := range []string{"run-validation", "skip-rule-apply", "force-apply", "cni-mode", "reconcile", "cleanup-only"} {
 		fs.Bool(b, false, "")
 	}
 	fs.BoolP("dry-run", "n", false, "")

@@ -75,6 +75,23 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 			return nil, err
 		}
 		cfg.PodAddrs = in.PodIPs
+		native := cfg.NativeNftables
+		for _, d := range in.Dumps {
+			native = native || d.Backend == BackendNative
+		}
+		if native {
+			// Unknown, not "no drift": the rules of that mode are read,
+			// annotated and traced, but not predicted.
+			rep.Notes = append(rep.Notes, "Istio's native nftables mode (--native-nftables, or the CNI plugin's native_nftables): kubectl-mesh does not predict the rules that mode writes, so no drift is computed; the rules are shown, annotated and traced")
+			in.ExpectArgs = nil
+		}
+	}
+	if in.ExpectArgs != nil {
+		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.PodAddrs = in.PodIPs
 		rep.Expected = in.ExpectFrom
 		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
 		for _, d := range in.Dumps {

@@ -3,7 +3,7 @@
 # archives in $IMAGE_DIR that up.sh imports into containerd:
 #   pause.tar     registry.k8s.io/pause:3.10 (the sandbox image)
 #   mesh-test.tar kmesh.local/mesh-test:v1, entrypoint /bin/sh: busybox, iptables
-#                 and ip6tables with both backends (nft, legacy), pilot-agent
+#                 and ip6tables with both backends (nft, legacy), nft, pilot-agent
 #   proxyv2.tar   kmesh.local/istio/proxyv2:<the built Istio's version>, the same files with
 #                 pilot-agent as entrypoint, as Istio's proxyv2 image has
 # pilot-agent is Istio's own (build-istio.sh), as /usr/local/bin/pilot-agent-istio,
@@ -17,7 +17,7 @@ mkdir -p "$IMAGE_DIR"
 build=$IMAGE_DIR/build; mkdir -p "$build"
 (cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$build/pilot-agent" ./test/standin/pilot-agent)
 release=$(istio_release)
-stamp=$( { cat "$HACK_DIR/images.sh" "$HACK_DIR/images/pack.sh" "$HACK_DIR/images/pause.c" "$build/pilot-agent" "$ISTIO_BIN/pilot-agent" /bin/busybox /usr/sbin/xtables-nft-multi; echo "$release"; } | sha256sum | cut -c1-16)
+stamp=$( { cat "$HACK_DIR/images.sh" "$HACK_DIR/images/pack.sh" "$HACK_DIR/images/pause.c" "$build/pilot-agent" "$ISTIO_BIN/pilot-agent" /bin/busybox /usr/sbin/xtables-nft-multi /usr/sbin/nft; echo "$release"; } | sha256sum | cut -c1-16)
 if [ "$(cat "$IMAGE_DIR/.stamp" 2>/dev/null)" = "$stamp" ] && [ -f "$IMAGE_DIR/pause.tar" ] && [ -f "$IMAGE_DIR/mesh-test.tar" ] && [ -f "$IMAGE_DIR/proxyv2.tar" ]; then
   exit 0
 fi
@@ -34,7 +34,7 @@ mkdir -p "$R"/{bin,sbin,usr/sbin,usr/bin,usr/local/bin,etc,tmp,run,proc,sys,dev,
 chmod 1777 "$R/tmp"
 cp /bin/busybox "$R/bin/busybox"
 for applet in $(/bin/busybox --list); do [ -e "$R/bin/$applet" ] || ln -s busybox "$R/bin/$applet"; done
-for multi in xtables-nft-multi xtables-legacy-multi; do cp -a "/usr/sbin/$multi" "$R/usr/sbin/"; done
+for multi in xtables-nft-multi xtables-legacy-multi nft; do cp -a "/usr/sbin/$multi" "$R/usr/sbin/"; done
 for fam in iptables ip6tables; do
   for tool in "" -save -restore; do
     ln -sf xtables-nft-multi "$R/usr/sbin/$fam$tool"
@@ -45,7 +45,7 @@ done
 xt=$(dirname "$(find /usr/lib -name libxt_tcp.so -path '*xtables*' | head -1)")
 mkdir -p "$R$xt" && cp -a "$xt/." "$R$xt/"
 # shared libraries of the iptables binaries and of every extension they dlopen
-for f in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi "$xt"/*.so; do ldd "$f" 2>/dev/null | grep -o '/[^ ]*'; done |
+for f in /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/nft "$xt"/*.so; do ldd "$f" 2>/dev/null | grep -o '/[^ ]*'; done |
   sort -u | while read -r lib; do [ -e "$lib" ] && mkdir -p "$R$(dirname "$lib")" && cp -L "$lib" "$R$lib"; done
 cp /etc/protocols /etc/services "$R/etc/" 2>/dev/null || true
 cp /etc/ethertypes "$R/etc/" 2>/dev/null || true
@@ -55,6 +55,7 @@ cp "$build/pilot-agent" "$R/usr/local/bin/pilot-agent"
 cp "$ISTIO_BIN/pilot-agent" "$R/usr/local/bin/pilot-agent-istio"
 chroot "$R" /usr/sbin/iptables-save --version >/dev/null
 chroot "$R" /usr/sbin/iptables-legacy-save --version >/dev/null
+chroot "$R" /usr/sbin/nft --version >/dev/null
 "$HACK_DIR/images/pack.sh" "$R" "$IMAGE_DIR/mesh-test.tar" '["/bin/sh"]' null "$TEST_IMAGE"
 "$HACK_DIR/images/pack.sh" "$R" "$IMAGE_DIR/proxyv2.tar" '["/usr/local/bin/pilot-agent"]' null "$PROXY_IMAGE_REPO:$release"
 echo "$stamp" > "$IMAGE_DIR/.stamp"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -240,4 +241,65 @@ func TestIptablesLiveInterrupted(t *testing.T) {
 	// Deletion is asked before the process exits; give the apiserver a moment.
 	time.Sleep(2 * time.Second)
 	noNodePods(t, c)
+}
+
+// Istio's native nftables mode in a real pod: Istio's own istio-iptables
+// (in the proxyv2 image) run by istio-init with --native-nftables writes inet
+// istio-proxy-* tables; `kubectl mesh iptables POD` reads them with nft
+// through an ephemeral container, with counters, annotated and traced, and
+// says that it computes no drift for this mode rather than reporting any.
+func TestIptablesLiveNativeNftables(t *testing.T) {
+	c := testcluster.Get(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-native", nil)
+	root := int64(0)
+	pod := appPod("native", nil, nil)
+	pod.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: c.ProxyImage, ImagePullPolicy: corev1.PullNever,
+		Args: []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "", "-b", "*",
+			"-d", "15090,15021,15020", "--native-nftables"},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.WaitPod(t, ns, "native", 60*time.Second, "running", testcluster.Running)
+	// One connection into the pod: PREROUTING sends it to 15006 (nothing listens there).
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(p.Status.PodIP, "8080"), 2*time.Second); err == nil {
+		conn.Close()
+	}
+	r := mesh(t, c, "", "iptables", "native", "-n", ns, "--trace", "in:8080", "--trace", "out:10.99.0.5:443", "-o", "json")
+	d := decode[captureDoc](t, r)
+	checked := 0
+	check := func(ok bool, format string, a ...any) {
+		t.Helper()
+		checked++
+		if !ok {
+			t.Errorf(format, a...)
+		}
+	}
+	check(r.code == 0, "exit %d: %s", r.code, r.stderr)
+	check(d.Drift == nil, "drift %+v for native nftables, want none computed", d.Drift)
+	check(strings.Contains(strings.Join(d.Notes, "\n"), "native nftables"), "no note on native nftables: %q", d.Notes)
+	var redirected uint64
+	native := false
+	for _, dump := range d.Dumps {
+		if dump.Backend != capture.BackendNative {
+			continue
+		}
+		native = true
+		for _, tb := range dump.Tables {
+			for _, ch := range tb.Chains {
+				for _, rule := range ch.Rules {
+					if dump.Family == "ipv4" && ch.Name == "ISTIO_IN_REDIRECT" && strings.Contains(rule.Spec, "redirect to :15006") {
+						redirected = rule.Packets
+					}
+				}
+			}
+		}
+	}
+	check(native, "no native nftables dump: %+v", d.Dumps)
+	check(redirected >= 1, "the inbound redirect to 15006 counted %d packets, want the connection made", redirected)
+	check(len(d.Traces) == 2 && d.Traces[0].Verdict == "redirect" && d.Traces[0].Port == 15006 && d.Traces[1].Verdict == "redirect" && d.Traces[1].Port == 15001,
+		"traces %+v", d.Traces)
+	testreport.Count(t, "native nftables in a live pod: %d checks", checked)
 }
