@@ -490,7 +490,9 @@ func ruleKey(table string, r *Rule) string {
 	}
 	add(m.NotMark, "mark", markNorm(m.Mark))
 	add(m.NotConnMark, "connmark", markNorm(m.ConnMark))
-	add(m.NotCTState, "ctstate", strings.Join(m.CTState, ","))
+	states := append([]string(nil), m.CTState...)
+	sort.Strings(states) // nft lists related,established as established,related
+	add(m.NotCTState, "ctstate", strings.Join(states, ","))
 	add(false, "comment", m.Comment)
 	atoms = append(atoms, m.Unknown...)
 	sort.Strings(atoms)
@@ -522,15 +524,9 @@ func ruleKey(table string, r *Rule) string {
 // prints them) that rs lacks, and the rules of rs's tables nat, mangle and
 // raw that want does not have. Counters are left out.
 func CompareRules(rs *Ruleset, want map[string][]string) (*Drift, error) {
-	d := &Drift{Missing: []string{}, Extra: []string{}}
-	type keyed struct {
-		key, text string
-		chain     string
-	}
-	wantBy := map[string][]keyed{}
-	tables := map[string]bool{"nat": true, "mangle": true, "raw": true}
+	wantBy := map[string][]keyedRule{}
 	for table, rules := range want {
-		tables[table] = true
+		wantBy[table] = wantBy[table][:0:0]
 		for _, text := range rules {
 			toks, err := tokenize(text)
 			if err != nil || len(toks) < 2 {
@@ -540,8 +536,37 @@ func CompareRules(rs *Ruleset, want map[string][]string) (*Drift, error) {
 			if err := parseRuleArgs(r, toks[2:]); err != nil {
 				return nil, fmt.Errorf("internal: expected rule %q: %v", text, err)
 			}
-			wantBy[table] = append(wantBy[table], keyed{ruleKey(table, r), text, r.Chain})
+			wantBy[table] = append(wantBy[table], keyedRule{ruleKey(table, r), text, r.Chain})
 		}
+	}
+	return compareKeyed(rs, wantBy), nil
+}
+
+// CompareNftRules is CompareRules for Istio's native nftables tables: want
+// holds the parsed rules of one family's view (ExpectedNftRules), compared by
+// meaning with rs's tables nat, mangle and raw.
+func CompareNftRules(rs *Ruleset, want map[string][]*Rule) *Drift {
+	wantBy := map[string][]keyedRule{}
+	for table, rules := range want {
+		for _, r := range rules {
+			wantBy[table] = append(wantBy[table], keyedRule{ruleKey(table, r), r.Spec, r.Chain})
+		}
+	}
+	return compareKeyed(rs, wantBy)
+}
+
+// keyedRule is a rule's meaning (ruleKey), its text and chain.
+type keyedRule struct {
+	key, text string
+	chain     string
+}
+
+func compareKeyed(rs *Ruleset, wantBy map[string][]keyedRule) *Drift {
+	type keyed = keyedRule
+	d := &Drift{Missing: []string{}, Extra: []string{}}
+	tables := map[string]bool{"nat": true, "mangle": true, "raw": true}
+	for table := range wantBy {
+		tables[table] = true
 	}
 	names := make([]string, 0, len(tables))
 	for t := range tables {
@@ -596,7 +621,7 @@ func CompareRules(rs *Ruleset, want map[string][]string) (*Drift, error) {
 		}
 	}
 	sort.Strings(d.Reordered)
-	return d, nil
+	return d
 }
 
 func sameMultiset(a, b []string) bool {

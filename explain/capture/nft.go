@@ -266,9 +266,13 @@ func parseNftRule(line string) (*Rule, string, error) {
 				m.Out, m.NotOut = v, neg
 			}
 			toks[i] = `"` + v + `"`
-		case t == "meta" && i+1 < len(toks) && (toks[i+1] == "skuid" || toks[i+1] == "skgid"):
-			which := toks[i+1]
-			i++
+		case t == "skuid" || t == "skgid" || t == "meta" && i+1 < len(toks) && (toks[i+1] == "skuid" || toks[i+1] == "skgid"):
+			// (nft lists "meta skuid"; Istio's generator writes "skuid")
+			which := t
+			if t == "meta" {
+				which = toks[i+1]
+				i++
+			}
 			v, neg, err := value(&i)
 			if err != nil {
 				return nil, "", err
@@ -289,8 +293,10 @@ func parseNftRule(line string) (*Rule, string, error) {
 			} else {
 				return nil, "", fmt.Errorf("meta mark set needs a value")
 			}
-		case t == "meta" && i+1 < len(toks) && toks[i+1] == "mark":
-			i++
+		case t == "mark" || t == "meta" && i+1 < len(toks) && toks[i+1] == "mark":
+			if t == "meta" {
+				i++
+			}
 			v, neg, err := value(&i)
 			if err != nil {
 				return nil, "", err

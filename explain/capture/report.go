@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -80,9 +81,30 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 			native = native || d.Backend == BackendNative
 		}
 		if native {
-			// Unknown, not "no drift": the rules of that mode are read,
-			// annotated and traced, but not predicted.
-			rep.Notes = append(rep.Notes, "Istio's native nftables mode (--native-nftables, or the CNI plugin's native_nftables): kubectl-mesh does not predict the rules that mode writes, so no drift is computed; the rules are shown, annotated and traced")
+			rep.Expected = in.ExpectFrom + " (Istio's native nftables mode)"
+			want4, want6, err := ExpectedNftRules(cfg, in.Nameservers)
+			var refusal *NftRefusal
+			switch {
+			case errors.As(err, &refusal):
+				rep.Notes = append(rep.Notes, refusal.Error()+": no rules are expected to load, so no drift is computed")
+			case err != nil:
+				return nil, err
+			default:
+				rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+				for _, d := range in.Dumps {
+					want := map[string][]*Rule{} // iptables tables: none in this mode
+					if d.Backend == BackendNative {
+						want = want4
+						if d.Family == "ipv6" {
+							want = want6
+						}
+					}
+					dr := CompareNftRules(d, want)
+					rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+					rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+					rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+				}
+			}
 			in.ExpectArgs = nil
 		}
 	}

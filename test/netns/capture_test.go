@@ -438,8 +438,8 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 // above that does not pick an iptables backend, run with --native-nftables.
 // The inet istio-proxy-* tables it writes, read back with `nft list
 // ruleset`, must parse into rules kubectl-mesh understands completely (no
-// match it cannot evaluate), and every real connection must land where
-// --trace through them says.
+// match it cannot evaluate), equal what --expect-args predicts for that
+// mode, and every real connection must land where --trace through them says.
 func TestNativeNftablesAgainstTheKernel(t *testing.T) {
 	requireRoot(t)
 	if _, err := exec.LookPath("nft"); err != nil {
@@ -486,6 +486,23 @@ func TestNativeNftablesAgainstTheKernel(t *testing.T) {
 				}
 			}
 			rules += v4.RuleCount()
+			cfg, err := capture.ParseCaptureArgs(args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.PodAddrs = []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
+			want4, want6, err := capture.ExpectedNftRules(cfg, servers)
+			if err != nil {
+				t.Fatalf("expected rules: %v", err)
+			}
+			for _, v := range []struct {
+				rs   *capture.Ruleset
+				want map[string][]*capture.Rule
+			}{{v4, want4}, {v6, want6}} {
+				if d := capture.CompareNftRules(v.rs, v.want); len(d.Missing)+len(d.Extra)+len(d.Reordered) > 0 {
+					t.Errorf("%s: --expect-args does not reproduce the native rules:\nmissing %q\nextra %q\nreordered %q\n%s", v.rs.Family, d.Missing, d.Extra, d.Reordered, raw)
+				}
+			}
 			podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
 			for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
 				pkt, err := capture.ParseTraceSpec(c.spec(), podIPs)
@@ -514,5 +531,5 @@ func TestNativeNftablesAgainstTheKernel(t *testing.T) {
 			}
 		})
 	}
-	testreport.Count(t, "native nftables: %d configurations written by Istio's own binary, %d IPv4 rules all understood; %d real connections landed where --trace said", configs, rules, conns)
+	testreport.Count(t, "native nftables: %d configurations written by Istio's own binary, %d IPv4 rules all understood, equal to --expect-args; %d real connections landed where --trace said", configs, rules, conns)
 }

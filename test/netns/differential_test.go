@@ -24,6 +24,8 @@ type combination struct {
 	args        []string
 	nameservers []string
 	legacy      bool
+	// native: --native-nftables (Istio's own nftables tables, read with nft)
+	native bool
 	// addrs: the pod's addresses (IPv4 and IPv6, or one of them): they
 	// decide whether istio-iptables writes IPv6 rules at all.
 	addrs []string
@@ -110,6 +112,35 @@ func randomCombination(r *rand.Rand) combination {
 // disagreement is printed; the seed is printed so that a run can be repeated
 // (KMESH_DIFF_SEED, KMESH_DIFF_COUNT).
 func TestExpectedRulesDifferential(t *testing.T) {
+	differential(t, "differential", false, func(r *rand.Rand) combination { return randomCombination(r) })
+}
+
+// The same for Istio's native nftables mode: at least 500 random
+// combinations run with --native-nftables by Istio's own istio-iptables, its
+// inet istio-proxy-* tables read back with nft, both families' views
+// compared with what kubectl-mesh predicts for that mode.
+func TestExpectedNftRulesDifferential(t *testing.T) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatalf("nft is missing (hack/cluster/deps.sh installs nftables): %v", err)
+	}
+	// Some valid flags make native nftables fail (a jump to a chain that gets
+	// no rules): the model must predict those refusals too.
+	differential(t, "native nftables differential", true, func(r *rand.Rand) combination {
+		c := randomCombination(r)
+		if c.legacy {
+			c.legacy = false
+			c.args = c.args[:len(c.args)-2] // --force-iptables-binary legacy
+		}
+		c.native = true
+		c.args = append(c.args, "--native-nftables")
+		return c
+	})
+}
+
+// differential runs count (500, KMESH_DIFF_COUNT) combinations from gen
+// (seed 20261123, KMESH_DIFF_SEED) through Istio's binary and the model;
+// refusalsValid: combinations both refuse count as agreement.
+func differential(t *testing.T, what string, refusalsValid bool, gen func(*rand.Rand) combination) {
 	requireRoot(t)
 	agent := istioAgent(t)
 	seed := uint64(20261123)
@@ -123,9 +154,8 @@ func TestExpectedRulesDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	combos := make([]combination, count)
 	for i := range combos {
-		combos[i] = randomCombination(r)
+		combos[i] = gen(r)
 	}
-
 	var checked, rules, refused atomic.Int64
 	var mu sync.Mutex
 	var disagreements []string
@@ -160,12 +190,12 @@ func TestExpectedRulesDifferential(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	testreport.Count(t, "differential: %d of %d random istio-iptables combinations (seed %d) compared (%d refused by both), %d rules, %d disagreements",
-		checked.Load(), count, seed, refused.Load(), rules.Load(), len(disagreements))
+	testreport.Count(t, "%s: %d of %d random istio-iptables combinations (seed %d) compared (%d refused by both), %d rules, %d disagreements",
+		what, checked.Load(), count, seed, refused.Load(), rules.Load(), len(disagreements))
 	for _, d := range disagreements {
 		t.Errorf("disagreement: %s", d)
 	}
-	if refused.Load() > 0 {
+	if refused.Load() > 0 && !refusalsValid {
 		t.Errorf("%d of the generated combinations were refused by istio-iptables: the generator must make valid ones", refused.Load())
 	}
 }
@@ -220,6 +250,10 @@ func applyAndCompare(agent string, c combination) (int, error) {
 	if cfg != nil {
 		cfg.PodAddrs = podAddrs
 	}
+	if perr == nil && c.native {
+		// The model's refusal: rules nft will not load.
+		_, _, perr = capture.ExpectedNftRules(cfg, c.nameservers)
+	}
 	// No environment but PATH: istio-iptables reads many of its settings
 	// from environment variables too, and the model is given none.
 	out, rerr := sh(append([]string{"ip", "netns", "exec", ns, "env", "-i", "PATH=" + os.Getenv("PATH"), agent, "istio-iptables"}, c.args...)...)
@@ -230,6 +264,34 @@ func applyAndCompare(agent string, c combination) (int, error) {
 		return -1, nil // both refuse
 	case perr != nil:
 		return 0, fmt.Errorf("--expect-args refuses flags istio-iptables accepts: %v", perr)
+	}
+	if c.native {
+		raw, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "ruleset").Output()
+		if err != nil {
+			return 0, fmt.Errorf("nft list ruleset: %v", err)
+		}
+		v4, v6, ok, err := capture.ParseNftRuleset(raw)
+		if err != nil || !ok {
+			return 0, fmt.Errorf("parse nft list ruleset (istio tables: %v): %v\n%s", ok, err, raw)
+		}
+		want4, want6, err := capture.ExpectedNftRules(cfg, c.nameservers)
+		if err != nil {
+			return 0, err
+		}
+		var problems []string
+		for _, v := range []struct {
+			rs   *capture.Ruleset
+			want map[string][]*capture.Rule
+		}{{v4, want4}, {v6, want6}} {
+			drift := capture.CompareNftRules(v.rs, v.want)
+			if len(drift.Missing)+len(drift.Extra)+len(drift.Reordered) > 0 {
+				problems = append(problems, fmt.Sprintf("%s view: missing %q extra %q reordered %q", v.rs.Family, drift.Missing, drift.Extra, drift.Reordered))
+			}
+		}
+		if len(problems) > 0 {
+			return 0, fmt.Errorf("%s\n%s", strings.Join(problems, "\n    "), raw)
+		}
+		return v4.RuleCount(), nil
 	}
 	backend := "nft"
 	if c.legacy {
