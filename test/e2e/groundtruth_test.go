@@ -68,7 +68,8 @@ var matrixPods = []podVariant{
 // refuses, nothing is stored). Run under four control-plane layouts: default
 // + canary + tag prod as rendered from Istio's charts; the default revision's
 // injector policy disabled with an alwaysInjectSelector; its policy missing;
-// and `istioctl tag set default --revision canary`.
+// and `istioctl tag set default --revision canary`. Then the namespaces
+// istiod ignores, labelled for injection.
 func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
@@ -225,6 +226,54 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	if want := layouts * len(matrixNamespaces) * len(matrixPods); total != want {
 		t.Errorf("%d combinations checked, want every one of %d (%d layouts × %d namespaces × %d pods)", total, want, layouts, len(matrixNamespaces), len(matrixPods))
 	}
+
+	// Namespaces istiod never injects, even when labelled for injection (the
+	// pods are dry runs: nothing is created there).
+	ignored := 0
+	for _, name := range []string{"kube-public", "kube-node-lease"} {
+		nsObj, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := nsObj.DeepCopy()
+		if nsObj.Labels == nil {
+			nsObj.Labels = map[string]string{}
+		}
+		nsObj.Labels["istio-injection"] = "enabled"
+		if _, err := c.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		facts, err := client.MeshFacts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range matrixPods[:3] { // plain, label-true, label-false
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v.name, Namespace: name, Labels: v.labels, Annotations: v.annotations},
+				Spec: corev1.PodSpec{SchedulerName: "kmesh-unscheduled", Containers: []corev1.Container{{Name: "app", Image: testImage}}}}
+			w := &injection.Workload{Kind: "Pod", Namespace: name, Name: v.name, Labels: v.labels, Annotations: v.annotations,
+				Spec: pod.Spec, NamespaceSource: injection.NamespaceFromCluster}
+			predicted := injection.Istio{}.Explain(facts, w)
+			created, err := c.Client.CoreV1().Pods(name).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Errorf("namespace %s, pod %s: %v", name, v.name, err)
+				continue
+			}
+			_, injected := created.Annotations["sidecar.istio.io/status"]
+			if injected || predicted.Expected || !strings.Contains(predicted.Verdict, "never injects") {
+				t.Errorf("namespace %s (istio-injection=enabled), pod %s: injected %v, predicted %v: %s", name, v.name, injected, predicted.Expected, predicted.Verdict)
+			}
+			ignored++
+		}
+		fresh, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			fresh.Labels = before.Labels
+			_, err = c.Client.CoreV1().Namespaces().Update(ctx, fresh, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("restore the labels of namespace %s: %v", name, err)
+		}
+	}
+	total += ignored
 	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod", total)
 }
 
