@@ -259,7 +259,9 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 				continue
 			}
 			_, injected := created.Annotations["sidecar.istio.io/status"]
-			if injected || predicted.Expected || !strings.Contains(predicted.Verdict, "never injects") {
+			// The pod that opts out is excluded by the webhook's selector before
+			// istiod sees it; the others reach istiod, which skips the namespace.
+			if injected || predicted.Expected || v.name != "label-false" && !strings.Contains(predicted.Verdict, "never injects") {
 				t.Errorf("namespace %s (istio-injection=enabled), pod %s: injected %v, predicted %v: %s", name, v.name, injected, predicted.Expected, predicted.Verdict)
 			}
 			ignored++
