@@ -353,23 +353,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 	total := 0
 	for _, tc := range captureCases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t)
-			args, err := capture.SplitShell(tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			servers := tc.nameservers
-			if len(servers) == 0 {
-				servers = bothNameservers
-			}
-			p.resolv(t, servers)
-			run(t, append([]string{"ip", "netns", "exec", p.pod, istioAgent(t), "istio-iptables"}, args...)...)
-			transparent := strings.Contains(tc.args, "TPROXY")
-			p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
-			// The DNS proxy runs as the proxy's uid: its answers must fall in the
-			// conntrack zone the raw table gives the proxy's DNS traffic.
-			p.listen(t, p.pod, "pod", 1337, false, "15053")
-			p.listen(t, p.world, "world", 0, false, "443", "8080", "9090", "53")
+			p, args, servers := tc.apply(t, "")
 
 			backend := "nft"
 			if tc.legacy {
@@ -407,28 +391,7 @@ func TestCaptureRulesAgainstTheKernel(t *testing.T) {
 				}
 			}
 
-			podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
-			for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
-				pkt, err := capture.ParseTraceSpec(c.spec(), podIPs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr := dumps[pkt.Dst.Is6()].Trace(pkt)
-				reply := p.send(t, c)
-				verdict, port := landed(reply, c)
-				want := tr.Verdict
-				if want == "tproxy" {
-					want = "redirect" // a transparent listener answered
-				}
-				if verdict != want || port != tr.Port {
-					var path []string
-					for _, s := range tr.Path {
-						path = append(path, s.Table+"/"+s.Chain+": "+s.Rule)
-					}
-					t.Errorf("%s: landed on %q (%s %d), --trace said %s %d:\n  %s", c.spec(), reply, verdict, port, tr.Verdict, tr.Port, strings.Join(path, "\n  "))
-				}
-				total++
-			}
+			total += tc.checkTraces(t, p, func(v6 bool) *capture.Ruleset { return dumps[v6] })
 		})
 	}
 	testreport.Count(t, "%d istio-iptables configurations written by Istio's own binary, equal to --expect-args; %d real connections landed where --trace said", len(captureCases), total)
@@ -452,28 +415,13 @@ func TestNativeNftablesAgainstTheKernel(t *testing.T) {
 		}
 		configs++
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t)
-			args, err := capture.SplitShell(tc.args + " --native-nftables")
-			if err != nil {
-				t.Fatal(err)
-			}
-			servers := tc.nameservers
-			if len(servers) == 0 {
-				servers = bothNameservers
-			}
-			p.resolv(t, servers)
-			run(t, append([]string{"ip", "netns", "exec", p.pod, istioAgent(t), "istio-iptables"}, args...)...)
-			transparent := strings.Contains(tc.args, "TPROXY")
-			p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
-			p.listen(t, p.pod, "pod", 1337, false, "15053")
-			p.listen(t, p.world, "world", 0, false, "443", "8080", "9090", "53")
-
+			p, args, servers := tc.apply(t, " --native-nftables")
 			raw := run(t, "ip", "netns", "exec", p.pod, "nft", "list", "ruleset")
-			v4, v6, ok, err := capture.ParseNftRuleset([]byte(raw))
+			v4, v6Rules, ok, err := capture.ParseNftRuleset([]byte(raw))
 			if err != nil || !ok {
 				t.Fatalf("parse nft list ruleset (istio tables found: %v): %v\n%s", ok, err, raw)
 			}
-			for _, rs := range []*capture.Ruleset{v4, v6} {
+			for _, rs := range []*capture.Ruleset{v4, v6Rules} {
 				rs.Annotate(&capture.PodContext{ProxyUID: "1337"})
 				for _, tb := range rs.Tables {
 					for _, c := range tb.Chains {
@@ -498,38 +446,74 @@ func TestNativeNftablesAgainstTheKernel(t *testing.T) {
 			for _, v := range []struct {
 				rs   *capture.Ruleset
 				want map[string][]*capture.Rule
-			}{{v4, want4}, {v6, want6}} {
+			}{{v4, want4}, {v6Rules, want6}} {
 				if d := capture.CompareNftRules(v.rs, v.want); len(d.Missing)+len(d.Extra)+len(d.Reordered) > 0 {
 					t.Errorf("%s: --expect-args does not reproduce the native rules:\nmissing %q\nextra %q\nreordered %q\n%s", v.rs.Family, d.Missing, d.Extra, d.Reordered, raw)
 				}
 			}
-			podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
-			for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
-				pkt, err := capture.ParseTraceSpec(c.spec(), podIPs)
-				if err != nil {
-					t.Fatal(err)
+			conns += tc.checkTraces(t, p, func(v6 bool) *capture.Ruleset {
+				if v6 {
+					return v6Rules
 				}
-				rs := v4
-				if pkt.Dst.Is6() {
-					rs = v6
-				}
-				tr := rs.Trace(pkt)
-				reply := p.send(t, c)
-				verdict, port := landed(reply, c)
-				want := tr.Verdict
-				if want == "tproxy" {
-					want = "redirect"
-				}
-				if verdict != want || port != tr.Port {
-					var path []string
-					for _, s := range tr.Path {
-						path = append(path, s.Table+"/"+s.Chain+": "+s.Rule)
-					}
-					t.Errorf("%s: landed on %q (%s %d), --trace said %s %d:\n  %s", c.spec(), reply, verdict, port, tr.Verdict, tr.Port, strings.Join(path, "\n  "))
-				}
-				conns++
-			}
+				return v4
+			})
 		})
 	}
 	testreport.Count(t, "native nftables: %d configurations written by Istio's own binary, %d IPv4 rules all understood, equal to --expect-args; %d real connections landed where --trace said", configs, rules, conns)
+}
+
+// apply makes a pod/world pair, writes the pod's resolv.conf, runs Istio's
+// istio-iptables with the case's arguments (and extra) in the pod's
+// namespace, and starts the listeners connections land on. It returns the
+// pair, the arguments and the nameservers.
+func (tc captureCase) apply(t *testing.T, extra string) (*pair, []string, []string) {
+	t.Helper()
+	p := newPair(t)
+	args, err := capture.SplitShell(tc.args + extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := tc.nameservers
+	if len(servers) == 0 {
+		servers = bothNameservers
+	}
+	p.resolv(t, servers)
+	run(t, append([]string{"ip", "netns", "exec", p.pod, istioAgent(t), "istio-iptables"}, args...)...)
+	transparent := strings.Contains(tc.args, "TPROXY")
+	p.listen(t, p.pod, "pod", 0, transparent, "15001", "15006", "8080", "9090", "15021")
+	// The DNS proxy runs as the proxy's uid: its answers must fall in the
+	// conntrack zone the raw table gives the proxy's DNS traffic.
+	p.listen(t, p.pod, "pod", 1337, false, "15053")
+	p.listen(t, p.world, "world", 0, false, "443", "8080", "9090", "53")
+	return p, args, servers
+}
+
+// checkTraces sends the case's connections for real and checks that each
+// lands where a trace through rules(family) says. It returns how many it sent.
+func (tc captureCase) checkTraces(t *testing.T, p *pair, rules func(v6 bool) *capture.Ruleset) int {
+	t.Helper()
+	n := 0
+	podIPs := []netip.Addr{netip.MustParseAddr(podV4), netip.MustParseAddr(podV6)}
+	for _, c := range append(append([]connection{}, baseConnections...), tc.extra...) {
+		pkt, err := capture.ParseTraceSpec(c.spec(), podIPs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := rules(pkt.Dst.Is6()).Trace(pkt)
+		reply := p.send(t, c)
+		verdict, port := landed(reply, c)
+		want := tr.Verdict
+		if want == "tproxy" {
+			want = "redirect" // a transparent listener answered
+		}
+		if verdict != want || port != tr.Port {
+			var path []string
+			for _, s := range tr.Path {
+				path = append(path, s.Table+"/"+s.Chain+": "+s.Rule)
+			}
+			t.Errorf("%s: landed on %q (%s %d), --trace said %s %d:\n  %s", c.spec(), reply, verdict, port, tr.Verdict, tr.Port, strings.Join(path, "\n  "))
+		}
+		n++
+	}
+	return n
 }
