@@ -85,7 +85,8 @@ and both families, with counters:
 --from-file: read iptables-save output instead (either backend, with or
 without counters; - for standard input), or the output of
 'nft list ruleset' when istio-init ran with --native-nftables (Istio's
-inet istio-proxy-* tables: both families; annotated and traced, no drift).
+inet istio-proxy-* tables, both families, annotated, traced and compared
+with what the arguments call for in that mode).
 
 Trace SPEC:
   out:IP:PORT[/tcp|udp][,uid=N][,gid=N]       a connection the pod opens (default uid 0)

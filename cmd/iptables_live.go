@@ -129,7 +129,18 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 		o.input.Dumps = append(o.input.Dumps, chosen)
 		backends = append(backends, fam+": "+backend)
 	}
-	if v4, v6, ok, err := capture.ParseNftRuleset([]byte(section(last, "nft"))); err == nil && ok {
+	podArgs, _, _, _ := capture.CaptureArgsFromPod(pod)
+	native := false
+	for _, a := range podArgs {
+		native = native || a == "--native-nftables" || a == "--native-nftables=true"
+	}
+	nftText := section(last, "nft")
+	if strings.Contains(nftText, nsexec.NftMissing) && native {
+		o.input.Notes = append(o.input.Notes, "the pod's rules are written in Istio's native nftables mode, and the image they were read with has no nft: its inet istio-proxy-* tables could not be read (give --image with nft)")
+	}
+	if v4, v6, ok, err := capture.ParseNftRuleset([]byte(nftText)); err != nil && !strings.Contains(nftText, nsexec.NftMissing) {
+		o.input.Notes = append(o.input.Notes, "nft list ruleset could not be read: "+err.Error())
+	} else if err == nil && ok {
 		before4, before6, okBefore, _ := capture.ParseNftRuleset([]byte(section(1, "nft")))
 		for i, rs := range []*capture.Ruleset{v4, v6} {
 			if rs.RuleCount() == 0 {

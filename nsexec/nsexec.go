@@ -65,8 +65,13 @@ type Runner struct {
 
 const marker = "### kubectl-mesh "
 
+// NftMissing is what the nft section holds when the image has no nft: Istio's
+// native nftables tables, if the pod has any, could not be read.
+const NftMissing = "kubectl-mesh: nft is not in this image"
+
 // script is the fixed command: every save tool of both backends and both
-// families, with counters, then the DNS servers. With rounds 2 it sleeps
+// families, with counters, nft's ruleset (Istio's native nftables tables),
+// then the DNS servers. With rounds 2 it sleeps
 // and dumps again. interval is a number of seconds formatted here.
 func script(rounds int, interval int, root string) string {
 	var b strings.Builder
@@ -82,7 +87,7 @@ func script(rounds int, interval int, root string) string {
 		fmt.Fprintf(&b, "  echo \"%s$round %s\"; %s -c 2>&1\n", marker, tool, tool)
 	}
 	// Istio's native nftables mode writes tables of its own, which only nft lists.
-	fmt.Fprintf(&b, "  echo \"%s$round nft\"; ! command -v nft >/dev/null 2>&1 || nft list ruleset 2>&1\n", marker)
+	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if command -v nft >/dev/null 2>&1; then nft list ruleset 2>&1; else echo \"%s\"; fi\n", marker, NftMissing)
 	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
 	b.WriteString("done\n")
 	return b.String()

@@ -282,6 +282,16 @@ func TestCaptureArgsFromPod(t *testing.T) {
 	if _, _, _, ok := CaptureArgsFromPod(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}); ok {
 		t.Error("a pod without a sidecar has capture arguments")
 	}
+	// The plugin leaves a proxy with Envoy disabled, or a router, alone.
+	off := cni.DeepCopy()
+	off.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "DISABLE_ENVOY", Value: "true"}}
+	router := cni.DeepCopy()
+	router.Spec.Containers[1].Args = []string{"proxy", "router"}
+	for name, p := range map[string]*corev1.Pod{"DISABLE_ENVOY": off, "proxy router": router} {
+		if _, _, _, ok := CaptureArgsFromPod(p); ok {
+			t.Errorf("%s: capture arguments for a pod the CNI plugin skips", name)
+		}
+	}
 }
 
 // Whether IPv6 rules are expected depends on the pod's usable addresses, not

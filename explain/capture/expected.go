@@ -549,10 +549,15 @@ func CompareNftRules(rs *Ruleset, want map[string][]*Rule) *Drift {
 	wantBy := map[string][]keyedRule{}
 	for table, rules := range want {
 		for _, r := range rules {
-			wantBy[table] = append(wantBy[table], keyedRule{ruleKey(table, r), r.Spec, r.Chain})
+			wantBy[table] = append(wantBy[table], keyedRule{ruleKey(table, r), nftDriftText(table, r), r.Chain})
 		}
 	}
 	return compareKeyed(rs, wantBy)
+}
+
+// nftDriftText names where a native rule lives, as nft's text does not.
+func nftDriftText(table string, r *Rule) string {
+	return table + "/" + r.Chain + ": " + r.Spec
 }
 
 // keyedRule is a rule's meaning (ruleKey), its text and chain.
@@ -578,7 +583,11 @@ func compareKeyed(rs *Ruleset, wantBy map[string][]keyedRule) *Drift {
 		if t := rs.Table(table); t != nil {
 			for _, c := range t.Chains {
 				for _, r := range c.Rules {
-					have = append(have, keyed{ruleKey(table, r), r.Spec, r.Chain})
+					text := r.Spec
+					if rs.Backend == BackendNative {
+						text = nftDriftText(table, r)
+					}
+					have = append(have, keyed{ruleKey(table, r), text, r.Chain})
 				}
 			}
 		}

@@ -40,6 +40,10 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 	for sc.Scan() {
 		n++
 		line := strings.TrimSpace(sc.Text())
+		// nft -a and tables of other programs add "# handle N" / "# progname …".
+		if i := strings.Index(line, " # "); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
 			continue

@@ -69,3 +69,48 @@ func TestParseNftRuleset(t *testing.T) {
 		t.Errorf("a ruleset without Istio's tables: ok %v, %v", ok, err)
 	}
 }
+
+// Review findings, each with the case that showed it: the same rule text in
+// two chains keeps its own counter delta; nft -a's handles are comments; a
+// native mode asked for with nothing listed by nft is all missing, each rule
+// once, with its table and chain.
+func TestNftDeltasCommentsAndMissingTables(t *testing.T) {
+	listing := func(a, b int) string {
+		return fmt.Sprintf("table inet istio-proxy-nat { # handle 7\n\tchain istio-inbound { # handle 1\n\t\ttcp dport 15020 counter packets %d bytes 60 return # handle 3\n\t}\n\tchain istio-output {\n\t\ttcp dport 15020 counter packets %d bytes 60 return\n\t}\n}\n", a, b)
+	}
+	before, _, ok, err := ParseNftRuleset([]byte(listing(1, 5)))
+	if err != nil || !ok {
+		t.Fatalf("ok %v: %v", ok, err)
+	}
+	after, _, _, _ := ParseNftRuleset([]byte(listing(2, 9)))
+	after.SetDeltas(before)
+	in, out := after.Table("nat").Chain("ISTIO_INBOUND").Rules[0], after.Table("nat").Chain("ISTIO_OUTPUT").Rules[0]
+	if *in.PacketsDelta != 1 || *out.PacketsDelta != 4 || len(in.Match.Unknown) > 0 {
+		t.Errorf("deltas %d and %d, want 1 and 4; unknown %v", *in.PacketsDelta, *out.PacketsDelta, in.Match.Unknown)
+	}
+
+	b, err := os.ReadFile("testdata/istio-default.nft.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ParseSave(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ExplainCapture(CaptureInput{Dumps: []*Ruleset{rs}, Context: &PodContext{ProxyUID: "1337"},
+		PodIPs:     []netip.Addr{netip.MustParseAddr("10.250.0.2")},
+		ExpectArgs: []string{"-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-b", "*", "-d", "15090,15021,15020", "--native-nftables"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range rep.Drift.Missing {
+		if seen[m] || !strings.HasPrefix(m, "nat/") {
+			t.Errorf("missing %q: repeated or without its table and chain", m)
+		}
+		seen[m] = true
+	}
+	if len(rep.Drift.Missing) < 10 || len(rep.Drift.Extra) == 0 {
+		t.Errorf("native mode asked for, iptables rules found: missing %q, extra %q", rep.Drift.Missing, rep.Drift.Extra)
+	}
+}

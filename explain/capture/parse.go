@@ -488,19 +488,29 @@ func (rs *Ruleset) RuleCount() int {
 // SetDeltas records, on every rule of rs, how much its counters grew since
 // before (an earlier dump of the same rules).
 func (rs *Ruleset) SetDeltas(before *Ruleset) {
+	// A rule is the same rule in both dumps when its table, chain and text
+	// match, and it is the same occurrence of that text in the chain (nft's
+	// rule text does not name its chain, and a chain may repeat a rule).
+	key := func(t *Table, c *Chain, r *Rule, seen map[string]int) string {
+		k := t.Name + " " + c.Name + " " + r.Spec
+		seen[k]++
+		return fmt.Sprintf("%s #%d", k, seen[k])
+	}
 	prev := map[string]*Rule{}
+	seen := map[string]int{}
 	for _, t := range before.Tables {
 		for _, c := range t.Chains {
 			for _, r := range c.Rules {
-				prev[t.Name+" "+r.Spec] = r
+				prev[key(t, c, r, seen)] = r
 			}
 		}
 	}
+	seen = map[string]int{}
 	for _, t := range rs.Tables {
 		for _, c := range t.Chains {
 			for _, r := range c.Rules {
 				p, b := r.Packets, r.Bytes
-				if old, ok := prev[t.Name+" "+r.Spec]; ok && old.Packets <= p && old.Bytes <= b {
+				if old, ok := prev[key(t, c, r, seen)]; ok && old.Packets <= p && old.Bytes <= b {
 					p, b = p-old.Packets, b-old.Bytes
 				}
 				r.PacketsDelta, r.BytesDelta = &p, &b

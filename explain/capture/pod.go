@@ -15,9 +15,9 @@ const istioProxyName = "istio-proxy"
 // CaptureArgsFromPod returns the istio-iptables arguments and environment a
 // pod's rules were written from, and where they were found: the istio-init
 // container's arguments; or, in CNI mode (istio-validation) or without an
-// init container, the arguments the CNI plugin derives from the pod's
-// annotations, as Istio's injection template spells them. ok is false for a
-// pod without an Istio sidecar.
+// init container, the arguments Istio's CNI plugin derives from the pod's
+// annotations and istio-proxy's settings (see cniArgs). ok is false for a
+// pod without an Istio sidecar, or one the plugin leaves alone.
 func CaptureArgsFromPod(p *corev1.Pod) (args []string, env map[string]string, source string, ok bool) {
 	env = map[string]string{}
 	var proxy *corev1.Container
@@ -72,6 +72,14 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 	proxyEnv := map[string]string{}
 	for _, e := range proxy.Env {
 		proxyEnv[e.Name] = e.Value
+	}
+	// The plugin leaves alone a proxy with Envoy disabled, or of another type
+	// than a sidecar (proxy router, a gateway).
+	if b, err := strconv.ParseBool(proxyEnv["DISABLE_ENVOY"]); err == nil && b {
+		return nil, map[string]string{}, "", false
+	}
+	if len(proxy.Args) >= 2 && proxy.Args[0] == "proxy" && proxy.Args[1] != "sidecar" {
+		return nil, map[string]string{}, "", false
 	}
 	flag := func(name, envName string) string {
 		b, _ := strconv.ParseBool(proxyEnv[envName])

@@ -91,7 +91,29 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 				return nil, err
 			default:
 				rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
-				for _, d := range in.Dumps {
+				dumps := in.Dumps
+				haveNative := false
+				for _, d := range dumps {
+					haveNative = haveNative || d.Backend == BackendNative
+				}
+				if !haveNative {
+					// Nothing was listed with nft: every rule of that mode is missing.
+					dumps = append(append([]*Ruleset(nil), dumps...),
+						&Ruleset{Family: "ipv4", Backend: BackendNative}, &Ruleset{Family: "ipv6", Backend: BackendNative})
+					rep.Notes = append(rep.Notes, "the arguments ask for Istio's native nftables mode, and no inet istio-proxy-* table was read")
+				}
+				// One inet table serves both families: a rule missing from both views
+				// is one missing rule.
+				seen := map[string]bool{}
+				addOnce := func(list *[]string, items []string) {
+					for _, it := range items {
+						if !seen[it] {
+							seen[it] = true
+							*list = append(*list, it)
+						}
+					}
+				}
+				for _, d := range dumps {
 					want := map[string][]*Rule{} // iptables tables: none in this mode
 					if d.Backend == BackendNative {
 						want = want4
@@ -100,9 +122,9 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 						}
 					}
 					dr := CompareNftRules(d, want)
-					rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
-					rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
-					rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+					addOnce(&rep.Drift.Missing, dr.Missing)
+					addOnce(&rep.Drift.Extra, dr.Extra)
+					addOnce(&rep.Drift.Reordered, dr.Reordered)
 				}
 			}
 			in.ExpectArgs = nil

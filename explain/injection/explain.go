@@ -70,12 +70,13 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			blocked = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue)
 		}
 		if c.d.inject && e.backendIssue == "" {
-			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
-				blocked = "istiod rejects the pod: " + tf.Source
-			}
+			// istiod checks the annotations before it picks the templates.
 			if p := invalidAnnotations(w.Annotations); len(p) > 0 && blocked == "" {
 				blocked = "istiod refuses the pod at admission: " + p[0].String()
 				refused = p
+			}
+			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
+				blocked = "istiod rejects the pod: " + tf.Source
 			}
 		}
 		calls = append(calls, c)

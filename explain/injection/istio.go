@@ -75,6 +75,8 @@ type istioRevision struct {
 	versionSource string
 	minor         int // Istio 1.<minor>; 0 when unknown
 	err           error
+	// policyGuessed: the config could not be read, its policy is assumed.
+	policyGuessed bool
 }
 
 type istioInjectorConfig struct {
@@ -148,7 +150,12 @@ func istioRevisions(f *ClusterFacts) map[string]*istioRevision {
 			}
 		}
 		// A config without a policy is not "enabled": istiod reads it as ""
-		// and never injects (see injectRequired).
+		// and never injects (see injectRequired). One that cannot be read at
+		// all says nothing about its policy: "enabled" is assumed, and the
+		// policy row says it is a guess.
+		if r.err != nil && r.config.Policy == "" {
+			r.config.Policy, r.policyGuessed = "enabled", true
+		}
 		if r.values.Global.Tag != nil {
 			r.version = fmt.Sprint(r.values.Global.Tag)
 			r.versionSource = "ConfigMap " + k + " values.global.tag"
@@ -485,6 +492,9 @@ func injectRequired(r *istioRevision, w *Workload) istioDecision {
 		default:
 			add(name, quote(matched)+" matches the pod", effect, src+" config."+name)
 		}
+	}
+	if r.policyGuessed {
+		src += " (unreadable: policy unknown, \"enabled\" assumed)"
 	}
 	if r.config.Policy != "enabled" && r.config.Policy != "disabled" {
 		// istiod looks at the policy last, but any value other than these two

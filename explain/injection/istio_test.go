@@ -345,6 +345,18 @@ func TestIstioTemplateDecisions(t *testing.T) {
 				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x\n  gateway: y"
 			},
 			want: want{blocked: true, webhook: whDefaultNS, verdict: `template "custom" is not in ConfigMap`, factor: "inject.istio.io/templates", effect: EffectBlocks}},
+		// istiod checks annotation values before it picks templates: the refusal names the annotation.
+		{name: "invalid annotation and missing template: the annotation decides", nsLabels: map[string]string{"istio-injection": "enabled"},
+			annotations: map[string]string{"inject.istio.io/templates": "custom", "traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x"
+			},
+			want: want{blocked: true, webhook: whDefaultNS, verdict: "istiod refuses the pod at admission: invalid value \"10.0.0.0/33\"", factor: "traffic.sidecar.istio.io/excludeOutboundIPRanges", effect: EffectBlocks}},
+		{name: "unreadable injector config: policy assumed, and said so", nsLabels: map[string]string{"istio-injection": "enabled"},
+			facts: func(f *ClusterFacts) {
+				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: [unterminated"
+			},
+			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectInject}},
 		{name: "interceptionMode NONE: injected without capture", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/interceptionMode": "NONE"},
 			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/interceptionMode", effect: EffectInfoOnly}},
 		{name: "native sidecar turned off by annotation", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/nativeSidecar": "false"},

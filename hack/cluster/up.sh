@@ -220,7 +220,7 @@ for rev in "${ISTIO_REVISIONS[@]}"; do
   dir=$RUN_DIR/istiod-$rev; mkdir -p "$dir"
   mapfile -t env < <(grep -v '^KUBECONFIG=' "$MESH_DIR/istiod-$rev.env")
   (cd "$dir" && start "istiod-$rev" env "${env[@]}" KUBECONFIG="$KUBECONFIG_ADMIN" POD_NAME="istiod-$rev-$NODE_NAME" \
-    POD_NAMESPACE=istio-system SERVICE_ACCOUNT="istiod${rev/#default/}" GOMAXPROCS=2 \
+    POD_NAMESPACE=istio-system SERVICE_ACCOUNT="istiod$([ "$rev" = default ] || echo "-$rev")" GOMAXPROCS=2 \
     "$ISTIO_BIN/pilot-discovery" discovery --kubeconfig "$KUBECONFIG_ADMIN" \
     --httpsAddr "127.0.0.1:$(istiod_port "$rev" https)" --httpAddr "127.0.0.1:$(istiod_port "$rev" http)" \
     --grpcAddr "127.0.0.1:$(istiod_port "$rev" grpc)" --secureGRPCAddr "127.0.0.1:$(istiod_port "$rev" sgrpc)" \
@@ -231,9 +231,12 @@ done
 # webhook_ready REVISION: istiod is ready, serves /inject, and has patched its
 # CA into every webhook of its revision (tags included).
 webhook_ready() {
+  local code hooks
   curl -sf "http://127.0.0.1:$(istiod_port "$1" http)/ready" >/dev/null || return 1
-  [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$PKI_DIR/ca.crt" -X POST "https://127.0.0.1:$(istiod_port "$1" https)/inject")" != 404 ] || return 1
-  ! "$KUBECTL" get mutatingwebhookconfigurations -l "istio.io/rev=$1" -o jsonpath='{range .items[*].webhooks[*]}{.name}={.clientConfig.caBundle}{"\n"}{end}' | grep -q '=$'
+  code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$PKI_DIR/ca.crt" -X POST "https://127.0.0.1:$(istiod_port "$1" https)/inject") || true
+  [ "$code" != 000 ] && [ "$code" != 404 ] || return 1
+  hooks=$("$KUBECTL" get mutatingwebhookconfigurations -l "istio.io/rev=$1" -o jsonpath='{range .items[*].webhooks[*]}{.name}={.clientConfig.caBundle}{"\n"}{end}') || return 1
+  [ -n "$hooks" ] && ! grep -q '=$' <<<"$hooks"
 }
 for rev in "${ISTIO_REVISIONS[@]}"; do
   wait_for "istiod-$rev (revision $rev, webhook on 127.0.0.1:$(istiod_port "$rev" https))" 120 webhook_ready "$rev"
