@@ -3,8 +3,9 @@
 # 10,000 pods in 500 namespaces (hack/bench/mkpods), beside the floor (only
 # reading the pods: kubectl get --raw /api/v1/pods) and kubectl get pods -A
 # -o json, in the same run. Prints wall time (median of RUNS) and peak RSS
-# of each, and the API requests why-injected makes. The cluster is brought
-# up if needed; the benchmark's namespaces are deleted at the end.
+# of each, and the API requests why-injected makes. BASELINE=path/to/an/older
+# kubectl-mesh measures that build too, in the same run (A/B). The cluster is
+# brought up if needed; the benchmark's namespaces are deleted at the end.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 NAMESPACES=${NAMESPACES:-500} PODS=${PODS:-20} RUNS=${RUNS:-5}
@@ -38,8 +39,13 @@ measure floor "kubectl get --raw /api/v1/pods (floor)" "$KUBECTL" get --raw /api
 measure kubectl "kubectl get pods -A -o json" "$KUBECTL" get pods -A -o json
 measure json "kubectl mesh why-injected -A -o json" "$MESH" why-injected -A -o json
 measure table "kubectl mesh why-injected -A (table)" "$MESH" why-injected -A
+if [ -n "${BASELINE:-}" ]; then
+  measure base-json "baseline why-injected -A -o json" "$BASELINE" why-injected -A -o json
+  measure base-table "baseline why-injected -A (table)" "$BASELINE" why-injected -A
+fi
 requests=$("$MESH" why-injected -A -o json -v=6 2>&1 >/dev/null | grep -c '"Response"' || true)
 echo "API requests of why-injected -A -o json: $requests"
-for k in json table kubectl; do
+keys="json table kubectl"; [ -z "${BASELINE:-}" ] || keys+=" base-json base-table"
+for k in $keys; do
   awk -v f="${WALL[floor]}" -v x="${WALL[$k]}" -v k="$k" 'BEGIN { printf "%s / floor: %.2fx\n", k, x / f }'
 done
