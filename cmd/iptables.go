@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -154,10 +153,8 @@ func (o *IptablesOptions) Complete(ctx context.Context) error {
 				return usageErrorf("--from-file - can be given once")
 			}
 			stdinUsed = true
-			b, err = io.ReadAll(o.In)
-		} else {
-			b, err = os.ReadFile(f)
 		}
+		b, err = readInput(f, o.In)
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, AllowNotRunning: o.Force})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")
+			return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}
 		}
 		return err
 	}

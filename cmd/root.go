@@ -22,6 +22,9 @@ const (
 	ExitError      = 1 // the command failed (cluster unreachable, object not found, …)
 	ExitUsage      = 2 // bad flags or arguments
 	ExitIncomplete = 3 // an answer was given, but part of it could not be determined
+	// ExitInterrupted is what a shell reports for a command ended by Ctrl-C
+	// (128 + SIGINT), as kubectl's own commands end.
+	ExitInterrupted = 130
 )
 
 // UsageError marks an error in how the command was called; it exits with ExitUsage.
@@ -29,6 +32,13 @@ type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
+
+// InterruptedError ends a command that was interrupted (Ctrl-C, SIGTERM)
+// after it cleaned up.
+type InterruptedError struct{ Err error }
+
+func (e *InterruptedError) Error() string { return e.Err.Error() }
+func (e *InterruptedError) Unwrap() error { return e.Err }
 
 // usageErrorf builds a UsageError.
 func usageErrorf(format string, a ...any) error {
@@ -117,7 +127,10 @@ func exitCode(err error, errOut io.Writer) int {
 	fmt.Fprintf(errOut, "error: %v\n", err)
 	var usage *UsageError
 	var incomplete *IncompleteError
+	var interrupted *InterruptedError
 	switch {
+	case errors.As(err, &interrupted):
+		return ExitInterrupted
 	case errors.As(err, &usage):
 		return ExitUsage
 	case errors.As(err, &incomplete):

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -382,11 +381,7 @@ func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*inject
 	for _, name := range o.Filenames {
 		var data []byte
 		var err error
-		if name == "-" {
-			data, err = io.ReadAll(o.In)
-		} else {
-			data, err = os.ReadFile(name)
-		}
+		data, err = readInput(name, o.In)
 		if err != nil {
 			return nil, err
 		}

@@ -26,7 +26,9 @@ measure() { # KEY NAME COMMAND… : median wall seconds and max peak RSS (MiB) o
   local key=$1 name=$2; shift 2
   local walls=() peak=0
   for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f '%e %M' -o /tmp/kmesh-bench.time "$@" > /dev/null 2>/dev/null || true
+    # A failed run is not a time: the benchmark stops.
+    /usr/bin/time -f '%e %M' -o /tmp/kmesh-bench.time "$@" > /dev/null 2>/tmp/kmesh-bench.err ||
+      die "$name failed: $(tail -3 /tmp/kmesh-bench.err)"
     read -r wall rss < /tmp/kmesh-bench.time
     walls+=("$wall"); [ "$rss" -gt "$peak" ] && peak=$rss
   done

@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// endless never ends, as /dev/zero or a pipe whose writer never closes.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '#'
+	}
+	return len(p), nil
+}
+
+// An endless standard input, or a file over the bound, is a usage error, read
+// in bounded memory; a file within it is read whole.
+func TestReadInputIsBounded(t *testing.T) {
+	_, err := readInput("-", endless{})
+	var usage *UsageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "64 MiB") {
+		t.Fatalf("endless stdin: %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(f, endless{}, maxInput+10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := readInput(big, nil); !errors.As(err, &usage) {
+		t.Errorf("a file over the bound: %v", err)
+	}
+	if b, err := readInput("-", bytes.NewReader([]byte("apiVersion: v1\n"))); err != nil || string(b) != "apiVersion: v1\n" {
+		t.Errorf("small stdin: %q %v", b, err)
+	}
+	if _, err := readInput(filepath.Join(t.TempDir(), "missing"), nil); err == nil || errors.As(err, &usage) {
+		t.Errorf("a missing file is an error, not a usage error: %v", err)
+	}
+	var out bytes.Buffer
+	if code := exitCode(&InterruptedError{Err: errors.New("interrupted")}, &out); code != 130 {
+		t.Errorf("interrupted: exit %d", code)
+	}
+}
