@@ -401,17 +401,21 @@ func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*inject
 			if u.GetKind() == "" || u.GetAPIVersion() == "" {
 				return nil, &UsageError{Err: fmt.Errorf("%s: document %d has no apiVersion or kind", name, doc)}
 			}
+			items := []*unstructured.Unstructured{&u}
 			if u.IsList() {
+				// kubectl get ns,deploy -o yaml: a List, its Namespaces included.
+				items = nil
 				_ = u.EachListItem(func(item runtime.Object) error {
-					objs = append(objs, item.(*unstructured.Unstructured).Object)
+					items = append(items, item.(*unstructured.Unstructured))
 					return nil
 				})
-				continue
 			}
-			if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
-				fileNamespaces[u.GetName()] = u.GetLabels()
+			for _, it := range items {
+				if it.GetKind() == "Namespace" && it.GetAPIVersion() == "v1" {
+					fileNamespaces[it.GetName()] = it.GetLabels()
+				}
+				objs = append(objs, it.Object)
 			}
-			objs = append(objs, obj)
 		}
 	}
 	var reports []*injection.InjectionReport

@@ -326,6 +326,27 @@ spec: {containers: [{name: app, image: kmesh.local/mesh-test:v1}]}
 			}
 		})
 	}
+	// The same Namespace and Deployment as `kubectl get ns,deploy -o yaml` prints them: one List.
+	list := fmt.Sprintf(`apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: %s, labels: {istio.io/rev: prod}}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: api, namespace: %s}
+  spec:
+    selector: {matchLabels: {app: api}}
+    template:
+      metadata: {labels: {app: api}}
+      spec: {containers: [{name: app, image: kmesh.local/mesh-test:v1}]}
+`, newNS, newNS)
+	r := mesh(t, c, list, "why-injected", "-f", "-", "-o", "json")
+	api := decode[reportDoc](t, r)
+	if r.code != 0 || !api.Expected || api.Revision != "canary" || !strings.Contains(factorSource(api.InjectionReport, "namespace label istio.io/rev"), "from the manifest") {
+		t.Errorf("a List's Namespace is not used: exit %d, %+v\n%s", r.code, api.InjectionReport, r.stderr)
+	}
 }
 
 func factorSource(r injection.InjectionReport, name string) string {
