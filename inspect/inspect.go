@@ -37,6 +37,8 @@ type Client struct {
 	// decode for large lists.
 	Kube, Proto kubernetes.Interface
 	requests    atomic.Int64
+	// PageSize overrides the const PageSize when set (tests).
+	PageSize int64
 }
 
 // New builds a Client from a REST config.
@@ -195,19 +197,30 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 // pod at once.)
 func (c *Client) EachPodPage(ctx context.Context, namespace, selector string, fn func([]corev1.Pod) error) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	done := make(chan struct{})
+	// The fetcher ends before this returns, whatever fn did: cancel it, then
+	// wait for it (it never blocks on a page nobody will take).
+	defer func() { cancel(); <-done }()
 	type page struct {
 		pods []corev1.Pod
 		err  error
 	}
+	limit := int64(PageSize)
+	if c.PageSize > 0 {
+		limit = c.PageSize
+	}
 	pages := make(chan page) // at most two pages in memory: one worked on, one fetched
 	go func() {
+		defer close(done)
 		defer close(pages)
-		opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
+		opts := metav1.ListOptions{LabelSelector: selector, Limit: limit}
 		for {
 			list, err := c.Proto.CoreV1().Pods(namespace).List(ctx, opts)
 			if err != nil {
-				pages <- page{err: err}
+				select {
+				case pages <- page{err: err}:
+				case <-ctx.Done():
+				}
 				return
 			}
 			select {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
 
@@ -528,5 +530,48 @@ func TestWhyInjectedWithoutIstio(t *testing.T) {
 	r := mesh(t, c, "", "why-injected", "-A")
 	if r.code != 1 || !strings.Contains(r.stderr, "no Istio sidecar injector in this cluster") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The page fetcher of a pod sweep ends when the consumer stops early: with
+// a page of one pod and three pods, a consumer that fails on the first page
+// gets its error back, and EachPodPage does not return before its fetcher
+// has ended. (Before, the fetcher's failed LIST of the next page blocked
+// forever on a page nobody took: a leaked goroutine; with the send left
+// unguarded, this test times out.)
+func TestEachPodPageStopsItsFetcher(t *testing.T) {
+	c := testcluster.Get(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "pages", nil)
+	for i := 0; i < 3; i++ {
+		p := appPod(fmt.Sprintf("p%d", i), nil, nil)
+		p.Spec.SchedulerName = "kmesh-unscheduled"
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, err := inspect.New(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.PageSize = 1
+	stop := errors.New("consumer stops")
+	for i := 0; i < 20; i++ {
+		done := make(chan error, 1)
+		go func() {
+			done <- client.EachPodPage(ctx, ns, "", func([]corev1.Pod) error { return stop })
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, stop) {
+				t.Fatalf("round %d: %v, want the consumer's error", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: EachPodPage did not return after its consumer stopped", i)
+		}
+	}
+	pages := 0
+	if err := client.EachPodPage(ctx, ns, "", func(p []corev1.Pod) error { pages++; return nil }); err != nil || pages != 3 {
+		t.Errorf("a full sweep: %d pages, %v", pages, err)
 	}
 }
