@@ -129,7 +129,9 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 		o.input.Dumps = append(o.input.Dumps, chosen)
 		backends = append(backends, fam+": "+backend)
 	}
-	podArgs, _, _, _ := capture.CaptureArgsFromPod(pod)
+	// The arguments the pod's rules were written from: they say whether it uses
+	// the native nftables mode, and what its rules are compared with.
+	podArgs, podEnv, podSource, podHasArgs := capture.CaptureArgsFromPod(pod)
 	native := false
 	for _, a := range podArgs {
 		native = native || a == "--native-nftables" || a == "--native-nftables=true"
@@ -185,8 +187,8 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 			}
 		}
 	}
-	if args, env, source, ok := capture.CaptureArgsFromPod(pod); ok {
-		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = args, env, source
+	if podHasArgs {
+		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = podArgs, podEnv, podSource
 	}
 	return nil
 }
