@@ -76,77 +76,27 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 			return nil, err
 		}
 		cfg.PodAddrs = in.PodIPs
-		native := cfg.NativeNftables
+		nativeDump := false
 		for _, d := range in.Dumps {
-			native = native || d.Backend == BackendNative
+			nativeDump = nativeDump || d.Backend == BackendNative
 		}
-		if native {
-			rep.Expected = in.ExpectFrom + " (Istio's native nftables mode)"
-			want4, want6, err := ExpectedNftRules(cfg, in.Nameservers)
-			var refusal *NftRefusal
-			switch {
-			case errors.As(err, &refusal):
-				rep.Notes = append(rep.Notes, refusal.Error()+": no rules are expected to load, so no drift is computed")
-			case err != nil:
-				return nil, err
-			default:
-				rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
-				dumps := in.Dumps
-				haveNative := false
-				for _, d := range dumps {
-					haveNative = haveNative || d.Backend == BackendNative
-				}
-				if !haveNative {
-					// Nothing was listed with nft: every rule of that mode is missing.
-					dumps = append(append([]*Ruleset(nil), dumps...),
-						&Ruleset{Family: "ipv4", Backend: BackendNative}, &Ruleset{Family: "ipv6", Backend: BackendNative})
-					rep.Notes = append(rep.Notes, "the arguments ask for Istio's native nftables mode, and no inet istio-proxy-* table was read")
-				}
-				// One inet table serves both families: a rule missing from both views
-				// is one missing rule.
-				seen := map[string]bool{}
-				addOnce := func(list *[]string, items []string) {
-					for _, it := range items {
-						if !seen[it] {
-							seen[it] = true
-							*list = append(*list, it)
-						}
-					}
-				}
-				for _, d := range dumps {
-					want := map[string][]*Rule{} // iptables tables: none in this mode
-					if d.Backend == BackendNative {
-						want = want4
-						if d.Family == "ipv6" {
-							want = want6
-						}
-					}
-					dr := CompareNftRules(d, want)
-					addOnce(&rep.Drift.Missing, dr.Missing)
-					addOnce(&rep.Drift.Extra, dr.Extra)
-					addOnce(&rep.Drift.Reordered, dr.Reordered)
-				}
-			}
-			in.ExpectArgs = nil
-		}
-	}
-	if in.ExpectArgs != nil {
-		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
-		if err != nil {
-			return nil, err
-		}
-		cfg.PodAddrs = in.PodIPs
-		rep.Expected = in.ExpectFrom
-		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
-		for _, d := range in.Dumps {
-			want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
-			dr, err := CompareRules(d, want)
-			if err != nil {
+		if cfg.NativeNftables || nativeDump {
+			if err := compareNative(rep, in, cfg, nativeDump); err != nil {
 				return nil, err
 			}
-			rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
-			rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
-			rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+		} else {
+			rep.Expected = in.ExpectFrom
+			rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+			for _, d := range in.Dumps {
+				want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
+				dr, err := CompareRules(d, want)
+				if err != nil {
+					return nil, err
+				}
+				rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+				rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+				rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+			}
 		}
 	}
 	for _, spec := range in.Traces {
@@ -166,4 +116,54 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		rep.Traces = append(rep.Traces, dump.Trace(p))
 	}
 	return rep, nil
+}
+
+// compareNative fills the report's drift for Istio's native nftables mode:
+// the listed inet tables against ExpectedNftRules, the iptables dumps against
+// nothing (that mode writes none). nativeDump tells whether any inet
+// istio-proxy-* table was read at all.
+func compareNative(rep *CaptureReport, in CaptureInput, cfg *CaptureConfig, nativeDump bool) error {
+	rep.Expected = in.ExpectFrom + " (Istio's native nftables mode)"
+	want4, want6, err := ExpectedNftRules(cfg, in.Nameservers)
+	var refusal *NftRefusal
+	switch {
+	case errors.As(err, &refusal):
+		rep.Notes = append(rep.Notes, refusal.Error()+": no rules are expected to load, so no drift is computed")
+		return nil
+	case err != nil:
+		return err
+	}
+	rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+	dumps := in.Dumps
+	if !nativeDump {
+		// Nothing was listed with nft: every rule of that mode is missing.
+		dumps = append(append([]*Ruleset(nil), dumps...),
+			&Ruleset{Family: "ipv4", Backend: BackendNative}, &Ruleset{Family: "ipv6", Backend: BackendNative})
+		rep.Notes = append(rep.Notes, "the arguments ask for Istio's native nftables mode, and no inet istio-proxy-* table was read")
+	}
+	// One inet table serves both families: a rule missing from both views
+	// is one missing rule.
+	seen := map[string]bool{}
+	addOnce := func(list *[]string, items []string) {
+		for _, it := range items {
+			if !seen[it] {
+				seen[it] = true
+				*list = append(*list, it)
+			}
+		}
+	}
+	for _, d := range dumps {
+		want := map[string][]*Rule{} // iptables tables: none in this mode
+		if d.Backend == BackendNative {
+			want = want4
+			if d.Family == "ipv6" {
+				want = want6
+			}
+		}
+		dr := CompareNftRules(d, want)
+		addOnce(&rep.Drift.Missing, dr.Missing)
+		addOnce(&rep.Drift.Extra, dr.Extra)
+		addOnce(&rep.Drift.Reordered, dr.Reordered)
+	}
+	return nil
 }

@@ -58,7 +58,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	var calls []webhookCall
 	var injecting *webhookCall
 	blocked := ""
-	// The annotations istiod refuses, when a revision is about to inject.
+	// The annotations istiod would refuse (the pod's own: the same for every
+	// revision), and those it refuses when a revision is about to inject.
+	badAnnotations := invalidAnnotations(w.Annotations)
 	var refused []annotationProblem
 	for _, e := range matched {
 		rev := revs[e.revision]
@@ -71,9 +73,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		if c.d.inject && e.backendIssue == "" {
 			// istiod checks the annotations before it picks the templates.
-			if p := invalidAnnotations(w.Annotations); len(p) > 0 && blocked == "" {
-				blocked = "istiod refuses the pod at admission: " + p[0].String()
-				refused = p
+			if len(badAnnotations) > 0 && blocked == "" {
+				blocked = "istiod refuses the pod at admission: " + badAnnotations[0].String()
+				refused = badAnnotations
 			}
 			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
 				blocked = "istiod rejects the pod: " + tf.Source
@@ -240,7 +242,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			r.Factors = append(r.Factors, tf)
 		}
 		if c.d.inject && c.e.backendIssue == "" {
-			for _, af := range annotationFactors(w, invalidAnnotations(w.Annotations)) {
+			for _, af := range annotationFactors(w, badAnnotations) {
 				af.Factor = prefix + af.Factor
 				r.Factors = append(r.Factors, af)
 			}
