@@ -36,7 +36,7 @@ func golden(t *testing.T, name string, got []byte) {
 func sampleReports() []*injection.InjectionReport {
 	yes, no := true, false
 	return []*injection.InjectionReport{
-		{Kind: "Pod", Namespace: "shop", Name: "backend-6bc5-x", Mesh: "istio", Injected: &yes, Expected: true, Revision: "default",
+		{Kind: "Pod", Namespace: "shop", Name: "backend-6bc5-x", Mesh: "istio", Injected: &yes, Expected: &yes, Revision: "default",
 			Webhook: "istio-sidecar-injector/namespace.sidecar-injector.istio.io", Reason: "injected",
 			Factors: []injection.Factor{
 				{Factor: "namespace label istio-injection", Value: `"enabled"`, Effect: injection.EffectInject, Source: "Namespace shop"},
@@ -46,9 +46,12 @@ func sampleReports() []*injection.InjectionReport {
 				{Factor: "sidecar kind", Value: "classic", Effect: injection.EffectInfoOnly, Source: "ENABLE_NATIVE_SIDECARS=auto and every node must run kubelet 1.33 or newer: node-old v1.32.13 (below 1.33)"},
 			},
 			Verdict: "Injected by revision default."},
-		{Kind: "Pod", Namespace: "legacy", Name: "billing-7c77-y", Mesh: "istio", Injected: &no, Expected: true, Revision: "default", Mismatch: true,
+		{Kind: "Pod", Namespace: "legacy", Name: "billing-7c77-y", Mesh: "istio", Injected: &no, Expected: &yes, Revision: "default", Mismatch: &yes,
 			Reason: "created before injection was enabled: restart", Fix: "kubectl rollout restart deployment/billing -n legacy"},
-		{Kind: "Pod", Namespace: "plain", Name: "evil\x1b[31m-pod", Mesh: "istio", Injected: &no, Reason: "no Istio webhook matches"},
+		{Kind: "Pod", Namespace: "plain", Name: "evil\x1b[31m-pod", Mesh: "istio", Injected: &no, Expected: &no, Mismatch: &no, Reason: "no Istio webhook matches"},
+		{Kind: "Pod", Namespace: "locked", Name: "api-5d-z", Mesh: "istio", Injected: &yes, Revision: "default",
+			Reason: "injected; unknown whether it would be now: needs list mutatingwebhookconfigurations.admissionregistration.k8s.io",
+			Needs:  []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io"}},
 	}
 }
 

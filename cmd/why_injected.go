@@ -150,7 +150,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	sweep, list := false, true
 	switch {
 	case len(o.Filenames) > 0:
-		reports, err = o.fromFiles(facts)
+		reports, err = o.fromFiles(ctx, facts)
 		list = len(reports) != 1
 	case len(o.Args) > 0:
 		reports, err = o.fromArgs(ctx, facts)
@@ -182,6 +182,8 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 	ns := o.namespace
 	if o.AllNamespaces {
 		ns = ""
+	} else if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
+		return nil, err
 	} else if !inspect.NamespaceExists(facts, ns) {
 		return nil, fmt.Errorf("namespace %q not found", ns)
 	}
@@ -191,6 +193,11 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 	}
 	var reports []*injection.InjectionReport
 	err = o.client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
+		if ns == "" && facts.Unknown[injection.FactNamespaces] != "" || facts.NamespacesByGet {
+			if err := o.client.ResolveNamespaces(ctx, facts, podNamespaces(pods)...); err != nil {
+				return err
+			}
+		}
 		for i := range pods {
 			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
 			if o.Output == "" {
@@ -206,9 +213,26 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		return nil, explainAPIError(err, "list pods")
 	}
 	if o.Selector == "" {
-		reports = append(reports, o.blockedOwners(facts, events)...)
+		owners, err := o.blockedOwners(ctx, facts, events)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, owners...)
 	}
 	return reports, nil
+}
+
+// podNamespaces lists the distinct namespaces of pods, in order of appearance.
+func podNamespaces(pods []corev1.Pod) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range pods {
+		if ns := pods[i].Namespace; !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // compactFactors keeps the factors that decided something; a sweep's JSON
@@ -225,13 +249,18 @@ func compactFactors(fs []injection.Factor) []injection.Factor {
 
 // blockedOwners reports workloads whose pods the apiserver refuses to create
 // because of an Istio webhook (FailedCreate events): they have no pod to list.
-func (o *WhyInjectedOptions) blockedOwners(facts *injection.ClusterFacts, events map[string][]corev1.Event) []*injection.InjectionReport {
+func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection.ClusterFacts, events map[string][]corev1.Event) ([]*injection.InjectionReport, error) {
 	var out []*injection.InjectionReport
 	keys := make([]string, 0, len(events))
+	var namespaces []string
 	for k := range events {
 		keys = append(keys, k)
+		namespaces = append(namespaces, strings.SplitN(k, "/", 2)[0])
 	}
 	sort.Strings(keys)
+	if err := o.client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
+		return nil, err
+	}
 	for _, k := range keys {
 		evs := events[k]
 		if !strings.Contains(evs[0].Message, "sidecar-injector.istio.io") {
@@ -243,7 +272,7 @@ func (o *WhyInjectedOptions) blockedOwners(facts *injection.ClusterFacts, events
 		r.Factors = compactFactors(r.Factors)
 		out = append(out, r)
 	}
-	return out
+	return out, nil
 }
 
 func explainAPIError(err error, what string) error {
@@ -261,6 +290,9 @@ func (o *WhyInjectedOptions) fromArgs(ctx context.Context, facts *injection.Clus
 	}
 	var reports []*injection.InjectionReport
 	for _, info := range infos {
+		if err := o.client.ResolveNamespaces(ctx, facts, info.Namespace); err != nil {
+			return nil, err
+		}
 		u, ok := info.Object.(*unstructured.Unstructured)
 		if !ok {
 			return nil, fmt.Errorf("unexpected object %T", info.Object)
@@ -375,7 +407,7 @@ func describe(content map[string]any) string {
 }
 
 // fromFiles explains manifests before they are applied.
-func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
+func (o *WhyInjectedOptions) fromFiles(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	var objs []map[string]any
 	fileNamespaces := map[string]map[string]string{}
 	for _, name := range o.Filenames {
@@ -418,6 +450,16 @@ func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*inject
 			}
 		}
 	}
+	var namespaces []string
+	for _, obj := range objs {
+		u := unstructured.Unstructured{Object: obj}
+		if ns := u.GetNamespace(); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if err := o.client.ResolveNamespaces(ctx, facts, append(namespaces, o.namespace)...); err != nil {
+		return nil, err
+	}
 	var reports []*injection.InjectionReport
 	skipped := 0
 	for _, obj := range objs {
@@ -445,7 +487,7 @@ func (o *WhyInjectedOptions) fromFiles(facts *injection.ClusterFacts) ([]*inject
 				source = injection.NamespaceMissing
 			}
 		}
-		rs, err := o.explainObject(context.Background(), facts, obj, ns, source, labels, false)
+		rs, err := o.explainObject(ctx, facts, obj, ns, source, labels, false)
 		if err != nil {
 			return nil, err
 		}

@@ -53,6 +53,10 @@ func printFactorTable(p *printer, r *injection.InjectionReport) {
 	}
 	p.table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
 	fmt.Fprintf(p.out, "\n%s %s\n", p.bold("Verdict:"), escape(r.Verdict))
+	if len(r.Needs) > 0 {
+		fmt.Fprintf(p.out, "%s   %s\n", p.bold("Needs:"), escape(strings.Join(r.Needs, "; ")))
+		fmt.Fprintf(p.out, "         %s\n", escape(canIHint(r.Needs)))
+	}
 	if r.Fix != "" {
 		lines := strings.Split(r.Fix, "\n")
 		fmt.Fprintf(p.out, "%s     %s\n", p.bold("Fix:"), escape(lines[0]))
@@ -73,16 +77,25 @@ func printFactorTable(p *printer, r *injection.InjectionReport) {
 func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) {
 	injection.SortReports(reports)
 	rows := make([][]string, 0, len(reports))
-	var fixes []string
-	seen := map[string]bool{}
+	var fixes, needs []string
+	seen, seenNeed := map[string]bool{}, map[string]bool{}
 	for _, r := range reports {
-		expected := r.Expected
+		for _, n := range r.Needs {
+			if !seenNeed[n] {
+				seenNeed[n] = true
+				needs = append(needs, n)
+			}
+		}
+		expected := p.yesNo(r.Expected)
+		if r.Expected == nil {
+			expected = p.effect(injection.EffectUnknown)
+		}
 		name := r.Name
 		if r.Kind != "Pod" {
 			name = strings.ToLower(r.Kind) + "/" + r.Name
 		}
 		reason := r.Reason
-		if r.Mismatch || r.CreationBlocked {
+		if r.IsMismatch() || r.CreationBlocked {
 			reason = p.effect(injection.EffectWarning) + ": " + escape(reason)
 			if r.Fix != "" && !seen[r.Fix] {
 				seen[r.Fix] = true
@@ -91,17 +104,28 @@ func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injec
 		} else {
 			reason = escape(reason)
 		}
-		rows = append(rows, []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), p.yesNo(&expected), escape(dash(r.Revision)), reason})
+		rows = append(rows, []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason})
 	}
 	p.table([]string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}, rows)
 	if facts != nil {
 		fmt.Fprintln(p.out)
 		var srows [][]string
 		for _, s := range injection.Summarize(facts, reports) {
-			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), fmt.Sprint(s.Expected),
+			exp := fmt.Sprint(s.Expected)
+			if s.Unknown > 0 {
+				exp += fmt.Sprintf(" (+%d unknown)", s.Unknown)
+			}
+			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), exp,
 				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
 		}
 		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
+	}
+	if len(needs) > 0 {
+		fmt.Fprintf(p.out, "\n%s %s\n", p.bold("Unknown:"), "whether some pods would be injected if re-created; it needs permission to:")
+		for _, n := range needs {
+			fmt.Fprintf(p.out, "  %s\n", escape(n))
+		}
+		fmt.Fprintf(p.out, "  %s\n", escape(canIHint(needs)))
 	}
 	if len(fixes) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
@@ -109,4 +133,21 @@ func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injec
 			fmt.Fprintf(p.out, "  %s\n", escape(strings.ReplaceAll(f, "\n", "\n  ")))
 		}
 	}
+}
+
+// canIHint is the command that checks the first missing permission.
+func canIHint(needs []string) string {
+	f := strings.Fields(needs[0])
+	if len(f) < 2 {
+		return ""
+	}
+	cmd := "(check: kubectl auth can-i " + f[0] + " " + f[1]
+	rest := strings.Join(f[2:], " ")
+	switch {
+	case strings.HasPrefix(rest, "in namespace "):
+		cmd += " -n " + strings.Fields(strings.TrimPrefix(rest, "in namespace "))[0]
+	case strings.Contains(rest, "all namespaces"):
+		cmd += " -A"
+	}
+	return cmd + ")"
 }

@@ -39,6 +39,8 @@ type Client struct {
 	requests    atomic.Int64
 	// PageSize overrides the const PageSize when set (tests).
 	PageSize int64
+	// nsForbidden are namespaces a GET was refused for (asked once).
+	nsForbidden map[string]bool
 }
 
 // New builds a Client from a REST config.
@@ -304,19 +306,73 @@ func PodWorkload(p *corev1.Pod, f *injection.ClusterFacts) *injection.Workload {
 		Labels: p.Labels, Annotations: p.Annotations, Spec: p.Spec, Pod: p,
 		NamespaceSource: injection.NamespaceFromCluster, Owner: OwnerOf(p),
 	}
-	if _, ok := f.Namespaces[p.Namespace]; !ok && f.Unknown[injection.FactNamespaces] == "" {
+	if !NamespaceExists(f, p.Namespace) {
 		w.NamespaceSource = injection.NamespaceMissing
 	}
 	return w
 }
 
-// NamespaceExists reports whether the facts know namespace ns (true when namespaces are unknown).
+// NamespaceExists reports whether the facts know namespace ns (true when
+// namespaces are unknown: an unknown namespace is not a missing one).
 func NamespaceExists(f *injection.ClusterFacts, ns string) bool {
-	if _, unknown := f.Unknown[injection.FactNamespaces]; unknown {
+	if _, ok := f.Namespaces[ns]; ok {
 		return true
 	}
-	_, ok := f.Namespaces[ns]
-	return ok
+	if f.NamespacesAbsent[ns] {
+		return false
+	}
+	_, unknown := f.Unknown[injection.FactNamespaces]
+	return unknown
+}
+
+// ResolveNamespaces falls back to one GET per namespace named when listing
+// namespaces was forbidden (a namespace-scoped user may often get their own
+// namespace). Each namespace read becomes known, each one found missing is
+// recorded absent; when all of them are settled the namespaces are no longer
+// an unknown fact for this answer. Nothing is done when the list worked.
+func (c *Client) ResolveNamespaces(ctx context.Context, f *injection.ClusterFacts, names ...string) error {
+	_, unknown := f.Unknown[injection.FactNamespaces]
+	if !unknown && !f.NamespacesByGet {
+		return nil
+	}
+	f.NamespacesByGet = true
+	var forbidden []string
+	for _, name := range names {
+		if _, ok := f.Namespaces[name]; ok || f.NamespacesAbsent[name] || name == "" {
+			continue
+		}
+		if c.nsForbidden[name] {
+			forbidden = append(forbidden, name)
+			continue
+		}
+		ns, err := c.Proto.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			f.Namespaces[name] = ns
+		case apierrors.IsNotFound(err):
+			if f.NamespacesAbsent == nil {
+				f.NamespacesAbsent = map[string]bool{}
+			}
+			f.NamespacesAbsent[name] = true
+		case apierrors.IsForbidden(err):
+			if c.nsForbidden == nil {
+				c.nsForbidden = map[string]bool{}
+			}
+			c.nsForbidden[name] = true
+			forbidden = append(forbidden, name)
+		default:
+			return err
+		}
+	}
+	switch {
+	case len(forbidden) > 0:
+		f.Unknown[injection.FactNamespaces] = "forbidden: the user may not get namespaces/" + forbidden[0] + " (or list namespaces)"
+	case len(c.nsForbidden) > 0 && unknown:
+		// An earlier call could not read some namespace: still unknown.
+	default:
+		delete(f.Unknown, injection.FactNamespaces)
+	}
+	return nil
 }
 
 // ErrNoMesh is returned when no supported mesh's injector is installed.

@@ -39,16 +39,35 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if _, ok := nsLabels[metadataNameLabel]; !ok {
 		nsLabels[metadataNameLabel] = w.Namespace
 	}
-	if why, unknown := f.Unknown[FactNamespaces]; unknown && w.NamespaceSource == NamespaceFromCluster {
+	// The facts the verdict cannot be decided without, when they could not
+	// be read: an unknown fact never counts as "absent".
+	var undecided []string
+	need := func(why string) {
+		for _, u := range undecided {
+			if u == why {
+				return
+			}
+		}
+		undecided = append(undecided, why)
+	}
+	nsKnown := true
+	if why, unknown := f.Unknown[FactNamespaces]; unknown && w.NamespaceSource == NamespaceFromCluster && f.Namespaces[w.Namespace] == nil {
+		nsKnown = false
 		add("namespace labels", "unknown", EffectUnknown, why)
 	}
+	if why, unknown := f.Unknown[FactWebhooks]; unknown {
+		need(why)
+	}
 
-	evals := evaluateWebhooks(f, nsLabels, w.Labels)
+	evals := evaluateWebhooks(f, nsLabels, w.Labels, nsKnown)
 	revs := istioModelOf(f).revisions
 	var matched []*webhookEval
 	for _, e := range evals {
 		if e.matches() {
 			matched = append(matched, e)
+		}
+		if e.mayMatch() {
+			need(f.Unknown[FactNamespaces])
 		}
 	}
 
@@ -65,9 +84,18 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	for _, e := range matched {
 		rev := revs[e.revision]
 		if rev == nil {
-			rev = &istioRevision{name: e.revision, configMap: "(not found)", config: istioInjectorConfig{Policy: "enabled"}}
+			rev = &istioRevision{name: e.revision, configMap: "(not found)", config: istioInjectorConfig{Policy: "enabled"},
+				configUnknown: f.Unknown[FactConfigMaps]}
 		}
 		c := webhookCall{e: e, rev: rev, d: injectRequired(rev, w)}
+		if c.d.unknown != "" {
+			need(c.d.unknown)
+		}
+		if e.backendUnknown != "" && (e.failClosed || c.d.inject || c.d.unknown != "") {
+			// Whether istiod can be reached decides: a failing call blocks
+			// the pod (failurePolicy Fail) or skips injection (Ignore).
+			need(e.backendUnknown)
+		}
 		if e.backendIssue != "" && e.failClosed && blocked == "" {
 			blocked = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue)
 		}
@@ -100,33 +128,38 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		return nil
 	}
-	if v, ok := nsLabels[istioInjectionLabel]; !ok {
-		add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
-	} else if v == "enabled" {
-		if e := hasSelector("istio-injection in (enabled)", false); e != nil {
-			add("namespace label istio-injection", quote(v), EffectInject, nsSource+"; selects webhook "+e.fullName())
+	nsRows := func() {
+		if v, ok := nsLabels[istioInjectionLabel]; !ok {
+			add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
+		} else if v == "enabled" {
+			if e := hasSelector("istio-injection in (enabled)", false); e != nil {
+				add("namespace label istio-injection", quote(v), EffectInject, nsSource+"; selects webhook "+e.fullName())
+			} else {
+				add("namespace label istio-injection", quote(v), EffectWarning, nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
+			}
 		} else {
-			add("namespace label istio-injection", quote(v), EffectWarning, nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
+			add("namespace label istio-injection", quote(v), EffectBlocks, nsSource+"; every Istio webhook needs it absent or \"enabled\"")
 		}
-	} else {
-		add("namespace label istio-injection", quote(v), EffectBlocks, nsSource+"; every Istio webhook needs it absent or \"enabled\"")
-	}
-	if v, ok := nsLabels[istioRevLabel]; !ok {
-		add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
-	} else if _, both := nsLabels[istioInjectionLabel]; both {
-		add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
-		r.Warnings = append(r.Warnings, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
-	} else if e := hasSelector("istio.io/rev in", false); e != nil {
-		via := "revision " + e.revision
-		if e.tag != "" {
-			via = "tag " + e.tag + " → revision " + e.revision
+		if v, ok := nsLabels[istioRevLabel]; !ok {
+			add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
+		} else if _, both := nsLabels[istioInjectionLabel]; both {
+			add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
+			r.Warnings = append(r.Warnings, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
+		} else if e := hasSelector("istio.io/rev in", false); e != nil {
+			via := "revision " + e.revision
+			if e.tag != "" {
+				via = "tag " + e.tag + " → revision " + e.revision
+			}
+			add("namespace label istio.io/rev", quote(v), EffectInject, nsSource+"; "+via+" (webhook "+e.fullName()+")")
+		} else {
+			add("namespace label istio.io/rev", quote(v), EffectWarning, nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
 		}
-		add("namespace label istio.io/rev", quote(v), EffectInject, nsSource+"; "+via+" (webhook "+e.fullName()+")")
-	} else {
-		add("namespace label istio.io/rev", quote(v), EffectWarning, nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
+		if v, ok := nsLabels[istioDataplaneLabel]; ok {
+			add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
+		}
 	}
-	if v, ok := nsLabels[istioDataplaneLabel]; ok {
-		add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
+	if nsKnown {
+		nsRows()
 	}
 
 	// Pod labels the webhook selectors read; the annotation they cannot see.
@@ -160,7 +193,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 
 	// Every Istio webhook.
 	if why, unknown := f.Unknown[FactWebhooks]; unknown {
-		add("mutating webhooks", "unknown", EffectUnknown, why)
+		add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver calls)")
 	}
 	for _, e := range evals {
 		src := "MutatingWebhookConfiguration " + e.config + ", revision " + e.revision
@@ -169,6 +202,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		var value string
 		switch {
+		case e.nsUnknown && e.objMatch:
+			value = "pod matches " + quote(e.objSelector) + "; the namespace's labels (unknown) decide: namespaceSelector " + quote(e.nsSelector)
+		case e.nsUnknown:
+			value = "pod does not match " + quote(e.objSelector)
 		case e.nsMatch && e.objMatch:
 			value = "namespace and pod match"
 		case !e.nsMatch && !e.objMatch:
@@ -184,6 +221,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			value = "deactivated (istio.io/deactivated selector: never matches)"
 		case !e.rulesMatch:
 			value = "its rules do not cover pod CREATE"
+		case e.mayMatch():
+			effect = EffectUnknown
 		case e.matches() && e.conditions:
 			effect = EffectUnknown
 			value += "; has matchConditions (CEL), not evaluated here"
@@ -311,18 +350,27 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 	}
 
-	// Outcome.
+	// Outcome. A known block decides whatever else is unknown.
 	if blocked != "" {
 		r.CreationBlocked = true
 	}
-	r.Expected = injecting != nil && blocked == ""
+	if blocked == "" && len(undecided) > 0 {
+		r.Ambient = ambient && !st.injected
+		if st.injected {
+			r.Revision = st.revision
+		}
+		unknownVerdict(r, w, st, undecided)
+		return r
+	}
+	r.Expected = boolp(injecting != nil && blocked == "")
+	r.Mismatch = boolp(false)
 	if injecting != nil {
 		r.Revision = injecting.rev.name
 		r.Webhook = injecting.e.fullName()
 	} else if st.injected {
 		r.Revision = st.revision
 	}
-	if ambient && r.Expected {
+	if ambient && r.IsExpected() {
 		r.Warnings = append(r.Warnings, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
 		ambient = false
 	}

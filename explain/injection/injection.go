@@ -36,6 +36,12 @@ type ClusterFacts struct {
 	Webhooks []admissionregistrationv1.MutatingWebhookConfiguration
 	// Namespaces present in the cluster, by name.
 	Namespaces map[string]*corev1.Namespace
+	// NamespacesAbsent are namespaces a GET found missing, when listing
+	// namespaces was forbidden and only the ones needed were read one by one.
+	NamespacesAbsent map[string]bool
+	// NamespacesByGet is set when the namespaces were read one by one (the
+	// list was forbidden): only the namespaces a command needed are known.
+	NamespacesByGet bool
 	// ConfigMaps that may be mesh injector configurations, by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
 	// Services that webhooks call, by "namespace/name".
@@ -115,8 +121,9 @@ type InjectionReport struct {
 	Mesh      string `json:"mesh"`
 	// Injected is what happened (a live pod); null for a template.
 	Injected *bool `json:"injected"`
-	// Expected is whether it would be injected if created now.
-	Expected bool `json:"expected"`
+	// Expected is whether it would be injected if created now; null when a
+	// fact it depends on could not be read (see Needs).
+	Expected *bool `json:"expected"`
 	// Revision is the mesh revision that would inject it (or did, when not expected).
 	Revision string `json:"revision"`
 	// InjectedRevision is the revision that injected the live pod.
@@ -135,12 +142,23 @@ type InjectionReport struct {
 	// Reason is the verdict in a few words, for one-row-per-pod tables.
 	Reason string `json:"reason"`
 	Fix    string `json:"fix"`
-	// Mismatch is set when a live pod's state differs from what it would get now.
-	Mismatch bool     `json:"mismatch"`
+	// Mismatch is set when a live pod's state differs from what it would get
+	// now; null when that is unknown.
+	Mismatch *bool    `json:"mismatch"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Needs, when the verdict is unknown, names each permission (verb,
+	// resource, scope) that would settle it, e.g.
+	// "list mutatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)".
+	Needs []string `json:"needs,omitempty"`
 	// Incomplete names the facts that could not be read; the verdict may be wrong.
 	Incomplete []string `json:"incomplete,omitempty"`
 }
+
+// IsMismatch reports a known mismatch (false when there is none or it is unknown).
+func (r *InjectionReport) IsMismatch() bool { return r.Mismatch != nil && *r.Mismatch }
+
+// IsExpected reports a known expectation of injection (false when not expected or unknown).
+func (r *InjectionReport) IsExpected() bool { return r.Expected != nil && *r.Expected }
 
 // Mesh is one service mesh's injection model. Istio implements it; another
 // mesh fits by implementing it too.
@@ -157,11 +175,14 @@ type Mesh interface {
 
 // NamespaceSummary counts a namespace's pods for the many-pods view.
 type NamespaceSummary struct {
-	Namespace   string `json:"namespace"`
-	Pods        int    `json:"pods"`
-	Injected    int    `json:"injected"`
-	Expected    int    `json:"expected"`
-	Mismatched  int    `json:"mismatched"`
+	Namespace  string `json:"namespace"`
+	Pods       int    `json:"pods"`
+	Injected   int    `json:"injected"`
+	Expected   int    `json:"expected"`
+	Mismatched int    `json:"mismatched"`
+	// Unknown counts pods whose expected state could not be decided; they
+	// count in neither Expected nor Mismatched.
+	Unknown     int    `json:"unknown"`
 	Labels      string `json:"labels"`
 	Revision    string `json:"revision,omitempty"`
 	Description string `json:"description"`
@@ -172,12 +193,14 @@ type NamespaceSummary struct {
 func SortReports(rs []*InjectionReport) {
 	rank := func(r *InjectionReport) int {
 		switch {
-		case r.Mismatch || r.CreationBlocked:
+		case r.IsMismatch() || r.CreationBlocked:
 			return 0
-		case r.Injected != nil && !*r.Injected && !r.Ambient:
+		case r.Expected == nil:
 			return 1
-		default:
+		case r.Injected != nil && !*r.Injected && !r.Ambient:
 			return 2
+		default:
+			return 3
 		}
 	}
 	sort.SliceStable(rs, func(i, j int) bool {
@@ -207,10 +230,13 @@ func Summarize(f *ClusterFacts, rs []*InjectionReport) []NamespaceSummary {
 		if r.Injected != nil && *r.Injected {
 			s.Injected++
 		}
-		if r.Expected {
+		switch {
+		case r.Expected == nil:
+			s.Unknown++
+		case *r.Expected:
 			s.Expected++
 		}
-		if r.Mismatch {
+		if r.IsMismatch() {
 			s.Mismatched++
 		}
 	}
@@ -222,8 +248,13 @@ func Summarize(f *ClusterFacts, rs []*InjectionReport) []NamespaceSummary {
 			s.Labels = injectionLabels(ns.Labels)
 		}
 		switch {
+		case s.Mismatched > 0 && s.Unknown > 0:
+			s.Description = pluralize(s.Mismatched, "pod differs", "pods differ") + " from what it would get if re-created; " +
+				pluralize(s.Unknown, "pod", "pods") + " unknown"
 		case s.Mismatched > 0:
 			s.Description = pluralize(s.Mismatched, "pod differs", "pods differ") + " from what it would get if re-created"
+		case s.Unknown > 0:
+			s.Description = "unknown whether " + pluralize(s.Unknown, "pod", "pods") + " would be injected if re-created"
 		case s.Injected == s.Pods:
 			s.Description = "all injected"
 		case s.Injected == 0 && s.Expected == 0:

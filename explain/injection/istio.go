@@ -77,6 +77,9 @@ type istioRevision struct {
 	err           error
 	// policyGuessed: the config could not be read, its policy is assumed.
 	policyGuessed bool
+	// configUnknown, when set, says why the revision's configuration could
+	// not be read at all (the user may not read its ConfigMap).
+	configUnknown string
 }
 
 type istioInjectorConfig struct {
@@ -201,11 +204,21 @@ type webhookEval struct {
 	backend      string // where it sends the pod
 	backendIssue string // "" when the backend looks fine or cannot be checked
 	backendNote  string
+	// backendUnknown says why the backend's readiness could not be read.
+	backendUnknown string
+	// nsUnknown: the namespace's labels could not be read and the
+	// namespaceSelector needs them, so nsMatch means nothing.
+	nsUnknown bool
 }
 
 func (w *webhookEval) fullName() string { return w.config + "/" + w.name }
 func (w *webhookEval) matches() bool {
-	return !w.deactivated && w.rulesMatch && w.nsMatch && w.objMatch
+	return !w.deactivated && w.rulesMatch && w.nsMatch && w.objMatch && !w.nsUnknown
+}
+
+// mayMatch: whether it matches depends on namespace labels that could not be read.
+func (w *webhookEval) mayMatch() bool {
+	return !w.deactivated && w.rulesMatch && w.objMatch && w.nsUnknown
 }
 
 func selectorString(s *metav1.LabelSelector) (labels.Selector, string) {
@@ -303,13 +316,16 @@ func istioModelOf(f *ClusterFacts) *istioModel {
 
 // evaluateWebhooks evaluates every Istio webhook against a namespace's and a
 // pod's labels, in the order the apiserver calls them (configurations by
-// name, webhooks in order).
-func evaluateWebhooks(f *ClusterFacts, nsLabels, podLabels map[string]string) []*webhookEval {
+// name, webhooks in order). nsKnown false: the namespace's labels could not be
+// read, and a webhook whose namespaceSelector needs them matches or not
+// depending on them.
+func evaluateWebhooks(f *ClusterFacts, nsLabels, podLabels map[string]string, nsKnown bool) []*webhookEval {
 	m := istioModelOf(f)
 	out := make([]*webhookEval, len(m.webhooks))
 	for i := range m.webhooks {
 		e := m.webhooks[i].webhookEval
 		e.nsMatch = m.webhooks[i].nsSel.Matches(labels.Set(nsLabels))
+		e.nsUnknown = !nsKnown && !m.webhooks[i].nsSel.Empty()
 		e.objMatch = m.webhooks[i].objSel.Matches(labels.Set(podLabels))
 		out[i] = &e
 	}
@@ -329,7 +345,7 @@ func checkBackend(f *ClusterFacts, e *webhookEval, cc admissionregistrationv1.We
 	key := cc.Service.Namespace + "/" + cc.Service.Name
 	e.backend = "service " + key
 	if why, unknown := f.Unknown[FactServices]; unknown {
-		e.backendNote = "unknown: " + why
+		e.backendNote, e.backendUnknown = "unknown: "+why, why
 		return
 	}
 	if f.Services[key] == nil {
@@ -337,7 +353,7 @@ func checkBackend(f *ClusterFacts, e *webhookEval, cc admissionregistrationv1.We
 		return
 	}
 	if why, unknown := f.Unknown[FactEndpointSlices]; unknown {
-		e.backendNote = "unknown: " + why
+		e.backendNote, e.backendUnknown = "unknown: "+why, why
 		return
 	}
 	ready := 0
@@ -387,14 +403,16 @@ type istioDecision struct {
 	inject  bool
 	reason  string
 	factors []Factor
+	// unknown, when set, says why the decision could not be made: the
+	// configuration it depends on could not be read.
+	unknown string
 }
 
 // injectRequired replays istiod's own checks (pkg/kube/inject injectRequired)
 // for revision r, in its order: hostNetwork, ignored namespaces, the pod's
 // sidecar.istio.io/inject (label over annotation, parsed per version), the
 // never/always selectors, the policy.
-func injectRequired(r *istioRevision, w *Workload) istioDecision {
-	d := istioDecision{}
+func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
 	src := "ConfigMap " + r.configMap
 	add := func(factor, value, effect, source string) {
 		d.factors = append(d.factors, Factor{Factor: factor, Value: value, Effect: effect, Source: source})
@@ -434,6 +452,23 @@ func injectRequired(r *istioRevision, w *Workload) istioDecision {
 		rule += " (version " + r.version + " from " + r.versionSource + ")"
 	}
 	useDefault, inject := true, false
+	defer func() {
+		// Only an explicit "no" from the pod is decided without the
+		// configuration: everything else reads the policy or the selectors.
+		if r.configUnknown != "" && (useDefault || inject) {
+			d.inject, d.reason, d.unknown = false, "", r.configUnknown
+			kept := d.factors[:0]
+			for _, f := range d.factors {
+				switch f.Factor {
+				case "policy", "neverInjectSelector", "alwaysInjectSelector":
+				default:
+					kept = append(kept, f)
+				}
+			}
+			d.factors = append(kept, Factor{Factor: "injector configuration", Value: "unknown", Effect: EffectUnknown,
+				Source: "policy, neverInjectSelector and alwaysInjectSelector of revision " + quote(r.name) + ": " + r.configUnknown})
+		}
+	}()
 	if present {
 		switch {
 		case strict && value == "true":

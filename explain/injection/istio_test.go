@@ -1,6 +1,7 @@
 package injection
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,10 +150,17 @@ type want struct {
 	sidecar  string
 }
 
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "null"
+	}
+	return fmt.Sprint(*b)
+}
+
 func check(t *testing.T, r *InjectionReport, w want) {
 	t.Helper()
-	if r.Expected != w.expected {
-		t.Errorf("expected = %v, want %v (verdict: %s)", r.Expected, w.expected, r.Verdict)
+	if r.Expected == nil || *r.Expected != w.expected {
+		t.Errorf("expected = %v, want %v (verdict: %s)", fmtBool(r.Expected), w.expected, r.Verdict)
 	}
 	if w.revision != "" && r.Revision != w.revision {
 		t.Errorf("revision = %q, want %q", r.Revision, w.revision)
@@ -411,7 +419,7 @@ func TestIstioLivePods(t *testing.T) {
 		f, w := livePod("shop", map[string]string{"istio-injection": "enabled"}, `{"revision":"default"}`, "docker.io/istio/proxyv2:1.28.1", true)
 		r := m.Explain(f, w)
 		check(t, r, want{expected: true, revision: "default", webhook: whDefaultNS, verdict: "Injected by revision default", sidecar: "native"})
-		if r.Injected == nil || !*r.Injected || r.Mismatch {
+		if r.Injected == nil || !*r.Injected || r.IsMismatch() {
 			t.Errorf("injected %v mismatch %v", r.Injected, r.Mismatch)
 		}
 		if f := factor(r, "istio-proxy"); f == nil || !strings.HasPrefix(f.Value, "native sidecar") {
@@ -422,7 +430,7 @@ func TestIstioLivePods(t *testing.T) {
 		f, w := livePod("legacy", map[string]string{"istio-injection": "enabled"}, "", "", false)
 		r := m.Explain(f, w)
 		check(t, r, want{expected: true, revision: "default", webhook: whDefaultNS, verdict: "would be if re-created", fix: "kubectl rollout restart deployment/web -n legacy"})
-		if !r.Mismatch || r.Reason != "created before injection was enabled: restart" {
+		if !r.IsMismatch() || r.Reason != "created before injection was enabled: restart" {
 			t.Errorf("mismatch %v reason %q", r.Mismatch, r.Reason)
 		}
 	})
@@ -430,7 +438,7 @@ func TestIstioLivePods(t *testing.T) {
 		f, w := livePod("shop", map[string]string{"istio-injection": "disabled"}, `{"revision":"default"}`, "docker.io/istio/proxyv2:1.28.1", false)
 		r := m.Explain(f, w)
 		check(t, r, want{verdict: "would not be now", fix: "kubectl rollout restart deployment/web -n shop"})
-		if !r.Mismatch {
+		if !r.IsMismatch() {
 			t.Error("no mismatch")
 		}
 	})
@@ -438,7 +446,7 @@ func TestIstioLivePods(t *testing.T) {
 		f, w := livePod("shop", map[string]string{"istio-injection": "enabled"}, `{"revision":"canary"}`, "docker.io/istio/proxyv2:1.26.3", false)
 		r := m.Explain(f, w)
 		check(t, r, want{expected: true, revision: "default", webhook: whDefaultNS, verdict: "Injected by revision canary, but", fix: "rollout restart", sidecar: "native"})
-		if r.InjectedRevision != "canary" || !r.Mismatch {
+		if r.InjectedRevision != "canary" || !r.IsMismatch() {
 			t.Errorf("injectedRevision %q mismatch %v", r.InjectedRevision, r.Mismatch)
 		}
 	})
@@ -454,7 +462,7 @@ func TestIstioLivePods(t *testing.T) {
 		w.Pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 		r := m.Explain(f, w)
 		check(t, r, want{ambient: true, verdict: "ambient mode"})
-		if r.Mismatch {
+		if r.IsMismatch() {
 			t.Error("ambient pod reported as mismatch")
 		}
 	})
@@ -480,8 +488,16 @@ func TestIstioUnknownFacts(t *testing.T) {
 	if fac := factor(r, "injector ConfigMap"); fac == nil || fac.Effect != EffectUnknown {
 		t.Errorf("injector ConfigMap factor %+v", fac)
 	}
-	if !r.Expected {
-		t.Errorf("with the policy unknown the webhook match still predicts injection")
+	// The webhook matches, but whether istiod injects depends on the policy
+	// it could not read: unknown, never "no", and no fix built on it.
+	if r.Expected != nil || r.Mismatch != nil || r.Fix != "" || len(r.Needs) != 1 || r.Needs[0] != "list configmaps" ||
+		!strings.Contains(r.Verdict, "Unknown whether") {
+		t.Errorf("policy unknown: expected %s mismatch %s fix %q needs %q verdict %q", fmtBool(r.Expected), fmtBool(r.Mismatch), r.Fix, r.Needs, r.Verdict)
+	}
+	for _, fac := range r.Factors {
+		if fac.Factor == "policy" {
+			t.Errorf("a policy row with a value the user could not read: %+v", fac)
+		}
 	}
 }
 
@@ -497,17 +513,17 @@ func TestIstioFileNamespace(t *testing.T) {
 	}
 	w.NamespaceSource, w.NamespaceLabels = NamespaceMissing, nil
 	r = Istio{}.Explain(f, w)
-	if r.Expected || !strings.Contains(factor(r, "namespace label istio-injection").Source, "does not exist") {
-		t.Errorf("missing namespace: expected %v factors %+v", r.Expected, r.Factors)
+	if r.IsExpected() || !strings.Contains(factor(r, "namespace label istio-injection").Source, "does not exist") {
+		t.Errorf("missing namespace: expected %v factors %+v", fmtBool(r.Expected), r.Factors)
 	}
 }
 
 func TestSortAndSummary(t *testing.T) {
 	yes, no := true, false
 	rs := []*InjectionReport{
-		{Namespace: "b", Name: "ok", Injected: &yes, Expected: true},
-		{Namespace: "a", Name: "plain", Injected: &no},
-		{Namespace: "b", Name: "stale", Injected: &no, Expected: true, Mismatch: true},
+		{Namespace: "b", Name: "ok", Injected: &yes, Expected: &yes, Mismatch: &no},
+		{Namespace: "a", Name: "plain", Injected: &no, Expected: &no, Mismatch: &no},
+		{Namespace: "b", Name: "stale", Injected: &no, Expected: &yes, Mismatch: &yes},
 	}
 	SortReports(rs)
 	if rs[0].Name != "stale" || rs[1].Name != "plain" || rs[2].Name != "ok" {
@@ -619,5 +635,102 @@ func TestNativeSidecarDefaultByIstioVersion(t *testing.T) {
 		if r.Sidecar != tc.sidecar || k == nil || !strings.Contains(k.Source, tc.why) {
 			t.Errorf("tag %s: sidecar %q, row %+v; want %s with %q", tc.tag, r.Sidecar, k, tc.sidecar, tc.why)
 		}
+	}
+}
+
+// TestIstioUnknownIsNotNo: a fact that could not be read never counts as
+// absent. The verdict is unknown exactly when the outcome depends on it; it is
+// decided when the known facts settle it anyway; no fix is built on an unknown.
+func TestIstioUnknownIsNotNo(t *testing.T) {
+	enabled := map[string]string{"istio-injection": "enabled"}
+	cases := []struct {
+		name  string
+		setup func() (*ClusterFacts, *Workload)
+		// expected: "unknown", "yes" or "no"
+		expected string
+		needs    string // the one permission named, when unknown
+		verdict  string
+	}{
+		{"namespace labels unreadable", func() (*ClusterFacts, *Workload) {
+			f := meshFacts()
+			f.Unknown[FactNamespaces] = "forbidden: the user may not list namespaces"
+			return f, template("shop", nil, nil)
+		}, "unknown", "list namespaces", "Unknown whether pods created from this template"},
+		{"namespace labels unreadable, but every webhook's objectSelector excludes the pod", func() (*ClusterFacts, *Workload) {
+			f := meshFacts()
+			f.Unknown[FactNamespaces] = "forbidden: the user may not list namespaces"
+			return f, template("shop", map[string]string{"sidecar.istio.io/inject": "false"}, nil)
+		}, "no", "", "will not be injected"},
+		{"namespace list forbidden, the namespace itself read (get)", func() (*ClusterFacts, *Workload) {
+			f := withNamespace(meshFacts(), "shop", enabled)
+			f.Unknown[FactNamespaces] = "forbidden: the user may not list namespaces"
+			return f, template("shop", nil, nil)
+		}, "yes", "", "will be injected"},
+		{"webhooks unreadable: the injected pod's past is known, its future is not", func() (*ClusterFacts, *Workload) {
+			f, w := livePod("shop", enabled, `{"revision":"default"}`, "docker.io/istio/proxyv2:1.28.1", true)
+			f.Webhooks = nil
+			f.Unknown[FactWebhooks] = "forbidden: the user may not list mutatingwebhookconfigurations.admissionregistration.k8s.io"
+			return f, w
+		}, "unknown", "list mutatingwebhookconfigurations.admissionregistration.k8s.io", "Injected by revision default when it was created"},
+		{"webhooks unreadable, pod not injected", func() (*ClusterFacts, *Workload) {
+			f, w := livePod("shop", enabled, "", "", false)
+			f.Webhooks = nil
+			f.Unknown[FactWebhooks] = "forbidden: the user may not list mutatingwebhookconfigurations.admissionregistration.k8s.io"
+			return f, w
+		}, "unknown", "list mutatingwebhookconfigurations.admissionregistration.k8s.io", "Not injected; whether it would be"},
+		{"istiod's endpoints unreadable (failurePolicy Fail: the call decides)", func() (*ClusterFacts, *Workload) {
+			f := withNamespace(meshFacts(), "shop", enabled)
+			f.EndpointSlices = map[string][]discoveryv1.EndpointSlice{}
+			f.Unknown[FactEndpointSlices] = "forbidden: the user may not list endpointslices.discovery.k8s.io in namespace istio-system"
+			return f, template("shop", nil, nil)
+		}, "unknown", "list endpointslices.discovery.k8s.io in namespace istio-system", "Unknown whether"},
+		{"injector config unreadable, the pod's annotation says no", func() (*ClusterFacts, *Workload) {
+			f := withNamespace(meshFacts(), "shop", enabled)
+			f.ConfigMaps = map[string]*corev1.ConfigMap{}
+			f.Unknown[FactConfigMaps] = "forbidden: the user may not list configmaps (all namespaces)"
+			return f, template("shop", nil, map[string]string{"sidecar.istio.io/inject": "false"})
+		}, "no", "", "will not be injected"},
+		{"injector config unreadable, the pod's label asks for injection (a policy could still refuse)", func() (*ClusterFacts, *Workload) {
+			f := withNamespace(meshFacts(), "shop", enabled)
+			f.ConfigMaps = map[string]*corev1.ConfigMap{}
+			f.Unknown[FactConfigMaps] = "forbidden: the user may not list configmaps (all namespaces)"
+			return f, template("shop", map[string]string{"sidecar.istio.io/inject": "true"}, nil)
+		}, "unknown", "list configmaps (all namespaces)", "Unknown whether"},
+	}
+	checked := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, w := tc.setup()
+			r := Istio{}.Explain(f, w)
+			got := "unknown"
+			if r.Expected != nil {
+				got = map[bool]string{true: "yes", false: "no"}[*r.Expected]
+			}
+			if got != tc.expected || !strings.Contains(r.Verdict, tc.verdict) {
+				t.Fatalf("expected %s, want %s; verdict %q (want %q)", got, tc.expected, r.Verdict, tc.verdict)
+			}
+			if tc.expected != "unknown" {
+				if len(r.Needs) != 0 || r.Mismatch == nil {
+					t.Errorf("decided, yet needs %q mismatch %s", r.Needs, fmtBool(r.Mismatch))
+				}
+				return
+			}
+			if r.Mismatch != nil || r.Fix != "" || r.Sidecar != "" || len(r.Needs) != 1 || r.Needs[0] != tc.needs {
+				t.Errorf("unknown: mismatch %s fix %q sidecar %q needs %q (want %q)", fmtBool(r.Mismatch), r.Fix, r.Sidecar, r.Needs, tc.needs)
+			}
+			// No row shows a value for what could not be read.
+			for _, fac := range r.Factors {
+				if strings.HasPrefix(fac.Factor, "namespace label ") && f.Unknown[FactNamespaces] != "" && f.Namespaces[w.Namespace] == nil {
+					t.Errorf("row %q = %q although the namespace's labels are unknown", fac.Factor, fac.Value)
+				}
+				if fac.Factor == "policy" && f.Unknown[FactConfigMaps] != "" {
+					t.Errorf("row policy = %q although the configuration is unknown", fac.Value)
+				}
+			}
+			checked++
+		})
+	}
+	if checked != 5 {
+		t.Errorf("%d unknown cases checked, want 5", checked)
 	}
 }

@@ -23,16 +23,17 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Pods cannot be created: " + blocked + "."
 		r.Reason = "pod creation rejected by a webhook"
 		r.Fix = backendFix(evals)
-		r.Mismatch = w.Pod != nil
+		r.Mismatch = boolp(w.Pod != nil)
 		return
-	case r.Ambient && !r.Expected:
+	case r.Ambient && !r.IsExpected():
 		r.Verdict = "No sidecar: the pod is in ambient mode (istio.io/dataplane-mode=ambient); ztunnel captures its traffic, no sidecar is expected."
 		r.Reason = "ambient mode"
 		return
 	}
 
+	expected := r.IsExpected()
 	if w.Pod == nil {
-		if r.Expected {
+		if expected {
 			r.Verdict = "Pods created from this template will be injected by " + by + "."
 			r.Reason = "will be injected"
 			return
@@ -45,16 +46,16 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 
 	restart := restartCommand(w)
 	switch {
-	case st.injected && r.Expected && (st.revision == "" || st.revision == r.Revision):
+	case st.injected && expected && (st.revision == "" || st.revision == r.Revision):
 		r.Verdict = "Injected by " + by + "; re-created now, it would be injected the same way."
 		r.Reason = "injected"
-	case st.injected && r.Expected:
-		r.Mismatch = true
+	case st.injected && expected:
+		r.Mismatch = boolp(true)
 		r.Verdict = fmt.Sprintf("Injected by revision %s, but re-created now it would be injected by %s.", st.revision, by)
 		r.Reason = fmt.Sprintf("injected by %s; %s would inject it now: restart", st.revision, r.Revision)
 		r.Fix = restart
 	case st.injected:
-		r.Mismatch = true
+		r.Mismatch = boolp(true)
 		rev := ""
 		if st.revision != "" {
 			rev = " (revision " + st.revision + ")"
@@ -62,8 +63,8 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Injected" + rev + " when it was created, but it would not be now: " + whyNot + "."
 		r.Reason = "injected; would not be now: restart to remove the sidecar"
 		r.Fix = restart
-	case r.Expected:
-		r.Mismatch = true
+	case expected:
+		r.Mismatch = boolp(true)
 		r.Verdict = "Not injected, but it would be if re-created now, by " + by + ": it was created before injection was enabled for it (or while the injector skipped or could not reach it)."
 		r.Reason = "created before injection was enabled: restart"
 		r.Fix = restart
@@ -213,4 +214,43 @@ func backendFix(evals []*webhookEval) string {
 		}
 	}
 	return ""
+}
+
+func boolp(b bool) *bool { return &b }
+
+// unknownVerdict says what is known of w when a fact that decides whether it
+// would be injected could not be read: what happened to a live pod (its own
+// status), that the rest is unknown and why, and which permissions would
+// settle it. No fix: none can be built on an unknown.
+func unknownVerdict(r *InjectionReport, w *Workload, st istioStatus, undecided []string) {
+	r.Expected, r.Mismatch, r.Sidecar, r.Webhook, r.Fix = nil, nil, "", "", ""
+	for _, u := range undecided {
+		r.Needs = append(r.Needs, permissionOf(u))
+	}
+	why := strings.Join(undecided, "; ")
+	short := "needs " + r.Needs[0]
+	if len(r.Needs) > 1 {
+		short += fmt.Sprintf(" (and %d more)", len(r.Needs)-1)
+	}
+	switch {
+	case w.Pod == nil:
+		r.Verdict = "Unknown whether pods created from this template will be injected: " + why + "."
+		r.Reason = "unknown: " + short
+	case st.injected:
+		rev := ""
+		if st.revision != "" {
+			rev = " by revision " + st.revision
+		}
+		r.Verdict = "Injected" + rev + " when it was created (the pod says so); whether it would be injected if re-created now is unknown: " + why + "."
+		r.Reason = "injected; unknown whether it would be now: " + short
+	default:
+		r.Verdict = "Not injected; whether it would be if re-created now is unknown: " + why + "."
+		r.Reason = "not injected; unknown whether it would be now: " + short
+	}
+}
+
+// permissionOf turns the reason a fact is unknown into the permission that
+// would settle it ("forbidden: the user may not list nodes" → "list nodes").
+func permissionOf(why string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(why, "forbidden: the user may not "), "forbidden: ")
 }

@@ -117,9 +117,9 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 				}
 				_ = json.Unmarshal([]byte(raw), &st)
 				switch {
-				case injected != predicted.Expected:
+				case predicted.Expected == nil || injected != *predicted.Expected:
 					t.Errorf("%s: injected=%v (revision %q), why-injected predicted expected=%v via %q: %s",
-						combo, injected, st.Revision, predicted.Expected, predicted.Webhook, predicted.Verdict)
+						combo, injected, st.Revision, fmtBool(predicted.Expected), predicted.Webhook, predicted.Verdict)
 				case injected && st.Revision != predicted.Revision:
 					t.Errorf("%s: injected by revision %q, predicted %q (webhook %s)", combo, st.Revision, predicted.Revision, predicted.Webhook)
 				case injected && kindOfStatus(st.InitContainers) != predicted.Sidecar:
@@ -261,8 +261,8 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 			_, injected := created.Annotations["sidecar.istio.io/status"]
 			// The pod that opts out is excluded by the webhook's selector before
 			// istiod sees it; the others reach istiod, which skips the namespace.
-			if injected || predicted.Expected || v.name != "label-false" && !strings.Contains(predicted.Verdict, "never injects") {
-				t.Errorf("namespace %s (istio-injection=enabled), pod %s: injected %v, predicted %v: %s", name, v.name, injected, predicted.Expected, predicted.Verdict)
+			if injected || predicted.Expected == nil || *predicted.Expected || v.name != "label-false" && !strings.Contains(predicted.Verdict, "never injects") {
+				t.Errorf("namespace %s (istio-injection=enabled), pod %s: injected %v, predicted %v: %s", name, v.name, injected, fmtBool(predicted.Expected), predicted.Verdict)
 			}
 			ignored++
 		}
@@ -289,3 +289,14 @@ func kindOfStatus(inits []string) string {
 	}
 	return "classic"
 }
+
+// fmtBool prints a tri-state: true, false or null (unknown).
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "null"
+	}
+	return fmt.Sprint(*b)
+}
+
+// isFalse reports a known false (not true, not unknown).
+func isFalse(b *bool) bool { return b != nil && !*b }

@@ -238,7 +238,7 @@ func TestTrafficAnnotationFailures(t *testing.T) {
 	}
 	r := mesh(t, c, "", "why-injected", "-f", manifest, "-o", "json")
 	d := decode[reportDoc](t, r)
-	if d.Kind != "InjectionReport" || !d.CreationBlocked || d.Expected || !strings.Contains(d.Verdict, "istiod refuses the pod at admission") ||
+	if d.Kind != "InjectionReport" || !d.CreationBlocked || !isFalse(d.Expected) || !strings.Contains(d.Verdict, "istiod refuses the pod at admission") ||
 		!strings.Contains(d.Fix, "traffic.sidecar.istio.io/excludeOutboundIPRanges") {
 		t.Errorf("why-injected -f for the refused pod: exit %d, blocked %v, verdict %q, fix %q", r.code, d.CreationBlocked, d.Verdict, d.Fix)
 	}

@@ -152,7 +152,7 @@ func TestWhyInjectedTargets(t *testing.T) {
 		if r.code != 0 || d.Kind != "InjectionReport" || d.APIVersion != "kubectl-mesh.io/v1alpha1" {
 			t.Fatalf("exit %d kind %q apiVersion %q", r.code, d.Kind, d.APIVersion)
 		}
-		if d.Injected == nil || !*d.Injected || !d.Expected || d.Revision != "default" || d.Mismatch ||
+		if d.Injected == nil || !*d.Injected || !d.IsExpected() || d.Revision != "default" || !isFalse(d.Mismatch) ||
 			d.Webhook != "istio-sidecar-injector/namespace.sidecar-injector.istio.io" || d.Sidecar != "native" || len(d.Factors) < 10 {
 			t.Errorf("report %+v", d.InjectionReport)
 		}
@@ -185,12 +185,12 @@ func TestWhyInjectedTargets(t *testing.T) {
 				t.Fatalf("exit %d, %d items, want the template and %d pods\n%s", r.code, len(d.Items), tc.pods, r.stderr)
 			}
 			tmpl := d.Items[0]
-			if tmpl.Kind != tc.kind || tmpl.Injected != nil || tmpl.Expected != tc.expected {
-				t.Errorf("template: kind %q injected %v expected %v: %s", tmpl.Kind, tmpl.Injected, tmpl.Expected, tmpl.Verdict)
+			if tmpl.Kind != tc.kind || tmpl.Injected != nil || tmpl.Expected == nil || *tmpl.Expected != tc.expected {
+				t.Errorf("template: kind %q injected %v expected %s: %s", tmpl.Kind, tmpl.Injected, fmtBool(tmpl.Expected), tmpl.Verdict)
 			}
 			for _, p := range d.Items[1:] {
-				if p.Kind != "Pod" || p.Injected == nil || *p.Injected != tc.expected || p.Mismatch {
-					t.Errorf("pod %s: injected %v expected %v mismatch %v", p.Name, p.Injected, p.Expected, p.Mismatch)
+				if p.Kind != "Pod" || p.Injected == nil || *p.Injected != tc.expected || !isFalse(p.Mismatch) {
+					t.Errorf("pod %s: injected %v expected %s mismatch %s", p.Name, p.Injected, fmtBool(p.Expected), fmtBool(p.Mismatch))
 				}
 			}
 		})
@@ -261,8 +261,8 @@ func TestWhyInjectedCreatedBeforeLabel(t *testing.T) {
 	}
 	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "-n", ns, "-o", "json"))
 	for _, it := range d.Items {
-		if !it.Mismatch || it.Expected != true || *it.Injected || it.Fix != "kubectl rollout restart deployment/web -n "+ns {
-			t.Errorf("%s: mismatch %v expected %v injected %v fix %q", it.Name, it.Mismatch, it.Expected, *it.Injected, it.Fix)
+		if !it.IsMismatch() || !it.IsExpected() || *it.Injected || it.Fix != "kubectl rollout restart deployment/web -n "+ns {
+			t.Errorf("%s: mismatch %s expected %s injected %v fix %q", it.Name, fmtBool(it.Mismatch), fmtBool(it.Expected), *it.Injected, it.Fix)
 		}
 	}
 	r := mesh(t, c, "", "why-injected", "-n", ns)
@@ -316,14 +316,14 @@ spec: {containers: [{name: app, image: kmesh.local/mesh-test:v1}]}
 				t.Fatalf("exit %d, %d items (Service skipped)\n%s", r.code, len(d.Items), r.stderr)
 			}
 			api, solo, nowhere := d.Items[0], d.Items[1], d.Items[2]
-			if !api.Expected || api.Revision != "canary" || api.Webhook != "istio-revision-tag-prod/rev.namespace.sidecar-injector.istio.io" ||
+			if !api.IsExpected() || api.Revision != "canary" || api.Webhook != "istio-revision-tag-prod/rev.namespace.sidecar-injector.istio.io" ||
 				!strings.Contains(factorSource(api, "namespace label istio.io/rev"), "from the manifest") {
 				t.Errorf("api (namespace only in the file): %+v", api)
 			}
-			if !solo.Expected || solo.Revision != "canary" || strings.Contains(factorSource(solo, "namespace label istio.io/rev"), "manifest") {
+			if !solo.IsExpected() || solo.Revision != "canary" || strings.Contains(factorSource(solo, "namespace label istio.io/rev"), "manifest") {
 				t.Errorf("solo (namespace in the cluster): %+v", solo)
 			}
-			if nowhere.Expected || !strings.Contains(factorSource(nowhere, "namespace label istio-injection"), "does not exist") {
+			if !isFalse(nowhere.Expected) || !strings.Contains(factorSource(nowhere, "namespace label istio-injection"), "does not exist") {
 				t.Errorf("nowhere (namespace nowhere): %+v", nowhere)
 			}
 		})
@@ -346,7 +346,7 @@ items:
 `, newNS, newNS)
 	r := mesh(t, c, list, "why-injected", "-f", "-", "-o", "json")
 	api := decode[reportDoc](t, r)
-	if r.code != 0 || !api.Expected || api.Revision != "canary" || !strings.Contains(factorSource(api.InjectionReport, "namespace label istio.io/rev"), "from the manifest") {
+	if r.code != 0 || !api.IsExpected() || api.Revision != "canary" || !strings.Contains(factorSource(api.InjectionReport, "namespace label istio.io/rev"), "from the manifest") {
 		t.Errorf("a List's Namespace is not used: exit %d, %+v\n%s", r.code, api.InjectionReport, r.stderr)
 	}
 }
@@ -410,9 +410,9 @@ webhooks:
 		t.Fatalf("%d items, want only the template (no pod exists)", len(d.Items))
 	}
 	tmpl := d.Items[0]
-	if !tmpl.CreationBlocked || tmpl.Expected || !strings.Contains(tmpl.Verdict, "has no ready endpoints") ||
+	if !tmpl.CreationBlocked || !isFalse(tmpl.Expected) || !strings.Contains(tmpl.Verdict, "has no ready endpoints") ||
 		!strings.Contains(tmpl.Fix, "kubectl get endpointslices -n "+ns+" -l kubernetes.io/service-name=istiod-broken") {
-		t.Errorf("template: blocked %v expected %v verdict %q fix %q", tmpl.CreationBlocked, tmpl.Expected, tmpl.Verdict, tmpl.Fix)
+		t.Errorf("template: blocked %v expected %s verdict %q fix %q", tmpl.CreationBlocked, fmtBool(tmpl.Expected), tmpl.Verdict, tmpl.Fix)
 	}
 	if src := factorSource(tmpl, "event FailedCreate"); !strings.Contains(src, "ReplicaSet web-") {
 		t.Errorf("no FailedCreate factor from the ReplicaSet: %+v", tmpl.Factors)
