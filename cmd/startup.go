@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
@@ -135,12 +137,16 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		podName = pods[0].Name
 	}
 	events, err := o.client.PodEvents(ctx, evNS, podName)
-	var notes []string
+	var incomplete []string
 	if err != nil {
 		if !apierrors.IsForbidden(err) {
 			return err
 		}
-		notes = append(notes, "events unavailable: forbidden: the user may not list events")
+		scope := "(all namespaces)"
+		if evNS != "" {
+			scope = "in namespace " + evNS
+		}
+		incomplete = append(incomplete, "events: forbidden: the user may not list events "+scope)
 	}
 	now := o.now()
 	reports := make([]*startup.StartupReport, 0, len(pods))
@@ -157,9 +163,26 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		if p.Spec.NodeName == "" {
 			r.Notes = append(r.Notes, "not scheduled yet: no container has been created (see the events for why)")
 		}
-		r.Notes = append(r.Notes, notes...)
+		r.Incomplete = append(r.Incomplete, incomplete...)
+		for _, c := range append(append([]startup.ContainerStartup(nil), r.InitContainers...), r.Containers...) {
+			if c.Log != nil && c.Log.Unavailable != "" {
+				r.Incomplete = append(r.Incomplete, "log of "+c.Name+": "+c.Log.Unavailable)
+			}
+		}
 		reports = append(reports, r)
 	}
+	if err := o.print(single, detail, reports); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if len(r.Incomplete) > 0 {
+			return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(r.Incomplete, "; "))}
+		}
+	}
+	return nil
+}
+
+func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupReport) error {
 	if o.Output != "" {
 		if single {
 			return printStructured(o.Out, o.Output, StartupReportDoc{APIVersion: ReportAPIVersion, Kind: "StartupReport", StartupReport: reports[0]})
@@ -177,6 +200,15 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	printStartupRows(p, reports)
+	seen := map[string]bool{}
+	for _, r := range reports {
+		for _, u := range r.Incomplete {
+			if !seen[u] {
+				seen[u] = true
+				fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
+			}
+		}
+	}
 	return nil
 }
 

@@ -126,6 +126,9 @@ func printStartup(p *printer, r *startup.StartupReport) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(p.out, "\nnote: %s\n", escape(n))
 	}
+	for _, u := range r.Incomplete {
+		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
+	}
 }
 
 // printTimeline draws one bar per container on a common time axis: '#' a

@@ -453,11 +453,15 @@ func (o *WhyInjectedOptions) fromFiles(ctx context.Context, facts *injection.Clu
 	var namespaces []string
 	for _, obj := range objs {
 		u := unstructured.Unstructured{Object: obj}
-		if ns := u.GetNamespace(); ns != "" {
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = o.namespace
+		}
+		if _, inFile := fileNamespaces[ns]; !inFile {
 			namespaces = append(namespaces, ns)
 		}
 	}
-	if err := o.client.ResolveNamespaces(ctx, facts, append(namespaces, o.namespace)...); err != nil {
+	if err := o.client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
 		return nil, err
 	}
 	var reports []*injection.InjectionReport

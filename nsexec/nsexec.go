@@ -7,6 +7,7 @@ package nsexec
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -16,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -185,16 +188,21 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
 	}}
-	patched := p.DeepCopy()
-	patched.Spec.EphemeralContainers = append(patched.Spec.EphemeralContainers, ec)
-	if _, err := r.Client.CoreV1().Pods(p.Namespace).UpdateEphemeralContainers(ctx, p.Name, patched, metav1.UpdateOptions{}); err != nil {
+	// A strategic-merge patch of the pods/ephemeralcontainers subresource,
+	// as kubectl debug sends: the permission checked above is the one used,
+	// and whoever may run kubectl debug may run this.
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers"); err != nil {
 		switch {
 		case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "ephemeralcontainers"):
 			return nil, fmt.Errorf("this cluster does not serve pods/ephemeralcontainers (ephemeral containers disabled?): use --via node")
 		case strings.Contains(err.Error(), "PodSecurity"):
 			return nil, fmt.Errorf("the namespace's PodSecurity policy refuses a debug container with NET_ADMIN and NET_RAW: %v\nuse --via node (a privileged pod on the node, created in --node-namespace)", err)
 		case apierrors.IsForbidden(err):
-			return nil, fmt.Errorf("adding the debug container was refused: %v", err)
+			return nil, &PermissionError{Msg: fmt.Sprintf("not allowed to patch pods/ephemeralcontainers in namespace %q: adding the debug container was refused: %v", p.Namespace, err)}
 		}
 		return nil, fmt.Errorf("adding the debug container: %w", err)
 	}
@@ -292,18 +300,36 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 				Command: []string{"/bin/sh", "-c", cmd}, SecurityContext: &corev1.SecurityContext{Privileged: &yes, RunAsUser: &zero}}},
 		},
 	}
-	if _, err := r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		if strings.Contains(err.Error(), "PodSecurity") {
-			return nil, fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, err)
-		}
-		return nil, fmt.Errorf("creating the node pod: %w", err)
-	}
-	// Always delete it: on success, on error, and when interrupted.
+	// Always delete it, by name: on success, on error, and when interrupted
+	// even while its creation is in flight (registered before the create).
+	// When the create's outcome is unknown (the request was cut off), the
+	// pod may still appear: look for it a little longer before giving up.
+	var createErr error
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		_ = r.Client.CoreV1().Pods(ns).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		pods := r.Client.CoreV1().Pods(ns)
+		uncertain := createErr != nil && !apierrors.IsAlreadyExists(createErr) && apierrors.ReasonForError(createErr) == metav1.StatusReasonUnknown
+		if createErr != nil && !uncertain {
+			return // refused by the apiserver: nothing was created
+		}
+		err := pods.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if !uncertain || !apierrors.IsNotFound(err) {
+			return
+		}
+		_ = wait.PollUntilContextTimeout(dctx, 200*time.Millisecond, 3*time.Second, false, func(ctx context.Context) (bool, error) {
+			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err == nil {
+				return true, nil
+			}
+			return false, nil
+		})
 	}()
+	if _, createErr = r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); createErr != nil {
+		if strings.Contains(createErr.Error(), "PodSecurity") {
+			return nil, fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, createErr)
+		}
+		return nil, fmt.Errorf("creating the node pod: %w", createErr)
+	}
 	out, err := r.waitAndRead(ctx, ns, name, "dump", false, req.Timeout+time.Duration(seconds)*time.Second)
 	if err != nil {
 		return nil, err

@@ -191,6 +191,22 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 	}
 
+	// Without the webhooks, what a label does to webhook selection is
+	// unknown: the rows keep the label's value, not a guess at its effect.
+	if why, unknown := f.Unknown[FactWebhooks]; unknown {
+		for i := range r.Factors {
+			fac := &r.Factors[i]
+			switch fac.Factor {
+			case "namespace label istio-injection", "namespace label istio.io/rev", "pod label sidecar.istio.io/inject", "pod label istio.io/rev":
+				src := fac.Source
+				if j := strings.Index(src, "; "); j >= 0 {
+					src = src[:j]
+				}
+				fac.Effect, fac.Source = EffectUnknown, src+"; which Istio webhook it selects is unknown: "+why
+			}
+		}
+	}
+
 	// Every Istio webhook.
 	if why, unknown := f.Unknown[FactWebhooks]; unknown {
 		add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver calls)")

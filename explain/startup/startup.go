@@ -118,6 +118,9 @@ type StartupReport struct {
 	// OrderVerdict says in a few words whether the order is safe.
 	OrderVerdict string   `json:"orderVerdict"`
 	Notes        []string `json:"notes,omitempty"`
+	// Incomplete names what could not be read (events, logs) and the
+	// permission it needs: the report says nothing about those.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {

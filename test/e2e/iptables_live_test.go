@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"net"
 	"os"
 	"os/exec"
@@ -247,6 +248,70 @@ func TestIptablesLiveInterrupted(t *testing.T) {
 	}); err != nil {
 		noNodePods(t, c)
 	}
+}
+
+// Ctrl-C at random moments of 20 runs: before the node pod is asked for,
+// while its creation is in flight, while it starts and while it works. Every
+// run exits 130 (or 0 when it had finished), and no node pod is left behind.
+// (The random delay before the signal is what the test varies, not a wait.)
+func TestIptablesLiveInterruptedAtRandom(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-rand", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, appPod("web", nil, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
+	bin := meshBinary(t, c)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	const runs = 20
+	codes := map[int]int{}
+	for i := 0; i < runs; i++ {
+		cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "iptables", "web", "-n", ns, "--via", "node", "--interval", "2s", "-o", "json")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		delay := time.Duration(rng.Int63n(int64(2500 * time.Millisecond)))
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(delay):
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			<-exited
+		}
+		code := cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+			// The signal came before the process had set up its handler (its
+			// first milliseconds): it ended as any program does, before it
+			// could create anything.
+			code = 128 + int(syscall.SIGINT)
+		}
+		codes[code]++
+		if code != 130 && code != 0 {
+			t.Errorf("run %d, Ctrl-C after %v: exit %d: %s", i, delay, code, stderr.String())
+		}
+	}
+	// Deletion is asked before each process exits: wait until the pods are gone.
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
+		if err != nil {
+			return false, nil
+		}
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, p.Namespace+"/"+p.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("node pods left behind after %d interrupted runs: %v", runs, left)
+	}
+	testreport.Count(t, "%d runs of iptables --via node interrupted at random moments (exit codes %v), 0 node pods left", runs, codes)
 }
 
 // Istio's native nftables mode in a real pod: Istio's own istio-iptables
