@@ -101,7 +101,9 @@ var matrixRoles = []matrixRole{
 	{"mesh operator without configmaps", func(t *testing.T, c *testcluster.Cluster, ns, user string) {
 		bindCluster(t, c, user, "", operatorRules("configmaps"))
 	}},
-	{"cluster admin (cluster-admin)", func(t *testing.T, c *testcluster.Cluster, ns, user string) { bindCluster(t, c, user, "cluster-admin", nil) }},
+	{"cluster admin (cluster-admin)", func(t *testing.T, c *testcluster.Cluster, ns, user string) {
+		bindCluster(t, c, user, "cluster-admin", nil)
+	}},
 }
 
 // TestPermissionMatrix runs every command as six realistic users, from a
