@@ -274,7 +274,12 @@ func (o *IptablesOptions) Run() error {
 	rep.Live = o.liveInfo()
 	switch o.Output {
 	case outputRaw:
+		// The dumps as read; on a terminal, their control characters escaped.
+		tty := isTerminal(o.Out)
 		for _, b := range o.raw {
+			if tty {
+				b = []byte(escapeLines(string(b)))
+			}
 			if _, err := o.Out.Write(b); err != nil {
 				return err
 			}
@@ -283,6 +288,7 @@ func (o *IptablesOptions) Run() error {
 	case outputJSON, outputYAML:
 		return printStructured(o.Out, o.Output, CaptureReportDoc{APIVersion: ReportAPIVersion, Kind: "CaptureReport", CaptureReport: rep})
 	}
+	sanitize(rep)
 	printCapture(newPrinter(o.Out), rep)
 	return nil
 }

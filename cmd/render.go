@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -25,9 +26,15 @@ type printer struct {
 	color bool
 }
 
+// isTerminal reports whether out is a terminal.
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 func newPrinter(out io.Writer) *printer {
 	color := false
-	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(out) {
 		_, noColor := os.LookupEnv("NO_COLOR")
 		color = !noColor && os.Getenv("TERM") != "dumb"
 	}
@@ -148,4 +155,74 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// escapeLines is escape for text whose line breaks are its own (a fix of
+// several commands, an error, a dump): newlines stay, every other control
+// character is shown escaped.
+func escapeLines(s string) string {
+	if !strings.ContainsRune(s, '\n') {
+		return escape(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = escape(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sanitize escapes, in place, every string reachable from v (a pointer to a
+// report) before it is rendered for a person: whatever a renderer prints of
+// it, no text from the cluster or a dump can act on the terminal. Line
+// breaks are kept (a multi-line fix); renderers still escape() single-line
+// cells, which changes nothing more on text already sanitized. JSON and YAML
+// output are not sanitized: their encoders escape control characters.
+func sanitize(v any) {
+	sanitizeValue(reflect.ValueOf(v), 0)
+}
+
+func sanitizeValue(v reflect.Value, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			sanitizeValue(v.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				sanitizeValue(f, depth+1)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			sanitizeValue(v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		iter := v.MapRange()
+		type kv struct{ k, v reflect.Value }
+		var entries []kv
+		for iter.Next() {
+			k := reflect.New(v.Type().Key()).Elem()
+			k.Set(iter.Key())
+			val := reflect.New(v.Type().Elem()).Elem()
+			val.Set(iter.Value())
+			entries = append(entries, kv{k, val})
+		}
+		for _, e := range entries {
+			v.SetMapIndex(e.k, reflect.Value{})
+			sanitizeValue(e.k, depth+1)
+			sanitizeValue(e.v, depth+1)
+			v.SetMapIndex(e.k, e.v)
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(escapeLines(v.String()))
+		}
+	}
 }

@@ -124,7 +124,7 @@ func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(errOut, "error: %v\n", err)
+	fmt.Fprintf(errOut, "error: %s\n", escapeLines(err.Error()))
 	var usage *UsageError
 	var incomplete *IncompleteError
 	var interrupted *InterruptedError

@@ -190,6 +190,9 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 		sortStartup(reports)
 		return printList(o.Out, o.Output, "StartupReportList", len(reports), func(i int) any { return reports[i] })
 	}
+	for _, r := range reports {
+		sanitize(r)
+	}
 	p := newPrinter(o.Out)
 	if detail {
 		printStartup(p, reports[0])

@@ -20,6 +20,9 @@ func (o *WhyInjectedOptions) print(facts *injection.ClusterFacts, reports []*inj
 		return printList(o.Out, o.Output, "InjectionReportList", len(reports), func(i int) any { return reports[i] },
 			field{"summary", summary}, field{"incomplete", incomplete})
 	}
+	for _, r := range reports {
+		sanitize(r)
+	}
 	p := newPrinter(o.Out)
 	if sweep {
 		if len(reports) == 0 {

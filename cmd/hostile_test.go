@@ -1,0 +1,156 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+// hostile is text a cluster object or a dump could carry (an event message,
+// a webhook's denial, a chain name): a screen clear, the alternate screen, a
+// window-title OSC, a hyperlink OSC, a blink SGR we never emit, a C1 CSI,
+// a bell, a backspace and a carriage return.
+const hostile = "x\x1b[2J\x1b[?1049h\x1b]0;pwned\x07\x1b]8;;http://evil/\x1b\\link\x1b[5m\u009b31m\b\rEND"
+
+// ourSGR is the only escape sequence human output may contain: the colours
+// and bold of the printer (lipgloss), with colour on.
+var ourSGR = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// fillHostile sets every string reachable from v to hostile, every slice to
+// two elements, every map to one entry, every pointer to a value: each field
+// a renderer could print holds the payload.
+func fillHostile(v reflect.Value, depth int) {
+	if depth > 12 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fillHostile(v.Elem(), depth+1)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				fillHostile(f, depth+1)
+			}
+		}
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := 0; i < 2; i++ {
+			fillHostile(s.Index(i), depth+1)
+		}
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k := reflect.New(v.Type().Key()).Elem()
+		e := reflect.New(v.Type().Elem()).Elem()
+		fillHostile(k, depth+1)
+		fillHostile(e, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.String:
+		v.SetString(hostile)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		if v.Type() == reflect.TypeOf(time.Duration(0)) {
+			v.SetInt(int64(3 * time.Second))
+		} else {
+			v.SetInt(1)
+		}
+	case reflect.Uint, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	}
+}
+
+// checkNoControl fails when out holds a control character other than a
+// newline, or an escape sequence other than the printer's own colours.
+func checkNoControl(t *testing.T, what, out string) {
+	t.Helper()
+	rest := ourSGR.ReplaceAllString(out, "")
+	for i, r := range rest {
+		if r == '\n' {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			lo := max(0, i-40)
+			t.Errorf("%s: raw control character %U in the output near %q", what, r, rest[lo:min(len(rest), i+40)])
+			return
+		}
+	}
+	if !strings.Contains(out, `\x1b[2J`) {
+		t.Errorf("%s: the hostile text is not shown escaped", what)
+	}
+}
+
+// Every human renderer, colour forced on, given reports whose every string
+// field is hostile: nothing reaches the terminal unescaped (and nothing panics).
+func TestRenderersEscapeHostileText(t *testing.T) {
+	render := map[string]func(p *printer){}
+
+	var ir injection.InjectionReport
+	fillHostile(reflect.ValueOf(&ir).Elem(), 0)
+	ir2 := ir
+	ir2.Kind = "Pod"
+	render["why-injected (one pod)"] = func(p *printer) {
+		r := ir
+		sanitize(&r)
+		printFactorTable(p, &r)
+	}
+	render["why-injected (rows)"] = func(p *printer) {
+		a, b := ir, ir2
+		sanitize(&a)
+		sanitize(&b)
+		printPodRows(p, []*injection.InjectionReport{&a, &b}, &injection.ClusterFacts{})
+	}
+
+	var sr startup.StartupReport
+	fillHostile(reflect.ValueOf(&sr).Elem(), 0)
+	render["startup (one pod)"] = func(p *printer) {
+		r := sr
+		sanitize(&r)
+		printStartup(p, &r)
+	}
+	render["startup (rows)"] = func(p *printer) {
+		r := sr
+		sanitize(&r)
+		printStartupRows(p, []*startup.StartupReport{&r})
+	}
+
+	var cr capture.CaptureReport
+	fillHostile(reflect.ValueOf(&cr).Elem(), 0)
+	render["iptables"] = func(p *printer) {
+		r := cr
+		sanitize(&r)
+		printCapture(p, &r)
+	}
+
+	for name, fn := range render {
+		var out bytes.Buffer
+		fn(&printer{out: &out, color: true})
+		if !ourSGR.MatchString(out.String()) {
+			t.Errorf("%s: colour was forced on, yet the output has no colour", name)
+		}
+		checkNoControl(t, name, out.String())
+	}
+
+	var errOut bytes.Buffer
+	exitCode(errors.New("admission webhook denied the request: "+hostile+"\nsecond line"), &errOut)
+	checkNoControl(t, "error text", errOut.String())
+	if !strings.Contains(errOut.String(), "\nsecond line") {
+		t.Errorf("an error's own line breaks are kept: %q", errOut.String())
+	}
+}
