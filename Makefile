@@ -13,7 +13,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 RELEASE_URL ?= https://github.com/kubectl-mesh/kubectl-mesh/releases/download/$(VERSION)
 KREW_BIN := $(or $(KMESH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-mesh)/krew
 
-.PHONY: all build test unit demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
+.PHONY: all build test unit fuzz demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
 
 all: build
 
@@ -28,6 +28,16 @@ test:
 ## unit: the tests that need no cluster (cluster tests skip without one)
 unit:
 	$(GO) test ./...
+
+## fuzz: every parser and renderer fuzzed for $(FUZZTIME) each (no panic, no raw control character in any output)
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./explain/capture:FuzzParseSave ./cmd:FuzzIptablesDump ./cmd:FuzzExpectArgs ./cmd:FuzzManifest ./cmd:FuzzPod
+fuzz:
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+	  $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) 2>&1 | tail -n 3; \
+	  test $${PIPESTATUS[0]} -eq 0; \
+	done
 
 ## demo: the local cluster with a demo mesh, and kubectl mesh run against it
 demo: build

@@ -80,16 +80,8 @@ func fillHostile(v reflect.Value, depth int) {
 // newline, or an escape sequence other than the printer's own colours.
 func checkNoControl(t *testing.T, what, out string) {
 	t.Helper()
-	rest := ourSGR.ReplaceAllString(out, "")
-	for i, r := range rest {
-		if r == '\n' {
-			continue
-		}
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-			lo := max(0, i-40)
-			t.Errorf("%s: raw control character %U in the output near %q", what, r, rest[lo:min(len(rest), i+40)])
-			return
-		}
+	if rawControl(t, what, out) {
+		return
 	}
 	if !strings.Contains(out, `\x1b[2J`) {
 		t.Errorf("%s: the hostile text is not shown escaped", what)
@@ -153,4 +145,22 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	if !strings.Contains(errOut.String(), "\nsecond line") {
 		t.Errorf("an error's own line breaks are kept: %q", errOut.String())
 	}
+}
+
+// rawControl reports (and fails on) a control character in out other than a
+// newline or the printer's own colour sequences.
+func rawControl(t *testing.T, what, out string) bool {
+	t.Helper()
+	rest := ourSGR.ReplaceAllString(out, "")
+	for i, r := range rest {
+		if r == '\n' {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			lo := max(0, i-40)
+			t.Errorf("%s: raw control character %U in the output near %q", what, r, rest[lo:min(len(rest), i+40)])
+			return true
+		}
+	}
+	return false
 }
