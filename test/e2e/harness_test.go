@@ -77,7 +77,9 @@ iptables -t nat -A ISTIO_OUTPUT -p tcp --dport 9080 -j ISTIO_REDIRECT`},
 				Command: []string{"/bin/sh", "-c", `
 nc -ll -p 15006 -e /bin/echo inbound-redirected &
 nc -ll -p 15001 -e /bin/echo outbound-redirected &
-sleep 1
+# until both listen (LISTEN rows for ports 15006 and 15001, IPv4 or IPv6)
+listening() { cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q ":$1 [0-9A-F]*:0000 0A"; }
+until listening 3A9E && listening 3A99; do sleep 0.1; done
 for i in 1 2 3 4 5; do nc -w 2 "$POD_IP" 9080 </dev/null; done > /tmp/outbound.log
 touch /tmp/done
 exec sleep 3600`},

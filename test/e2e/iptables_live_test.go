@@ -113,7 +113,27 @@ func TestIptablesLivePod(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			time.Sleep(2 * time.Second) // the first dump is taken by then
+			// Connect once the first dump is taken: the debug container's log
+			// holds the first round's last section.
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+				pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				for _, s := range pod.Status.EphemeralContainerStatuses {
+					if s.State.Running == nil {
+						continue
+					}
+					b, err := c.Client.CoreV1().Pods(ns).GetLogs("web", &corev1.PodLogOptions{Container: s.Name}).DoRaw(ctx)
+					if err == nil && strings.Contains(string(b), "### kubectl-mesh 1 resolv.conf") {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Errorf("the first dump of --interval never came: %v", err)
+			}
 			for i := 0; i < 5; i++ {
 				conn, err := net.DialTimeout("tcp", net.JoinHostPort(p.Status.PodIP, "8080"), 2*time.Second)
 				if err == nil {

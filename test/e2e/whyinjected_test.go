@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -125,17 +126,19 @@ spec: {schedulerName: kmesh-unscheduled, containers: [{name: app, image: kmesh.l
 
 func waitPods(t *testing.T, c *testcluster.Cluster, ns, selector string, n int) []corev1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
-		if err == nil && len(pods.Items) >= n {
-			return pods.Items
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pods %q in %s: %d of %d after 60s", selector, ns, len(pods.Items), n)
-		}
-		time.Sleep(250 * time.Millisecond)
+		pods = l.Items
+		return len(pods) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("pods %q in %s: %d of %d after 60s", selector, ns, len(pods), n)
 	}
+	return pods
 }
 
 func TestWhyInjectedTargets(t *testing.T) {
@@ -394,16 +397,11 @@ webhooks:
 	})
 	c.Apply(t, ns, []byte(strings.Split(workloadsYAML, "---")[0]))
 	// Wait for the ReplicaSet's FailedCreate event.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		evs, _ := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
-		if evs != nil && len(evs.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no FailedCreate event after 60s")
-		}
-		time.Sleep(500 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+		return err == nil && len(evs.Items) > 0, nil
+	}); err != nil {
+		t.Fatal("no FailedCreate event after 60s")
 	}
 	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "-o", "json"))
 	if len(d.Items) != 1 {
