@@ -195,8 +195,10 @@ func TestStartupBadInput(t *testing.T) {
 	})
 	user := "no-logs-" + ns
 	c.GrantRole(t, ns, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list"}}})
+	// The log is a fact the answer lacks: said, with the permission, and exit 3.
 	r = mesh(t, c, "", "startup", "crash", "-n", ns, "--as", user)
-	if r.code != 0 || !strings.Contains(r.stdout, "unavailable: forbidden: the user may not get pods/log") {
+	if r.code != 3 || !strings.Contains(r.stdout, "unavailable: forbidden: the user may not get pods/log") ||
+		!strings.Contains(r.stdout, "unknown: log of istio-init: forbidden: the user may not get pods/log") {
 		t.Errorf("logs forbidden: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = mesh(t, c, "", "startup", "crash", "-n", ns)
