@@ -164,7 +164,7 @@ func FuzzPod(f *testing.F) {
 		sanitize(sr)
 		var out bytes.Buffer
 		pr := &printer{out: &out, color: true}
-		printFactorTable(pr, ir)
+		printFactorTable(pr, ir, true)
 		printPodRows(pr, []*injection.InjectionReport{ir}, facts)
 		printStartup(pr, sr)
 		printStartupRows(pr, []*startup.StartupReport{sr})

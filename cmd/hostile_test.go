@@ -100,7 +100,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	render["why-injected (one pod)"] = func(p *printer) {
 		r := ir
 		sanitize(&r)
-		printFactorTable(p, &r)
+		printFactorTable(p, &r, true)
 	}
 	render["why-injected (rows)"] = func(p *printer) {
 		a, b := ir, ir2

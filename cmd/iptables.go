@@ -293,14 +293,34 @@ func (o *IptablesOptions) Run() error {
 	return nil
 }
 
-// printCapture prints the annotated rule tree, the drift and the traces.
+// printCapture prints the answer first — the drift in one line, each
+// trace's verdict, the notes — then the annotated rule tree, then the
+// drift's rules and each trace's path.
 func printCapture(p *printer, rep *capture.CaptureReport) {
 	if l := rep.Live; l != nil {
-		fmt.Fprintf(p.out, "Pod %s/%s, rules read via %s (%s)", escape(l.Namespace), escape(l.Pod), l.Via, escape(l.Container))
+		head := fmt.Sprintf("Pod %s/%s, rules read via %s (%s)", escape(l.Namespace), escape(l.Pod), escape(l.Via), escape(l.Container))
 		if l.Interval != "" {
-			fmt.Fprintf(p.out, "; counters: what each rule matched during %s", l.Interval)
+			head += fmt.Sprintf("; counters: what each rule matched during %s", escape(l.Interval))
 		}
-		fmt.Fprint(p.out, "\n\n")
+		p.para("", head)
+	}
+	drifted := rep.Drift != nil && len(rep.Drift.Missing)+len(rep.Drift.Extra)+len(rep.Drift.Reordered) > 0
+	if rep.Drift != nil {
+		if drifted {
+			p.para(p.bold("Drift:")+" ", p.paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",
+				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against "+escape(rep.Expected)+" (the rules are below)")
+		} else {
+			p.para(p.bold("Drift:")+" ", "none: the rules are exactly those "+escape(rep.Expected)+" call for")
+		}
+	}
+	for _, tr := range rep.Traces {
+		p.para(p.bold("Trace")+" "+escape(tr.Spec)+": ", escape(tr.Summary))
+	}
+	for _, n := range rep.Notes {
+		p.para(p.effect(injection.EffectWarning)+": ", escape(n))
+	}
+	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 {
+		fmt.Fprintln(p.out)
 	}
 	for i, d := range rep.Dumps {
 		if i > 0 {
@@ -310,53 +330,49 @@ func printCapture(p *printer, rep *capture.CaptureReport) {
 		if backend == "" {
 			backend = "backend not stated"
 		}
-		fmt.Fprintf(p.out, "%s (%s, %d rules)\n", p.bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), backend, d.RuleCount())
+		fmt.Fprintf(p.out, "%s (%s, %d rules)\n", p.bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), escape(backend), d.RuleCount())
 		for _, t := range d.Tables {
 			if tableEmpty(t) {
 				continue
 			}
-			fmt.Fprintf(p.out, "\n%s\n", p.bold("table "+t.Name))
+			fmt.Fprintf(p.out, "\n%s\n", p.bold("table "+escape(t.Name)))
 			printed := map[string]bool{}
 			for _, c := range t.Chains {
 				if c.Policy == "" || len(c.Rules) == 0 {
 					continue
 				}
-				fmt.Fprintf(p.out, "  %s (policy %s) %s\n", c.Name, c.Policy, counters(c.Packets, c.Bytes))
+				p.para("  ", fmt.Sprintf("%s (policy %s) %s", escape(c.Name), escape(c.Policy), counters(c.Packets, c.Bytes)))
 				printRules(p, t, c, "    ", printed, 0)
 			}
 			for _, c := range t.Chains {
 				if c.Policy == "" && !printed[c.Name] {
-					fmt.Fprintf(p.out, "  %s (not jumped to from a built-in chain)\n", c.Name)
+					p.para("  ", escape(c.Name)+" (not jumped to from a built-in chain)")
 					printRules(p, t, c, "    ", printed, 0)
 				}
 			}
 		}
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(injection.EffectWarning)+":", escape(n))
-	}
-	if rep.Drift != nil {
-		fmt.Fprintf(p.out, "\n%s (expected from %s)\n", p.bold("Drift"), rep.Expected)
-		if len(rep.Drift.Missing) == 0 && len(rep.Drift.Extra) == 0 && len(rep.Drift.Reordered) == 0 {
-			fmt.Fprintln(p.out, "  none: the rules are exactly those the arguments call for")
-		}
+	if drifted {
+		fmt.Fprintln(p.out)
+		p.para(p.bold("Drift")+" ", "(expected from "+escape(rep.Expected)+")")
 		for _, r := range rep.Drift.Missing {
-			fmt.Fprintf(p.out, "  %s %s\n", p.paint(injection.EffectBlocks, "missing:  "), escape(r))
+			p.para("  "+p.paint(injection.EffectBlocks, "missing:  ")+" ", escape(r))
 		}
 		for _, r := range rep.Drift.Extra {
-			fmt.Fprintf(p.out, "  %s %s\n", p.paint(injection.EffectWarning, "extra:    "), escape(r))
+			p.para("  "+p.paint(injection.EffectWarning, "extra:    ")+" ", escape(r))
 		}
 		for _, c := range rep.Drift.Reordered {
-			fmt.Fprintf(p.out, "  %s %s: the same rules in another order\n", p.paint(injection.EffectWarning, "reordered:"), c)
+			p.para("  "+p.paint(injection.EffectWarning, "reordered:")+" ", escape(c)+": the same rules in another order")
 		}
 	}
 	for _, tr := range rep.Traces {
-		fmt.Fprintf(p.out, "\n%s %s\n  %s\n", p.bold("Trace"), escape(tr.Spec), escape(tr.Summary))
+		fmt.Fprintln(p.out)
+		p.para(p.bold("Trace")+" ", escape(tr.Spec)+": "+escape(tr.Summary))
 		for _, s := range tr.Path {
-			fmt.Fprintf(p.out, "    %s/%s %s %s\n", s.Table, s.Chain, counters(s.Packets, s.Bytes), escape(s.Rule))
+			p.para("    ", fmt.Sprintf("%s/%s %s %s", escape(s.Table), escape(s.Chain), counters(s.Packets, s.Bytes), escape(s.Rule)))
 		}
 		for _, n := range tr.Notes {
-			fmt.Fprintf(p.out, "    note: %s\n", escape(n))
+			p.para("    note: ", escape(n))
 		}
 	}
 }
@@ -382,10 +398,10 @@ func printRules(p *printer, t *capture.Table, c *capture.Chain, indent string, p
 		if r.PacketsDelta != nil {
 			cnt = fmt.Sprintf("[+%d pkts, +%d bytes]", *r.PacketsDelta, *r.BytesDelta)
 		}
-		fmt.Fprintf(p.out, "%s%s %s\n", indent, cnt, escape(spec))
-		fmt.Fprintf(p.out, "%s  ↳ %s\n", indent, escape(r.Annotation))
+		p.para(indent, cnt+" "+escape(spec))
+		p.para(indent+"  ↳ ", escape(r.Annotation))
 		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
-			fmt.Fprintf(p.out, "%s  %s\n", indent, sub.Name)
+			p.para(indent+"  ", escape(sub.Name))
 			printRules(p, t, sub, indent+"    ", printed, depth+1)
 		}
 	}

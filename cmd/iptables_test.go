@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"charm.land/lipgloss/v2"
 )
 
 const defaultIstioArgs = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`
@@ -14,13 +17,29 @@ var dumpFile = filepath.Join("..", "explain", "capture", "testdata", "istio-defa
 
 // The human output: the annotated tree with counters, the drift and the traces.
 func TestIptablesGolden(t *testing.T) {
-	code, out, errOut := run(t, "iptables", "--from-file", dumpFile, "--pod-ip", "10.1.2.3",
-		"--expect-args", defaultIstioArgs+" -x 10.96.0.0/12",
-		"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "--trace", "out:10.1.2.3:8080", "--trace", "out:10.96.0.1:443,uid=1337")
-	if code != ExitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
+	defer func() { forceWidth = 0 }()
+	for _, w := range widths {
+		forceWidth = w
+		code, out, errOut := run(t, "iptables", "--from-file", dumpFile, "--pod-ip", "10.1.2.3",
+			"--expect-args", defaultIstioArgs+" -x 10.96.0.0/12",
+			"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "--trace", "out:10.1.2.3:8080", "--trace", "out:10.96.0.1:443,uid=1337")
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		name := "iptables.piped.golden"
+		if w > 0 {
+			name = fmt.Sprintf("iptables.%d.golden", w)
+			for i, line := range strings.Split(out, "\n") {
+				if lipgloss.Width(line) > w {
+					t.Errorf("at %d columns, line %d is %d wide: %q", w, i+1, lipgloss.Width(line), line)
+				}
+			}
+		}
+		golden(t, name, []byte(out))
+		if lines := strings.SplitN(out, "\n", 3); !strings.HasPrefix(lines[0], "Drift: 1 missing") {
+			t.Errorf("at width %d the drift is not on the first line:\n%s", w, out)
+		}
 	}
-	golden(t, "iptables.golden", []byte(out))
 }
 
 func TestIptablesJSON(t *testing.T) {

@@ -35,6 +35,7 @@ func validateOutput(format string, extra ...string) error {
 
 // printStructured writes v as indented JSON or as YAML.
 func printStructured(w io.Writer, format string, v any) error {
+	emptyLists(v)
 	switch format {
 	case outputJSON:
 		b, err := json.MarshalIndent(v, "", "  ")
@@ -80,7 +81,9 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 	case outputJSON:
 		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", ReportAPIVersion, kind)
 		for i := 0; i < n; i++ {
-			b, err := json.MarshalIndent(item(i), "    ", "  ")
+			it := item(i)
+			emptyLists(it)
+			b, err := json.MarshalIndent(it, "    ", "  ")
 			if err != nil {
 				return err
 			}
@@ -110,7 +113,9 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 			bw.WriteString("items:\n")
 		}
 		for i := 0; i < n; i++ {
-			b, err := yaml.Marshal(item(i))
+			it := item(i)
+			emptyLists(it)
+			b, err := yaml.Marshal(it)
 			if err != nil {
 				return err
 			}
@@ -134,4 +139,53 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 		return fmt.Errorf("internal error: printList called with format %q", format)
 	}
 	return bw.Flush()
+}
+
+// emptyLists turns, in place, every nil slice and map reachable from v (a
+// pointer, or a struct holding pointers) into an empty one: a list with
+// nothing in it is [] in JSON and YAML, never null. Nil pointers stay null:
+// that is how a report says "unknown" or "not applicable".
+func emptyLists(v any) {
+	emptyListsValue(reflect.ValueOf(v), 0)
+}
+
+func emptyListsValue(v reflect.Value, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			emptyListsValue(v.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				emptyListsValue(v.Field(i), depth+1)
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			emptyListsValue(v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeMap(v.Type()))
+			}
+			return
+		}
+		iter := v.MapRange()
+		for iter.Next() {
+			if e := iter.Value(); e.Kind() == reflect.Pointer {
+				emptyListsValue(e, depth+1)
+			}
+		}
+	}
 }

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
 // printList streams a document that parses back to what one Marshal of the
@@ -44,6 +50,31 @@ func TestPrintListParsesBack(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: got %#v\nwant %#v\n%s", format, got, want, buf.String())
+			}
+		}
+	}
+}
+
+// An empty list is [] in JSON and YAML, never null, in every report; null is
+// kept for what is unknown or not applicable (expected, mismatch, injected).
+func TestEmptyListsAreNotNull(t *testing.T) {
+	docs := map[string]any{
+		"InjectionReport": InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: &injection.InjectionReport{}},
+		"StartupReport":   StartupReportDoc{APIVersion: ReportAPIVersion, Kind: "StartupReport", StartupReport: &startup.StartupReport{}},
+		"CaptureReport": CaptureReportDoc{APIVersion: ReportAPIVersion, Kind: "CaptureReport", CaptureReport: &capture.CaptureReport{
+			Dumps: []*capture.Ruleset{{Tables: []*capture.Table{{Name: "nat", Chains: []*capture.Chain{{Name: "ISTIO_OUTPUT"}}}}}},
+			Drift: &capture.Drift{}, Traces: []*capture.Trace{{Spec: "in:80"}}}},
+	}
+	for name, doc := range docs {
+		for _, format := range []string{outputJSON, outputYAML} {
+			var buf bytes.Buffer
+			if err := printStructured(&buf, format, doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(buf.String(), "\n") {
+				if strings.Contains(line, "null") && !regexp.MustCompile(`"?(expected|mismatch|injected)"?: null`).MatchString(line) {
+					t.Errorf("%s -o %s: %q", name, format, strings.TrimSpace(line))
+				}
 			}
 		}
 	}

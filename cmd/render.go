@@ -6,25 +6,42 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"charm.land/lipgloss/v2"
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // printer renders human output: tables through the one tablewriter wrapper
-// below, colour through lipgloss, and colour only on a terminal without
-// NO_COLOR set (to any value) and whose TERM is not "dumb". lipgloss v2 styles always render escape
-// codes, so without colour no style is applied at all.
+// below, colour through lipgloss. Colour follows --color: auto (the default)
+// colours only a terminal without NO_COLOR set (to any value) and whose TERM
+// is not "dumb"; always and never do what they say. lipgloss v2 styles always
+// render escape codes, so without colour no style is applied at all. On a
+// terminal the output fits its width (tables wrap their long cells inside
+// their column, text wraps under itself); piped output is never wrapped.
 type printer struct {
 	out   io.Writer
 	color bool
+	// width is the terminal's width in columns, 0 when not a terminal.
+	width int
 }
+
+// colorMode is --color: auto, always or never.
+var colorMode = colorAuto
+
+const (
+	colorAuto   = "auto"
+	colorAlways = "always"
+	colorNever  = "never"
+)
 
 // isTerminal reports whether out is a terminal.
 func isTerminal(out io.Writer) bool {
@@ -32,43 +49,276 @@ func isTerminal(out io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newPrinter(out io.Writer) *printer {
-	color := false
-	if isTerminal(out) {
-		_, noColor := os.LookupEnv("NO_COLOR")
-		color = !noColor && os.Getenv("TERM") != "dumb"
+// terminalWidth is the terminal's width (TIOCGWINSZ), else $COLUMNS, else 80.
+func terminalWidth(out io.Writer) int {
+	if f, ok := out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
 	}
-	return &printer{out: out, color: color}
+	if w, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && w > 0 {
+		return w
+	}
+	return 80
 }
+
+func newPrinter(out io.Writer) *printer {
+	tty := isTerminal(out)
+	color := false
+	switch colorMode {
+	case colorAlways:
+		color = true
+	case colorNever:
+	default:
+		if tty {
+			_, noColor := os.LookupEnv("NO_COLOR")
+			color = !noColor && os.Getenv("TERM") != "dumb"
+		}
+	}
+	p := &printer{out: out, color: color}
+	switch {
+	case forceWidth > 0:
+		p.width = forceWidth
+	case tty:
+		p.width = terminalWidth(out)
+	}
+	return p
+}
+
+// forceWidth, when set (tests), renders as on a terminal that wide.
+var forceWidth int
+
+// colSep is the space between two columns, as kubectl's tables have.
+const colSep = "   "
 
 // table prints rows under headers, kubectl style: no borders, left aligned,
 // three spaces between columns. Text from the cluster must have gone
-// through escape() before it is styled and handed in.
+// through escape() before it is styled and handed in. When the printer has a
+// width and the table is wider, the widest columns are narrowed and their
+// cells wrapped at word, comma or slash boundaries inside the column; when
+// even that cannot fit, each row is printed as "KEY: value" lines, as
+// kubectl describe does.
 func (p *printer) table(headers []string, rows [][]string) {
+	widths := p.fitColumns(headers, rows)
+	if widths == nil {
+		p.keyValues(headers, rows)
+		return
+	}
+	wrapRow := func(row []string) []string {
+		out := make([]string, len(row))
+		for i, cell := range row {
+			out[i] = cell
+			if i < len(widths) && lipgloss.Width(cell) > widths[i] {
+				out[i] = wrapText(cell, widths[i], cellBreaks)
+			}
+		}
+		return out
+	}
 	var buf bytes.Buffer
-	t := tablewriter.NewWriter(&buf)
-	t.SetHeader(headers)
-	t.SetAutoFormatHeaders(false)
-	t.SetHeaderAlignment(tablewriter.ALIGN_LEFT)
-	t.SetAlignment(tablewriter.ALIGN_LEFT)
-	t.SetAutoWrapText(false)
-	t.SetBorder(false)
-	t.SetColumnSeparator("")
-	t.SetCenterSeparator("")
-	t.SetRowSeparator("")
-	t.SetHeaderLine(false)
-	t.SetTablePadding("   ")
-	t.SetNoWhiteSpace(true)
-	t.AppendBulk(rows)
-	t.Render()
+	pad := tw.CellPadding{Global: tw.Padding{Left: "", Right: colSep, Overwrite: true}}
+	cell := tw.CellConfig{
+		Formatting: tw.CellFormatting{AutoFormat: tw.Off, AutoWrap: tw.WrapNone},
+		Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
+		Padding:    pad,
+	}
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off, ShowHeader: tw.Off, ShowFooter: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off, ShowTop: tw.Off, ShowBottom: tw.Off},
+			},
+		})),
+		tablewriter.WithConfig(tablewriter.Config{Header: cell, Row: cell}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	t.Header(wrapRow(headers))
+	for _, r := range rows {
+		_ = t.Append(wrapRow(r))
+	}
+	_ = t.Render()
 	// tablewriter pads the last column too; kubectl's tables end at the text.
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if line == "" {
+		if strings.TrimSpace(ansiStrip(line)) == "" {
 			continue
 		}
 		fmt.Fprintln(p.out, strings.TrimRight(line, " \n"))
 	}
 }
+
+// fitColumns returns each column's width: its widest cell, or narrower so
+// that the table fits the printer's width; nil when it cannot fit.
+func (p *printer) fitColumns(headers []string, rows [][]string) []int {
+	n := len(headers)
+	widths := make([]int, n)
+	for i, h := range headers {
+		widths[i] = lipgloss.Width(h)
+	}
+	for _, r := range rows {
+		for i := 0; i < n && i < len(r); i++ {
+			widths[i] = max(widths[i], lipgloss.Width(r[i]))
+		}
+	}
+	if p.width == 0 {
+		return widths
+	}
+	avail := p.width - len(colSep)*(n-1)
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	// No column narrower than its header, or than its longest word (up to
+	// 30 columns: a longer one is broken anyway), when it has one.
+	mins := make([]int, n)
+	for i, h := range headers {
+		word := 0
+		for _, r := range rows {
+			if i < len(r) {
+				word = max(word, longestWord(r[i]))
+			}
+		}
+		mins[i] = min(widths[i], max(lipgloss.Width(h), min(word, 30)))
+	}
+	for total > avail {
+		widest := -1
+		for i := range widths {
+			if widths[i] > mins[i] && (widest < 0 || widths[i] > widths[widest]) {
+				widest = i
+			}
+		}
+		if widest < 0 {
+			return nil
+		}
+		widths[widest]--
+		total--
+	}
+	return widths
+}
+
+// keyValues prints each row as "KEY: value" lines, values wrapped, a blank
+// line between rows: the layout for tables too wide for any column split.
+func (p *printer) keyValues(headers []string, rows [][]string) {
+	keyW := 0
+	for _, h := range headers {
+		keyW = max(keyW, lipgloss.Width(h)+1)
+	}
+	for i, r := range rows {
+		if i > 0 {
+			fmt.Fprintln(p.out)
+		}
+		for j, h := range headers {
+			v := ""
+			if j < len(r) {
+				v = r[j]
+			}
+			if j > 0 && (v == "" || v == "-") {
+				continue // as kubectl describe: nothing to say, no line
+			}
+			p.para(fmt.Sprintf("%-*s ", keyW, h+":"), v)
+		}
+	}
+}
+
+// para prints prefix and text, the text wrapped to the printer's width with
+// the lines after the first indented under it (the prefix's width); a prefix
+// wider than a third of the width gets a line of its own, the text under it.
+func (p *printer) para(prefix, text string) {
+	indent := lipgloss.Width(prefix)
+	if p.width == 0 || indent+lipgloss.Width(text) <= p.width {
+		fmt.Fprintln(p.out, strings.TrimRight(prefix+text, " "))
+		return
+	}
+	if indent > p.width/3 {
+		// A long prefix gets a line of its own, the text under it, two in.
+		fmt.Fprintln(p.out, strings.TrimRight(prefix, " "))
+		for _, l := range strings.Split(wrapText(text, p.width-2, ""), "\n") {
+			fmt.Fprintln(p.out, "  "+strings.TrimRight(l, " "))
+		}
+		return
+	}
+	lines := strings.Split(wrapText(text, p.width-indent, ""), "\n")
+	fmt.Fprintln(p.out, strings.TrimRight(prefix+lines[0], " "))
+	for _, l := range lines[1:] {
+		fmt.Fprintln(p.out, strings.Repeat(" ", indent)+strings.TrimRight(l, " "))
+	}
+}
+
+// command prints a shell command after prefix, wrapped so that it still runs
+// when copied from the terminal: a break outside quotes ends its line with
+// " \\", a break inside single quotes (the JSON of a patch) is whitespace
+// the argument may hold; later lines are indented under the first.
+func (p *printer) command(prefix, cmd string) {
+	indent := lipgloss.Width(prefix)
+	avail := p.width - indent
+	if p.width == 0 || lipgloss.Width(cmd) <= avail || avail < 20 {
+		fmt.Fprintln(p.out, prefix+cmd)
+		return
+	}
+	// Words and whether the space before each is inside quotes.
+	var words []string
+	var quoted []bool
+	inQuote, start := false, 0
+	for i, r := range cmd {
+		switch {
+		case r == '\'':
+			inQuote = !inQuote
+		case r == ' ':
+			words = append(words, cmd[start:i])
+			quoted = append(quoted, inQuote)
+			start = i + 1
+		}
+	}
+	words = append(words, cmd[start:])
+	line := words[0]
+	first := true
+	emit := func(s string) {
+		if first {
+			fmt.Fprintln(p.out, prefix+s)
+			first = false
+			return
+		}
+		fmt.Fprintln(p.out, strings.Repeat(" ", indent)+"  "+s)
+	}
+	for i, w := range words[1:] {
+		inside := quoted[i]
+		room := avail - 2 // the continuation's indent, or " \\"
+		if lipgloss.Width(line)+1+lipgloss.Width(w) <= room {
+			line += " " + w
+			continue
+		}
+		if !inside {
+			line += " \\"
+		}
+		emit(line)
+		line = w
+	}
+	emit(line)
+}
+
+// cellBreaks are where a table cell may wrap besides spaces and hyphens:
+// selector terms, path and name parts.
+const cellBreaks = ",/."
+
+// wrapText wraps text to width columns at spaces, hyphens and breaks, and
+// inside a word only when a word is longer than the width.
+func wrapText(text string, width int, breaks string) string {
+	return lipgloss.Wrap(text, width, breaks)
+}
+
+// longestWord is the width of the longest run of text a cell wrap cannot break.
+func longestWord(cell string) int {
+	longest := 0
+	for _, w := range strings.FieldsFunc(ansiStrip(cell), func(r rune) bool { return r == ' ' || r == '-' || strings.ContainsRune(cellBreaks, r) }) {
+		longest = max(longest, lipgloss.Width(w)+1)
+	}
+	return longest
+}
+
+// ansiStrip removes SGR sequences (for measuring what is visible).
+func ansiStrip(s string) string { return sgrRE.ReplaceAllString(s, "") }
+
+var sgrRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // bold and the effect colours; plain text when colour is off.
 func (p *printer) bold(s string) string {

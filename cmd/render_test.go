@@ -3,11 +3,13 @@ package cmd
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"charm.land/lipgloss/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -55,24 +57,84 @@ func sampleReports() []*injection.InjectionReport {
 	}
 }
 
-// The plain (piped) renderings of the factor table and of the pod rows.
-func TestRenderGolden(t *testing.T) {
+// realisticReport is why-injected's answer for a pod with Istio's usual
+// three configurations (default, canary, tag prod): long selectors, sources
+// and a long verdict and fix, as the demo prints them.
+func realisticReport() *injection.InjectionReport {
+	no := false
+	r := &injection.InjectionReport{Kind: "Pod", Namespace: "plain", Name: "reports-678f45b8b7-pzxcg", Mesh: "istio", Injected: &no, Expected: &no, Mismatch: &no,
+		Verdict: `Not injected, and it would not be if re-created: no Istio webhook matches: the annotation sidecar.istio.io/inject="true" is invisible to webhook selectors (only the label is seen).`,
+		Fix:     `kubectl patch deployment reports -n plain --type merge -p '{"spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}}}}}'`,
+		Factors: []injection.Factor{
+			{Factor: "namespace label istio-injection", Value: "(not set)", Effect: injection.EffectNone, Source: "Namespace plain"},
+			{Factor: "namespace label istio.io/rev", Value: "(not set)", Effect: injection.EffectNone, Source: "Namespace plain"},
+			{Factor: "pod label sidecar.istio.io/inject", Value: "(not set)", Effect: injection.EffectNone, Source: "pod label"},
+			{Factor: "pod annotation sidecar.istio.io/inject", Value: `"true"`, Effect: injection.EffectWarning, Source: "pod annotation; webhook selectors only see labels, so it cannot select a webhook (use the label)"},
+		}}
+	for _, w := range []struct{ config, name, value string }{
+		{"istio-revision-tag-prod", "rev.namespace", `namespace does not match "!istio-injection,istio.io/rev in (prod)"`},
+		{"istio-revision-tag-prod", "rev.object", `pod does not match "istio.io/rev in (prod),sidecar.istio.io/inject notin (false)"`},
+		{"istio-sidecar-injector", "rev.namespace", `namespace does not match "!istio-injection,istio.io/rev in (default)"`},
+		{"istio-sidecar-injector", "rev.object", `pod does not match "istio.io/rev in (default),sidecar.istio.io/inject notin (false)"`},
+		{"istio-sidecar-injector", "namespace", `namespace does not match "istio-injection in (enabled)"`},
+		{"istio-sidecar-injector", "object", `pod does not match "!istio.io/rev,sidecar.istio.io/inject in (true)"`},
+		{"istio-sidecar-injector-canary", "rev.namespace", `namespace does not match "!istio-injection,istio.io/rev in (canary)"`},
+		{"istio-sidecar-injector-canary", "rev.object", `pod does not match "istio.io/rev in (canary),sidecar.istio.io/inject notin (false)"`},
+	} {
+		r.Factors = append(r.Factors, injection.Factor{Factor: "webhook " + w.config + "/" + w.name + ".sidecar-injector.istio.io", Value: w.value,
+			Effect: injection.EffectNone, Source: "MutatingWebhookConfiguration " + w.config})
+	}
+	r.Factors = append(r.Factors, injection.Factor{Factor: "sidecar.istio.io/status", Value: "(not set)", Effect: injection.EffectInfoOnly, Source: "pod: not injected"})
+	return r
+}
+
+// widths are the terminal widths every human view is checked at; 0 is piped
+// output (never wrapped).
+var widths = []int{0, 80, 120}
+
+// renderAt renders with the printer of a terminal that wide (0: piped).
+func renderAt(width int, fn func(p *printer)) []byte {
 	var buf bytes.Buffer
-	p := newPrinter(&buf)
-	if p.color {
-		t.Fatal("colour on for a buffer")
+	fn(&printer{out: &buf, width: width})
+	return buf.Bytes()
+}
+
+// goldenAt compares a view at every width with its golden files and checks
+// that no line is wider than the terminal.
+func goldenAt(t *testing.T, name string, fn func(p *printer)) {
+	t.Helper()
+	for _, w := range widths {
+		out := renderAt(w, fn)
+		suffix := "piped"
+		if w > 0 {
+			suffix = fmt.Sprint(w)
+			for i, line := range strings.Split(string(out), "\n") {
+				if lw := lipgloss.Width(line); lw > w {
+					t.Errorf("%s at %d columns: line %d is %d wide: %q", name, w, i+1, lw, line)
+				}
+			}
+		} else if bytes.Contains(out, []byte("\x1b")) {
+			t.Errorf("%s: escape sequences in piped output", name)
+		}
+		golden(t, name+"."+suffix+".golden", out)
+	}
+}
+
+// Each why-injected view, piped and at 80 and 120 columns.
+func TestRenderGolden(t *testing.T) {
+	if p := newPrinter(&bytes.Buffer{}); p.color || p.width != 0 {
+		t.Fatalf("a buffer gets colour %v, width %d", p.color, p.width)
 	}
 	rs := sampleReports()
-	printFactorTable(p, rs[0])
-	golden(t, "factor-table.golden", buf.Bytes())
-
-	buf.Reset()
+	goldenAt(t, "factor-table", func(p *printer) { printFactorTable(p, realisticReport(), false) })
+	goldenAt(t, "factor-table-all", func(p *printer) { printFactorTable(p, realisticReport(), true) })
+	goldenAt(t, "factor-table-native", func(p *printer) { printFactorTable(p, rs[0], false) })
 	facts := &injection.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
 		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
-	printPodRows(p, rs, facts)
-	golden(t, "pod-rows.golden", buf.Bytes())
-	if bytes.Contains(buf.Bytes(), []byte("\x1b")) {
-		t.Error("escape sequences in plain output")
+	goldenAt(t, "pod-rows", func(p *printer) { printPodRows(p, sampleReports(), facts) })
+	out := renderAt(120, func(p *printer) { printFactorTable(p, realisticReport(), false) })
+	if lines := strings.SplitN(string(out), "\n", 3); !strings.HasPrefix(lines[1], "Verdict: Not injected") {
+		t.Errorf("the verdict is not on the second line:\n%s", out)
 	}
 }
 

@@ -86,6 +86,17 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	color := colorAuto
+	root.PersistentFlags().StringVar(&color, "color", colorAuto, "Colour human output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		switch color {
+		case colorAuto, colorAlways, colorNever:
+			colorMode = color
+			return nil
+		}
+		return &UsageError{Err: fmt.Errorf("--color must be auto, always or never, not %q", color)}
+	}
 
 	root.AddCommand(NewVersionCmd(streams))
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))

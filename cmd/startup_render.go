@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
@@ -57,7 +59,22 @@ func printStartup(p *printer, r *startup.StartupReport) {
 	case r.Hold:
 		mode = "classic sidecar, app held until the proxy is ready"
 	}
-	fmt.Fprintf(p.out, "Mesh: %s (%s); init: %s; order: %s\n\n", dash(r.Mesh), mode, r.InitResult, r.OrderVerdict)
+	init := r.InitResult
+	if init == "failed" || init == "crash-looping" {
+		init = p.paint(injection.EffectBlocks, init)
+	}
+	p.para("Mesh: ", fmt.Sprintf("%s (%s); init: %s; order: %s", dash(r.Mesh), mode, init, escape(r.OrderVerdict)))
+	// The answer first: what failed, and the hazards with their fixes.
+	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
+		if cs.Failure != "" {
+			p.para(p.paint(injection.EffectBlocks, "failure")+" "+escape(cs.Name)+": ", escape(cs.Failure))
+		}
+	}
+	for _, h := range r.Hazards {
+		p.para(p.paint(injection.EffectWarning, "hazard")+" "+escape(h.ID)+" ("+escape(h.Container)+"): ", escape(h.Message))
+		p.para("  fix: ", escape(h.Fix))
+	}
+	fmt.Fprintln(p.out)
 	row := func(cs startup.ContainerStartup) []string {
 		state := cs.State
 		if cs.Reason != "" {
@@ -85,12 +102,10 @@ func printStartup(p *printer, r *startup.StartupReport) {
 	}
 	p.table([]string{"CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
 	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
-		if cs.Failure != "" {
-			fmt.Fprintf(p.out, "\n%s %s: %s\n", p.paint(injection.EffectBlocks, "failure"), cs.Name, escape(cs.Failure))
-		}
 		if cs.Log != nil {
 			if cs.Log.Unavailable != "" {
-				fmt.Fprintf(p.out, "\nlog of %s unavailable: %s\n", cs.Name, escape(cs.Log.Unavailable))
+				fmt.Fprintln(p.out)
+				p.para("log of "+escape(cs.Name)+" unavailable: ", escape(cs.Log.Unavailable))
 			}
 			for _, part := range []struct {
 				name  string
@@ -101,33 +116,30 @@ func printStartup(p *printer, r *startup.StartupReport) {
 				}
 				fmt.Fprintf(p.out, "\nlast lines of %s (%s):\n", cs.Name, part.name)
 				for _, l := range part.lines {
-					fmt.Fprintf(p.out, "  | %s\n", escape(l))
+					p.para("  | ", escape(l))
 				}
 			}
 		}
 	}
-	fmt.Fprintf(p.out, "\n%s (0s = pod created; start order: %s)\n", p.bold("Timeline"), strings.Join(r.StartOrder, " → "))
-	fmt.Fprintln(p.out, "# ran and finished, = running, x failed, * restarted, R ready, > still running")
+	fmt.Fprintln(p.out)
+	p.para(p.bold("Timeline")+" ", "(0s = pod created; start order: "+escape(strings.Join(r.StartOrder, " → "))+")")
+	p.para("", "# ran and finished, = running, x failed, * restarted, R ready, > still running")
 	printTimeline(p, r, origin)
-	if len(r.Hazards) > 0 {
-		fmt.Fprintf(p.out, "\n%s\n", p.bold("Hazards"))
-		for _, h := range r.Hazards {
-			fmt.Fprintf(p.out, "  %s %s (%s): %s\n    fix: %s\n", p.paint(injection.EffectWarning, "!"), h.ID, h.Container, escape(h.Message), escape(h.Fix))
-		}
-	}
 	if len(r.Events) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("Events"))
 		var rows [][]string
 		for _, e := range r.Events {
-			rows = append(rows, []string{fmtOffset(&e.Time, origin), e.Reason, dash(e.Container), fmt.Sprintf("%d", e.Count), escape(truncate(e.Message, 120))})
+			rows = append(rows, []string{fmtOffset(&e.Time, origin), escape(e.Reason), escape(dash(e.Container)), fmt.Sprintf("%d", e.Count), escape(truncate(e.Message, 120))})
 		}
 		p.table([]string{"AT", "REASON", "CONTAINER", "COUNT", "MESSAGE"}, rows)
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(p.out, "\nnote: %s\n", escape(n))
+		fmt.Fprintln(p.out)
+		p.para("note: ", escape(n))
 	}
 	for _, u := range r.Incomplete {
-		fmt.Fprintf(p.out, "\n%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
+		fmt.Fprintln(p.out)
+		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
 	}
 }
 
@@ -136,9 +148,32 @@ func printStartup(p *printer, r *startup.StartupReport) {
 // the latest restart, 'R' when it became ready (when known), '>' still
 // running past the axis.
 func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
-	const width = 48
-	end := origin
 	all := append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...)
+	details := make([]string, len(all))
+	nameWidth, detailWidth := len("CONTAINER"), 0
+	for i, cs := range all {
+		d := cs.State
+		if cs.Reason != "" {
+			d += " (" + cs.Reason + ")"
+		}
+		if cs.Restarts > 0 {
+			d += fmt.Sprintf(", %d restarts", cs.Restarts)
+		}
+		details[i] = escape(d)
+		nameWidth = max(nameWidth, lipgloss.Width(escape(cs.Name)))
+		detailWidth = max(detailWidth, lipgloss.Width(details[i]))
+	}
+	// The bar is 48 wide, narrower on a narrow terminal (at least 16); when
+	// the state still does not fit after it, it goes on a line of its own.
+	width, below := 48, false
+	if p.width > 0 {
+		room := p.width - nameWidth - len("   |")
+		width = min(48, room-len("|   ")-detailWidth)
+		if width < 16 {
+			width, below = min(48, max(room-1, 8)), true
+		}
+	}
+	end := origin
 	for _, cs := range all {
 		var lastEnd *time.Time
 		if cs.LastTermination != nil {
@@ -158,13 +193,9 @@ func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 		i := int(float64(width-1) * float64(t.Sub(origin)) / float64(span))
 		return min(max(i, 0), width-1)
 	}
-	nameWidth := len("CONTAINER")
-	for _, cs := range all {
-		nameWidth = max(nameWidth, len(cs.Name))
-	}
 	label := fmt.Sprintf("%.1fs", span.Seconds())
-	fmt.Fprintf(p.out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", width-len(label)-1), label)
-	for _, cs := range all {
+	fmt.Fprintf(p.out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", max(0, width-len(label)-1)), label)
+	for ci, cs := range all {
 		bar := []rune(strings.Repeat(" ", width))
 		style := injection.EffectInfoOnly
 		if cs.FirstStartedAt != nil {
@@ -198,13 +229,12 @@ func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 				bar[pos(*cs.ReadyAt)] = 'R'
 			}
 		}
-		detail := cs.State
-		if cs.Reason != "" {
-			detail += " (" + cs.Reason + ")"
+		name := escape(cs.Name) + strings.Repeat(" ", nameWidth-lipgloss.Width(escape(cs.Name)))
+		if below {
+			fmt.Fprintf(p.out, "%s   |%s|\n", name, p.paint(style, string(bar)))
+			p.para(strings.Repeat(" ", nameWidth+4), details[ci])
+			continue
 		}
-		if cs.Restarts > 0 {
-			detail += fmt.Sprintf(", %d restarts", cs.Restarts)
-		}
-		fmt.Fprintf(p.out, "%-*s   |%s|   %s\n", nameWidth, escape(cs.Name), p.paint(style, string(bar)), escape(detail))
+		fmt.Fprintf(p.out, "%s   |%s|   %s\n", name, p.paint(style, string(bar)), details[ci])
 	}
 }

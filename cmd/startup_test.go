@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,9 +35,7 @@ func TestStartupGolden(t *testing.T) {
 		{Reason: "Unhealthy", LastTimestamp: mt(12), Count: 9, Message: "Startup probe failed: HTTP probe failed with statuscode: 503", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{istio-proxy}"}},
 	}
 	r := startup.AnalyzeStartup(startup.StartupFacts{Pod: slow, Events: events, Now: origin.Add(time.Minute)})
-	var buf bytes.Buffer
-	printStartup(newPrinter(&buf), r)
-	golden(t, "startup-pod.golden", buf.Bytes())
+	goldenAt(t, "startup-pod", func(p *printer) { printStartup(p, r) })
 
 	broken := slow.DeepCopy()
 	broken.Name = "broken-5c9-abcde"
@@ -48,11 +46,9 @@ func TestStartupGolden(t *testing.T) {
 	broken.Status.ContainerStatuses = nil
 	rb := startup.AnalyzeStartup(startup.StartupFacts{Pod: broken, Now: origin.Add(5 * time.Minute),
 		Logs: map[string]startup.LogTail{"istio-init": {Previous: []string{"error: failed parsing CIDR \"10.0.0.0/33\"\tprefix length out of range"}}}})
-	buf.Reset()
-	printStartup(newPrinter(&buf), rb)
-	golden(t, "startup-broken.golden", buf.Bytes())
-
-	buf.Reset()
-	printStartupRows(newPrinter(&buf), []*startup.StartupReport{r, rb})
-	golden(t, "startup-rows.golden", buf.Bytes())
+	goldenAt(t, "startup-broken", func(p *printer) { printStartup(p, rb) })
+	goldenAt(t, "startup-rows", func(p *printer) { printStartupRows(p, []*startup.StartupReport{r, rb}) })
+	if out := string(renderAt(80, func(p *printer) { printStartup(p, rb) })); !strings.Contains(strings.Join(strings.SplitN(out, "\n", 5)[:4], "\n"), "failure istio-init") {
+		t.Errorf("the failure is not in the first lines:\n%s", out)
+	}
 }

@@ -35,7 +35,9 @@ type WhyInjectedOptions struct {
 	Selector      string
 	AllNamespaces bool
 	Output        string
-	Args          []string
+	// All lists every factor, those with no effect too.
+	All  bool
+	Args []string
 
 	namespace         string
 	explicitNamespace bool
@@ -99,6 +101,7 @@ if re-created first.`,
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Explain the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return c

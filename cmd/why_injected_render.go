@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
@@ -37,42 +39,108 @@ func (o *WhyInjectedOptions) print(facts *injection.ClusterFacts, reports []*inj
 			fmt.Fprintln(o.Out)
 		}
 		if r.Kind != "Pod" && i+1 < len(reports) && reports[i+1].Kind == "Pod" {
-			printFactorTable(p, r)
+			printFactorTable(p, r, o.All)
 			fmt.Fprintln(o.Out)
 			printPodRows(p, reports[i+1:], nil)
 			break
 		}
-		printFactorTable(p, r)
+		printFactorTable(p, r, o.All)
 	}
 	return nil
 }
 
-// printFactorTable prints one workload's factors, verdict and fix.
-func printFactorTable(p *printer, r *injection.InjectionReport) {
-	fmt.Fprintf(p.out, "%s %s/%s (%s)\n\n", r.Kind, escape(r.Namespace), escape(r.Name), r.Mesh)
+// printFactorTable prints one workload's answer first — the verdict,
+// coloured by outcome, the fix, what is missing — then the factors that
+// decided it; factors with no effect are collapsed into a line per kind
+// unless all is set.
+func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
+	fmt.Fprintf(p.out, "%s %s/%s (%s)\n", r.Kind, escape(r.Namespace), escape(r.Name), r.Mesh)
+	p.para(p.bold("Verdict:")+" ", p.paint(verdictEffect(r), escape(r.Verdict)))
+	if r.Fix != "" {
+		for i, l := range strings.Split(r.Fix, "\n") {
+			prefix := "         "
+			if i == 0 {
+				prefix = p.bold("Fix:") + "     "
+			}
+			p.fixLine(prefix, escape(l))
+		}
+	}
+	if len(r.Needs) > 0 {
+		p.para(p.bold("Needs:")+"   ", escape(strings.Join(r.Needs, "; ")))
+		p.para("         ", escape(canIHint(r.Needs)))
+	}
+	for _, w := range r.Warnings {
+		p.para(p.effect(injection.EffectWarning)+": ", escape(w))
+	}
+	fmt.Fprintln(p.out)
 	rows := make([][]string, 0, len(r.Factors))
+	var quietWebhooks, quietOther []string
 	for _, f := range r.Factors {
+		if !all && f.Effect == injection.EffectNone {
+			if name, ok := strings.CutPrefix(f.Factor, "webhook "); ok {
+				quietWebhooks = append(quietWebhooks, name)
+			} else {
+				quietOther = append(quietOther, f.Factor)
+			}
+			continue
+		}
 		rows = append(rows, []string{escape(f.Factor), escape(f.Value), p.effect(f.Effect), escape(f.Source)})
 	}
 	p.table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
-	fmt.Fprintf(p.out, "\n%s %s\n", p.bold("Verdict:"), escape(r.Verdict))
-	if len(r.Needs) > 0 {
-		fmt.Fprintf(p.out, "%s   %s\n", p.bold("Needs:"), escape(strings.Join(r.Needs, "; ")))
-		fmt.Fprintf(p.out, "         %s\n", escape(canIHint(r.Needs)))
+	if len(quietWebhooks) > 0 {
+		p.para("", fmt.Sprintf("%s do not match: %s (--all lists them)", countNoun(len(quietWebhooks), "other webhook", "other webhooks"), escape(byConfiguration(quietWebhooks))))
 	}
-	if r.Fix != "" {
-		lines := strings.Split(r.Fix, "\n")
-		fmt.Fprintf(p.out, "%s     %s\n", p.bold("Fix:"), escape(lines[0]))
-		for _, l := range lines[1:] {
-			fmt.Fprintf(p.out, "         %s\n", escape(l))
-		}
-	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectWarning)+":", escape(w))
+	if len(quietOther) > 0 {
+		p.para("", fmt.Sprintf("%s with no effect: %s (--all lists them)", countNoun(len(quietOther), "factor", "factors"), escape(strings.Join(quietOther, ", "))))
 	}
 	for _, u := range r.Incomplete {
-		fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
+		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
 	}
+}
+
+// verdictEffect picks the verdict's colour: red when something is wrong
+// (a mismatch, pods refused), magenta when unknown, green when injected as
+// expected, none when not injected as expected.
+func verdictEffect(r *injection.InjectionReport) string {
+	switch {
+	case r.IsMismatch() || r.CreationBlocked:
+		return injection.EffectBlocks
+	case r.Expected == nil:
+		return injection.EffectUnknown
+	case *r.Expected:
+		return injection.EffectInject
+	}
+	return injection.EffectNone
+}
+
+// byConfiguration names webhooks ("<configuration>/<webhook>") by their
+// configuration, with a count: "istio-revision-tag-prod ×2, istio-sidecar-injector ×4".
+func byConfiguration(webhooks []string) string {
+	var order []string
+	n := map[string]int{}
+	for _, w := range webhooks {
+		c, _, _ := strings.Cut(w, "/")
+		if n[c] == 0 {
+			order = append(order, c)
+		}
+		n[c]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, c := range order {
+		if n[c] > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", c, n[c]))
+		} else {
+			parts = append(parts, c)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // printPodRows prints one row per pod, mismatches first, then (for a sweep)
@@ -124,16 +192,19 @@ func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injec
 		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
 	}
 	if len(needs) > 0 {
-		fmt.Fprintf(p.out, "\n%s %s\n", p.bold("Unknown:"), "whether some pods would be injected if re-created; it needs permission to:")
+		fmt.Fprintln(p.out)
+		p.para(p.bold("Unknown:")+" ", "whether some pods would be injected if re-created; it needs permission to:")
 		for _, n := range needs {
-			fmt.Fprintf(p.out, "  %s\n", escape(n))
+			p.para("  ", escape(n))
 		}
-		fmt.Fprintf(p.out, "  %s\n", escape(canIHint(needs)))
+		p.para("  ", escape(canIHint(needs)))
 	}
 	if len(fixes) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
 		for _, f := range fixes {
-			fmt.Fprintf(p.out, "  %s\n", escape(strings.ReplaceAll(f, "\n", "\n  ")))
+			for _, l := range strings.Split(f, "\n") {
+				p.fixLine("  ", escape(l))
+			}
 		}
 	}
 }
@@ -153,4 +224,21 @@ func canIHint(needs []string) string {
 		cmd += " -A"
 	}
 	return cmd + ")"
+}
+
+// fixLine prints one line of a fix: a kubectl command wrapped so that it
+// still runs when copied, its trailing comment ("   # …") on lines of its own;
+// any other advice as text.
+func (p *printer) fixLine(prefix, line string) {
+	if !strings.HasPrefix(line, "kubectl ") {
+		p.para(prefix, line)
+		return
+	}
+	cmd, comment, hasComment := strings.Cut(line, "   # ")
+	if !hasComment || p.width == 0 || lipgloss.Width(prefix+line) <= p.width {
+		p.command(prefix, line)
+		return
+	}
+	p.command(prefix, cmd)
+	p.para(strings.Repeat(" ", lipgloss.Width(prefix))+"# ", comment)
 }

@@ -236,7 +236,7 @@ func TestIstioTemplateDecisions(t *testing.T) {
 		{name: "unlabelled namespace, pod label inject=true", labels: map[string]string{"sidecar.istio.io/inject": "true"},
 			want: want{expected: true, revision: "default", webhook: whDefaultObj, factor: "pod label sidecar.istio.io/inject", effect: EffectInject}},
 		{name: "unlabelled namespace, annotation only: invisible to selectors", annotations: map[string]string{"sidecar.istio.io/inject": "true"},
-			want: want{verdict: "invisible to webhook selectors", fix: `kubectl patch deployment app -n app --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'`,
+			want: want{verdict: "invisible to webhook selectors", fix: `kubectl patch deployment app -n app --type merge -p '{"spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}}}}}'`,
 				factor: "pod annotation sidecar.istio.io/inject", effect: EffectWarning}},
 		{name: "unlabelled namespace, nothing", want: want{verdict: "no Istio webhook matches", fix: "kubectl label namespace app istio-injection=enabled"}},
 		{name: "unlabelled namespace, pod label istio.io/rev=canary", labels: map[string]string{"istio.io/rev": "canary"},
@@ -258,7 +258,7 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			facts: func(f *ClusterFacts) {
 				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
 			},
-			want: want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject":"true"`, factor: "policy", effect: EffectSkip}},
+			want: want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject": "true"`, factor: "policy", effect: EffectSkip}},
 		{name: "policy disabled, pod label true injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
 			facts: func(f *ClusterFacts) {
 				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"

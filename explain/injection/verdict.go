@@ -184,9 +184,11 @@ func setTemplateLabel(w *Workload, key, value string) string {
 	if value != "" {
 		v = fmt.Sprintf("%q", value)
 	}
-	path := `{"spec":{"template":{"metadata":{"labels":{%q:%s}}}}}`
+	// Spaces between the JSON's tokens: still the same patch, and a
+	// terminal's output can wrap it inside the quotes.
+	path := `{"spec": {"template": {"metadata": {"labels": {%q: %s}}}}}`
 	if kind == "CronJob" {
-		path = `{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{%q:%s}}}}}}}`
+		path = `{"spec": {"jobTemplate": {"spec": {"template": {"metadata": {"labels": {%q: %s}}}}}}}`
 	}
 	return fmt.Sprintf("kubectl patch %s %s -n %s --type merge -p '%s'", strings.ToLower(kind), name, w.Namespace, fmt.Sprintf(path, key, v))
 }
