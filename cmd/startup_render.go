@@ -49,7 +49,7 @@ func exitOf(cs startup.ContainerStartup) string {
 // printStartup prints one pod: its containers, the timeline, hazards and events.
 func printStartup(p *printer, r *startup.StartupReport) {
 	origin := r.CreatedAt
-	fmt.Fprintf(p.out, "Pod %s/%s: %s on %s, created %s\n", escape(r.Namespace), escape(r.Name), r.Phase, dash(r.Node), origin.UTC().Format(time.RFC3339))
+	p.para("", fmt.Sprintf("Pod %s/%s: %s on %s, created %s", escape(r.Namespace), escape(r.Name), escape(r.Phase), escape(dash(r.Node)), origin.UTC().Format(time.RFC3339)))
 	mode := "classic sidecar"
 	switch {
 	case r.Mesh == "":
