@@ -77,7 +77,7 @@ func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
 	var quietWebhooks, quietOther []string
 	for _, f := range r.Factors {
 		if !all && f.Effect == injection.EffectNone {
-			if name, ok := strings.CutPrefix(f.Factor, "webhook "); ok {
+			if name, ok := strings.CutPrefix(f.Factor, "webhook "); ok && strings.Contains(name, "/") {
 				quietWebhooks = append(quietWebhooks, name)
 			} else {
 				quietOther = append(quietOther, f.Factor)
