@@ -43,6 +43,7 @@ func sampleReports() []*injection.InjectionReport {
 			Factors: []injection.Factor{
 				{Factor: "namespace label istio-injection", Value: `"enabled"`, Effect: injection.EffectInject, Source: "Namespace shop"},
 				{Factor: "pod label sidecar.istio.io/inject", Value: "(not set)", Effect: injection.EffectNone, Source: "pod label"},
+				{Factor: "webhook backend", Value: "service istio-system/istiod", Effect: injection.EffectNone, Source: "1 ready endpoint"},
 				{Factor: "policy", Value: `"enabled"`, Effect: injection.EffectInject, Source: "ConfigMap istio-system/istio-sidecar-injector config.policy"},
 				{Factor: "node versions", Value: "node-old v1.32.13 (below 1.33)", Effect: injection.EffectInfoOnly, Source: "Node status.nodeInfo.kubeletVersion"},
 				{Factor: "sidecar kind", Value: "classic", Effect: injection.EffectInfoOnly, Source: "ENABLE_NATIVE_SIDECARS=auto and every node must run kubelet 1.33 or newer: node-old v1.32.13 (below 1.33)"},
