@@ -208,7 +208,7 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 		for _, u := range r.Incomplete {
 			if !seen[u] {
 				seen[u] = true
-				fmt.Fprintf(p.out, "%s %s\n", p.effect(injection.EffectUnknown)+":", escape(u))
+				p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
 			}
 		}
 	}

@@ -128,7 +128,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		return nil
 	}
-	nsRows := func() {
+	if nsKnown { // unknown labels get no rows: the "namespace labels" row says so
 		if v, ok := nsLabels[istioInjectionLabel]; !ok {
 			add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
 		} else if v == "enabled" {
@@ -157,9 +157,6 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if v, ok := nsLabels[istioDataplaneLabel]; ok {
 			add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
 		}
-	}
-	if nsKnown {
-		nsRows()
 	}
 
 	// Pod labels the webhook selectors read; the annotation they cannot see.

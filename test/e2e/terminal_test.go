@@ -178,3 +178,23 @@ run:
 	}
 	testreport.Count(t, "%d commands on 80- and 120-column terminals, %d lines within the width; a fix wrapped over %d lines ran as pasted", len(commands), lines, len(fix))
 }
+
+// The iptables view on real 80- and 120-column terminals is byte for byte the
+// golden file the renderer tests keep for that width (cmd/testdata): the
+// goldens are what a terminal of that size shows.
+func TestTerminalMatchesGolden(t *testing.T) {
+	c := testcluster.Get(t)
+	dump := filepath.Join(c.RepoRoot, "explain", "capture", "testdata", "istio-default.nft.save")
+	for _, cols := range []int{80, 120} {
+		out := onTerminal(t, c, cols, []string{"NO_COLOR=1"}, "iptables", "--from-file", dump, "--pod-ip", "10.1.2.3",
+			"--expect-args", `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020 -x 10.96.0.0/12`,
+			"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "--trace", "out:10.1.2.3:8080", "--trace", "out:10.96.0.1:443,uid=1337")
+		want, err := os.ReadFile(filepath.Join(c.RepoRoot, "cmd", "testdata", "iptables."+strconv.Itoa(cols)+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != string(want) {
+			t.Errorf("at %d columns the terminal shows something else than cmd/testdata/iptables.%d.golden:\n--- terminal\n%s\n--- golden\n%s", cols, cols, out, want)
+		}
+	}
+}
