@@ -157,20 +157,7 @@ func TestMeshFactsForbiddenKinds(t *testing.T) {
 	}
 	// A user who may get any namespace but list none learns that one is absent.
 	getter := ns + "-getter"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: getter}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: getter},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: getter},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: getter, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), getter, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), getter, metav1.DeleteOptions{})
-	})
+	c.GrantClusterRole(t, getter, "", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}})
 	gclient := clientAs(t, c, getter)
 	gf, err := gclient.MeshFacts(ctx)
 	if err != nil {

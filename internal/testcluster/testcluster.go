@@ -413,3 +413,52 @@ func (c *Cluster) GrantRole(t testing.TB, namespace, user string, rules []rbacv1
 		t.Fatal(err)
 	}
 }
+
+// GrantClusterRole gives user (impersonated with --as) cluster-wide either
+// exactly rules, through a ClusterRole named after the user, or, with rules
+// nil, the existing ClusterRole clusterRole; both removed when the test ends.
+func (c *Cluster) GrantClusterRole(t testing.TB, user, clusterRole string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	if rules != nil {
+		clusterRole = user
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+		if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
+		})
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+}
+
+// RunningPod waits until a pod matching selector in ns runs and returns its name.
+func (c *Cluster) RunningPod(t testing.TB, ns, selector string, timeout time.Duration) string {
+	t.Helper()
+	var name string
+	err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		for i := range l.Items {
+			if Running(&l.Items[i]) {
+				name = l.Items[i].Name
+			}
+		}
+		return name != "", nil
+	})
+	if err != nil {
+		t.Fatalf("no running pod %q in %s after %s", selector, ns, timeout)
+	}
+	return name
+}

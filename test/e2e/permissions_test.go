@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -62,25 +61,6 @@ func operatorRules(without string) []rbacv1.PolicyRule {
 	return append(rules, rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}})
 }
 
-func bindCluster(t *testing.T, c *testcluster.Cluster, user, clusterRole string, rules []rbacv1.PolicyRule) {
-	t.Helper()
-	ctx := context.Background()
-	if rules != nil {
-		clusterRole = user
-		if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{}) })
-	}
-	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{}) })
-}
-
 func bindNamespace(t *testing.T, c *testcluster.Cluster, ns, user, clusterRole string) {
 	t.Helper()
 	b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
@@ -94,15 +74,15 @@ func bindNamespace(t *testing.T, c *testcluster.Cluster, ns, user, clusterRole s
 var matrixRoles = []matrixRole{
 	{"namespace view (view, RoleBinding)", func(t *testing.T, c *testcluster.Cluster, ns, user string) { bindNamespace(t, c, ns, user, "view") }},
 	{"namespace edit (edit, RoleBinding)", func(t *testing.T, c *testcluster.Cluster, ns, user string) { bindNamespace(t, c, ns, user, "edit") }},
-	{"cluster view (view, ClusterRoleBinding)", func(t *testing.T, c *testcluster.Cluster, ns, user string) { bindCluster(t, c, user, "view", nil) }},
+	{"cluster view (view, ClusterRoleBinding)", func(t *testing.T, c *testcluster.Cluster, ns, user string) { c.GrantClusterRole(t, user, "view", nil) }},
 	{"mesh operator without events", func(t *testing.T, c *testcluster.Cluster, ns, user string) {
-		bindCluster(t, c, user, "", operatorRules("events"))
+		c.GrantClusterRole(t, user, "", operatorRules("events"))
 	}},
 	{"mesh operator without configmaps", func(t *testing.T, c *testcluster.Cluster, ns, user string) {
-		bindCluster(t, c, user, "", operatorRules("configmaps"))
+		c.GrantClusterRole(t, user, "", operatorRules("configmaps"))
 	}},
 	{"cluster admin (cluster-admin)", func(t *testing.T, c *testcluster.Cluster, ns, user string) {
-		bindCluster(t, c, user, "cluster-admin", nil)
+		c.GrantClusterRole(t, user, "cluster-admin", nil)
 	}},
 }
 
@@ -128,22 +108,7 @@ func TestPermissionMatrix(t *testing.T) {
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var pod string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if testcluster.Running(&p) {
-				pod = p.Name
-			}
-		}
-		return pod != "", nil
-	})
-	if err != nil {
-		t.Fatalf("no running pod of deployment web in %s: %v", ns, err)
-	}
+	pod := c.RunningPod(t, ns, "app=web", 120*time.Second)
 	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	manifest, err := yaml.Marshal(dep)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
@@ -74,22 +73,7 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 	}
 	pods := map[string]string{}
 	for _, d := range []*appsv1.Deployment{web, reports} {
-		var name string
-		if err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
-			l, err := c.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + d.Name})
-			if err != nil {
-				return false, nil
-			}
-			for _, p := range l.Items {
-				if testcluster.Running(&p) {
-					name = p.Name
-				}
-			}
-			return name != "", nil
-		}); err != nil {
-			t.Fatalf("no running pod of %s/%s", d.Namespace, d.Name)
-		}
-		pods[d.Name] = name
+		pods[d.Name] = c.RunningPod(t, d.Namespace, "app="+d.Name, 120*time.Second)
 	}
 	manifest, err := yaml.Marshal(web)
 	if err != nil {

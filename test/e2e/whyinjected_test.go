@@ -469,21 +469,8 @@ func TestWhyInjectedForbiddenFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := "viewer-" + ns
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+	c.GrantClusterRole(t, user, "", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "events", "nodes"}, Verbs: []string{"get", "list"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects: []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}}}
-	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
 	})
 	r := mesh(t, c, "", "why-injected", "p", "-n", ns, "--as", user, "-o", "json")
 	d := decode[reportDoc](t, r)
