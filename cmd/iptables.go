@@ -112,7 +112,13 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := o.Complete(ctx); err != nil {
+			err := o.Complete(ctx)
+			if err != nil && ctx.Err() != nil {
+				// Interrupted at any step (reading the pod, the dump, the
+				// cleanup): exit as kubectl does, whatever the step's error.
+				return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}
+			}
+			if err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
