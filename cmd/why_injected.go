@@ -36,13 +36,17 @@ type WhyInjectedOptions struct {
 	AllNamespaces bool
 	Output        string
 	// All lists every factor, those with no effect too.
-	All  bool
-	Args []string
+	All bool
+	// Verify proves each answer with a server-side dry-run create.
+	Verify bool
+	Args   []string
 
 	namespace         string
 	explicitNamespace bool
 	client            *inspect.Client
 	mesh              injection.Mesh
+	// sources are what each report's pod would be created from, for --verify.
+	sources map[*injection.InjectionReport]verifySource
 	genericiooptions.IOStreams
 }
 
@@ -102,6 +106,7 @@ if re-created first.`,
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
+	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return c
@@ -165,6 +170,11 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Verify {
+		if err := o.verify(ctx, reports); err != nil {
+			return err
+		}
+	}
 	var incomplete []string
 	for k, why := range facts.Unknown {
 		incomplete = append(incomplete, k+": "+why)
@@ -203,6 +213,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		}
 		for i := range pods {
 			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
+			o.recordLive(r, &pods[i])
 			if o.Output == "" {
 				r.Factors = nil // the table shows one row per pod
 			} else {
@@ -272,6 +283,10 @@ func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection
 		parts := strings.SplitN(k, "/", 3)
 		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}
 		r := o.mesh.Explain(facts, w)
+		// Its pods would come from the template of the object the events are about.
+		yes := true
+		o.recordLive(r, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
+			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}})
 		r.Factors = compactFactors(r.Factors)
 		out = append(out, r)
 	}
@@ -353,11 +368,17 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *injection
 			pod.Namespace = namespace
 		}
 		if live {
-			return []*injection.InjectionReport{o.mesh.Explain(facts, inspect.PodWorkload(pod, facts))}, nil
+			r := o.mesh.Explain(facts, inspect.PodWorkload(pod, facts))
+			o.recordLive(r, pod)
+			return []*injection.InjectionReport{r}, nil
 		}
 		w := &injection.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
 			Spec: pod.Spec, NamespaceSource: nsSource, NamespaceLabels: nsLabels}
-		return []*injection.InjectionReport{o.mesh.Explain(facts, w)}, nil
+		r := o.mesh.Explain(facts, w)
+		o.record(r, verifySource{namespace: pod.Namespace, base: pod.Name,
+			template:  &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
+			nsMissing: nsSource != injection.NamespaceFromCluster})
+		return []*injection.InjectionReport{r}, nil
 	}
 	kind, name, ns, tmpl, selector, ok := podTemplate(typed)
 	if !ok {
@@ -369,14 +390,18 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *injection
 	w := &injection.Workload{Kind: kind, Namespace: ns, Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
 		NamespaceSource: nsSource, NamespaceLabels: nsLabels}
 	if !live {
-		return []*injection.InjectionReport{o.mesh.Explain(facts, w)}, nil
+		r := o.mesh.Explain(facts, w)
+		o.record(r, verifySource{namespace: ns, base: name, template: tmpl, nsMissing: nsSource != injection.NamespaceFromCluster})
+		return []*injection.InjectionReport{r}, nil
 	}
 	events, err := o.client.FailedCreateEvents(ctx, facts, ns)
 	if err != nil {
 		return nil, err
 	}
 	w.Events = inspect.EventsForOwner(events, ns, kind, name)
-	reports := []*injection.InjectionReport{o.mesh.Explain(facts, w)}
+	tr := o.mesh.Explain(facts, w)
+	o.record(tr, verifySource{namespace: ns, base: name, template: tmpl})
+	reports := []*injection.InjectionReport{tr}
 	if selector == nil {
 		return reports, nil
 	}
@@ -386,7 +411,9 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *injection
 	}
 	err = o.client.EachPodPage(ctx, ns, sel.String(), func(pods []corev1.Pod) error {
 		for i := range pods {
-			reports = append(reports, o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts)))
+			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
+			o.recordLive(r, &pods[i])
+			reports = append(reports, r)
 		}
 		return nil
 	})

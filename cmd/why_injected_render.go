@@ -69,6 +69,7 @@ func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
 		p.para(p.bold("Needs:")+"   ", escape(strings.Join(r.Needs, "; ")))
 		p.para("         ", escape(canIHint(r.Needs)))
 	}
+	printProof(p, r)
 	for _, w := range r.Warnings {
 		p.para(p.effect(injection.EffectWarning)+": ", escape(w))
 	}
@@ -148,7 +149,12 @@ func countNoun(n int, one, many string) string {
 func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) {
 	injection.SortReports(reports)
 	rows := make([][]string, 0, len(reports))
+	verified := false
+	for _, r := range reports {
+		verified = verified || r.Verified != nil || r.NotVerified != ""
+	}
 	var fixes, needs []string
+	var disagreements []*injection.InjectionReport
 	seen, seenNeed := map[string]bool{}, map[string]bool{}
 	for _, r := range reports {
 		for _, n := range r.Needs {
@@ -175,9 +181,27 @@ func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injec
 		} else {
 			reason = escape(reason)
 		}
-		rows = append(rows, []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason})
+		row := []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason}
+		if verified {
+			row = append(row[:5], proofCell(p, r), reason)
+			if r.Verified != nil && r.Verified.Agrees != nil && !*r.Verified.Agrees {
+				disagreements = append(disagreements, r)
+			}
+		}
+		rows = append(rows, row)
 	}
-	p.table([]string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}, rows)
+	headers := []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}
+	if verified {
+		headers = []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
+	}
+	p.table(headers, rows)
+	for _, r := range disagreements {
+		fmt.Fprintln(p.out)
+		p.para(p.paint(injection.EffectBlocks, "DISAGREEMENT")+" "+escape(r.Namespace)+"/"+escape(r.Name)+": ", escape(r.Verified.Disagreement))
+	}
+	if len(disagreements) > 0 {
+		p.para("", reportHint)
+	}
 	if facts != nil {
 		fmt.Fprintln(p.out)
 		var srows [][]string
@@ -241,4 +265,42 @@ func (p *printer) fixLine(prefix, line string) {
 	}
 	p.command(prefix, cmd)
 	p.para(strings.Repeat(" ", lipgloss.Width(prefix))+"# ", comment)
+}
+
+// reportHint says what to do with a disagreement between prediction and proof.
+const reportHint = "The prediction and the apiserver disagree: that is a bug in kubectl-mesh's model of the mesh. " +
+	"Please report it with the output of the same command with -o yaml (it holds every factor and the proof)."
+
+// printProof prints --verify's proof under the verdict: what admission did,
+// and whether the prediction agrees.
+func printProof(p *printer, r *injection.InjectionReport) {
+	v := r.Verified
+	switch {
+	case r.NotVerified != "":
+		p.para(p.bold("Proof:")+"   ", "not verified: "+escape(r.NotVerified))
+	case v == nil:
+	case v.Agrees == nil:
+		p.para(p.bold("Proof:")+"   ", escape(v.Summary())+" (dry run; the prediction could not be made, this is the answer)")
+	case *v.Agrees:
+		p.para(p.bold("Proof:")+"   ", p.paint(injection.EffectInject, "agrees")+": "+escape(v.Summary())+" (dry run through the real admission chain)")
+	default:
+		p.para(p.bold("Proof:")+"   ", p.paint(injection.EffectBlocks, "DISAGREES")+": "+escape(v.Disagreement))
+		p.para("         ", reportHint)
+	}
+}
+
+// proofCell is the VERIFIED column of --verify.
+func proofCell(p *printer, r *injection.InjectionReport) string {
+	v := r.Verified
+	switch {
+	case v == nil:
+		return "-"
+	case v.Agrees == nil && v.Refused:
+		return "refused"
+	case v.Agrees == nil:
+		return map[bool]string{true: "injects", false: "no"}[v.Injected]
+	case *v.Agrees:
+		return p.paint(injection.EffectInject, "agrees")
+	}
+	return p.paint(injection.EffectBlocks, "DISAGREES")
 }

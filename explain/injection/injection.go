@@ -152,6 +152,10 @@ type InjectionReport struct {
 	Needs []string `json:"needs,omitempty"`
 	// Incomplete names the facts that could not be read; the verdict may be wrong.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Verified is admission's answer for the pod created now (--verify).
+	Verified *Verification `json:"verified,omitempty"`
+	// NotVerified says why --verify has no proof for this report.
+	NotVerified string `json:"notVerified,omitempty"`
 }
 
 // IsMismatch reports a known mismatch (false when there is none or it is unknown).

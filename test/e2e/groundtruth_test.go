@@ -82,6 +82,7 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	verified := 0 // combinations whose --verify proof was compared
 	run := func(t *testing.T) int {
 		facts, err := client.MeshFacts(ctx)
 		if err != nil {
@@ -100,6 +101,16 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 				predicted := injection.Istio{}.Explain(facts, w)
 				created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				combo := fmt.Sprintf("namespace %v, pod %s", matrixNamespaces[i], v.name)
+				// --verify's reading of the same dry run must agree with the prediction.
+				proof := injection.RefusedPod(fmt.Sprint(err))
+				if err == nil {
+					proof = injection.AdmittedPod(created)
+				}
+				proof.Compare(predicted)
+				if proof.Agrees == nil || !*proof.Agrees {
+					t.Errorf("%s: --verify's proof %q does not agree with the prediction: %s", combo, proof.Summary(), proof.Disagreement)
+				}
+				verified++
 				if err != nil {
 					if !predicted.CreationBlocked {
 						t.Errorf("%s: the apiserver refused the pod (%v); why-injected predicted %q", combo, err, predicted.Verdict)
@@ -116,6 +127,9 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 					InitContainers []string `json:"initContainers"`
 				}
 				_ = json.Unmarshal([]byte(raw), &st)
+				if proof.Injected != injected || proof.Revision != st.Revision || injected && proof.Sidecar != kindOfStatus(st.InitContainers) {
+					t.Errorf("%s: --verify read the admitted pod as %+v; it has status %q, init containers %v", combo, proof, raw, st.InitContainers)
+				}
 				switch {
 				case predicted.Expected == nil || injected != *predicted.Expected:
 					t.Errorf("%s: injected=%v (revision %q), why-injected predicted expected=%v via %q: %s",
@@ -276,7 +290,10 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 		}
 	}
 	total += ignored
-	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod", total)
+	if verified != total-ignored {
+		t.Errorf("--verify's proof compared for %d combinations, want %d", verified, total-ignored)
+	}
+	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod; --verify's proof agreed on %d", total, verified)
 }
 
 // kindOfStatus names the sidecar kind from sidecar.istio.io/status: istiod

@@ -1,0 +1,85 @@
+package injection
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Verification is what admission actually did with a pod created now — a
+// server-side dry run through the real admission chain, the mesh's webhooks
+// included — beside the prediction: the proof of the answer.
+type Verification struct {
+	// Injected, Revision and Sidecar ("native" or "classic") are read from the
+	// pod admission returned (its sidecar.istio.io/status and containers).
+	Injected bool   `json:"injected"`
+	Revision string `json:"revision,omitempty"`
+	Sidecar  string `json:"sidecar,omitempty"`
+	// Refused: admission rejected the pod; Message says how.
+	Refused bool   `json:"refused"`
+	Message string `json:"message,omitempty"`
+	// Agrees compares the proof with the prediction; null when the
+	// prediction was unknown (the proof then answers alone).
+	Agrees *bool `json:"agrees"`
+	// Disagreement says what differs, when Agrees is false.
+	Disagreement string `json:"disagreement,omitempty"`
+}
+
+// AdmittedPod reads what admission made of a pod it accepted.
+func AdmittedPod(p *corev1.Pod) *Verification {
+	st := readIstioStatus(p)
+	v := &Verification{Injected: st.injected, Revision: st.revision}
+	if st.injected {
+		v.Sidecar = kindOf(st.native)
+	}
+	return v
+}
+
+// RefusedPod is admission's rejection of the pod.
+func RefusedPod(message string) *Verification {
+	return &Verification{Refused: true, Message: message}
+}
+
+// Compare sets whether the proof agrees with r's prediction, and if not, how
+// they differ.
+func (v *Verification) Compare(r *InjectionReport) {
+	if r.Expected == nil {
+		v.Agrees, v.Disagreement = nil, ""
+		return
+	}
+	differ := ""
+	switch {
+	case r.CreationBlocked && !v.Refused:
+		differ = "predicted: pods cannot be created; admission accepted the pod"
+	case r.CreationBlocked:
+	case v.Refused:
+		differ = "predicted: the pod is admitted; admission refused it: " + v.Message
+	case *r.Expected != v.Injected:
+		differ = fmt.Sprintf("predicted: injected %v; admission: injected %v", *r.Expected, v.Injected)
+	case v.Injected && r.Revision != "" && v.Revision != "" && r.Revision != v.Revision:
+		differ = fmt.Sprintf("predicted: revision %s; admission: revision %s", r.Revision, v.Revision)
+	case v.Injected && r.Sidecar != "" && r.Sidecar != v.Sidecar:
+		differ = fmt.Sprintf("predicted: a %s sidecar; admission: a %s sidecar", r.Sidecar, v.Sidecar)
+	}
+	agrees := differ == ""
+	v.Agrees, v.Disagreement = &agrees, differ
+}
+
+// Summary says the proof in a few words.
+func (v *Verification) Summary() string {
+	switch {
+	case v.Refused:
+		return "admission refuses the pod: " + v.Message
+	case v.Injected:
+		s := "admission injects it"
+		if v.Revision != "" {
+			s += " (revision " + v.Revision
+			if v.Sidecar != "" {
+				s += ", " + v.Sidecar + " sidecar"
+			}
+			s += ")"
+		}
+		return s
+	}
+	return "admission does not inject it"
+}

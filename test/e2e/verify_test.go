@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// why-injected --verify on the real apiserver and istiod: a workload's
+// template and its pod proven by a dry-run create, a manifest istiod refuses,
+// a user who may not create pods (the prediction alone, said), a user who may
+// not read the webhooks but may create pods (the proof answers what the
+// prediction could not), and a planted disagreement — a webhook the model
+// does not know (not named like Istio's) that calls the real istiod — reported
+// loudly with how to file it.
+func TestWhyInjectedVerify(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "vfy", map[string]string{"istio-injection": "enabled"})
+	planted := c.Namespace(t, "vfy-planted", map[string]string{"kmesh-planted": "yes"})
+	checks := 0
+
+	one := int32(1)
+	deploy := func(ns, name string, annotations map[string]string) *appsv1.Deployment {
+		tmpl := appPod(name, map[string]string{"app": name}, annotations)
+		return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
+	}
+	web := deploy(ns, "web", nil)
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.RunningPod(t, ns, "app=web", 120*time.Second)
+
+	// A workload: its template and its pod (through its ReplicaSet's template), both proven.
+	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "-o", "json"))
+	if len(d.Items) != 2 {
+		t.Fatalf("%d items, want the template and its pod", len(d.Items))
+	}
+	for _, it := range d.Items {
+		v := it.Verified
+		if v == nil || !v.Injected || v.Revision != "default" || v.Sidecar != "native" || v.Agrees == nil || !*v.Agrees {
+			t.Errorf("%s %s: verified %+v (not verified: %q)", it.Kind, it.Name, v, it.NotVerified)
+		}
+		checks++
+	}
+
+	// Manifests: one istiod refuses at admission (predicted: blocked), one in a
+	// namespace that does not exist yet (no proof possible, said).
+	refused := deploy(ns, "refused", map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})
+	later := deploy("vfy-not-yet", "later", nil)
+	var manifest []byte
+	for _, o := range []*appsv1.Deployment{refused, later} {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(append(manifest, b...), []byte("---\n")...)
+	}
+	file := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(file, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "-f", file, "--verify", "-o", "json"))
+	if len(d.Items) != 2 {
+		t.Fatalf("-f: %d items", len(d.Items))
+	}
+	if v := d.Items[0].Verified; !d.Items[0].CreationBlocked || v == nil || !v.Refused || v.Agrees == nil || !*v.Agrees || !strings.Contains(v.Message, "10.0.0.0/33") {
+		t.Errorf("refused manifest: blocked %v, verified %+v", d.Items[0].CreationBlocked, v)
+	}
+	if d.Items[1].Verified != nil || !strings.Contains(d.Items[1].NotVerified, "does not exist") {
+		t.Errorf("manifest for a namespace not there yet: verified %+v, not verified %q", d.Items[1].Verified, d.Items[1].NotVerified)
+	}
+	checks += 2
+
+	// The planted disagreement: the real istiod behind a webhook the model does not know.
+	var url string
+	var caBundle []byte
+	if mwc, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		url, caBundle = *mwc.Webhooks[0].ClientConfig.URL, mwc.Webhooks[0].ClientConfig.CABundle
+	}
+	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
+	plant := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kmesh-planted-" + planted},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "inject.planted.kubectl-mesh.test", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none, FailurePolicy: &fail,
+			ClientConfig:      admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kmesh-planted": "yes", "kubernetes.io/metadata.name": planted}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+		}}}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, plant, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), plant.Name, metav1.DeleteOptions{})
+	})
+	pl := deploy(planted, "planted", nil)
+	b, _ := yaml.Marshal(pl)
+	pfile := filepath.Join(t.TempDir(), "planted.yaml")
+	if err := os.WriteFile(pfile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := decode[reportDoc](t, mesh(t, c, "", "why-injected", "-f", pfile, "--verify", "-o", "json"))
+	if v := r.Verified; r.IsExpected() || v == nil || !v.Injected || v.Agrees == nil || *v.Agrees || !strings.Contains(v.Disagreement, "injected false; admission: injected true") {
+		t.Errorf("planted disagreement: expected %s, verified %+v", fmtBool(r.Expected), v)
+	}
+	human := mesh(t, c, "", "why-injected", "-f", pfile, "--verify")
+	if !strings.Contains(human.stdout, "DISAGREES") || !strings.Contains(human.stdout, "Please report it") {
+		t.Errorf("the disagreement is not said loudly:\n%s", human.stdout)
+	}
+	checks += 2
+
+	// A user who may not create pods: the prediction alone, and why.
+	viewer := ns + "-viewer"
+	c.GrantClusterRole(t, viewer, "view", nil)
+	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "--as", viewer, "-o", "json"))
+	for _, it := range d.Items {
+		if it.Verified != nil || !strings.Contains(it.NotVerified, "may not create pods in namespace "+ns) {
+			t.Errorf("viewer: %s verified %+v, not verified %q", it.Name, it.Verified, it.NotVerified)
+		}
+		checks++
+	}
+	// A namespace editor cannot read the webhooks (the prediction is unknown)
+	// but may create pods: the dry run answers.
+	editor := ns + "-editor"
+	c.GrantRole(t, ns, editor, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "create"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews"}, Verbs: []string{"create"}},
+	})
+	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "--as", editor, "-o", "json"))
+	for _, it := range d.Items {
+		if v := it.Verified; it.Expected != nil || v == nil || !v.Injected || v.Agrees != nil {
+			t.Errorf("editor: %s expected %s, verified %+v (not verified %q)", it.Name, fmtBool(it.Expected), v, it.NotVerified)
+		}
+		checks++
+	}
+	testreport.Count(t, "--verify: %d proofs checked on the real apiserver and istiod, one planted disagreement reported", checks)
+}
