@@ -32,6 +32,10 @@ type IptablesOptions struct {
 	NodeNS      string
 	Force       bool
 	Timeout     time.Duration
+	// AllNamespaces and Selector (or an explicit -n) without a POD: the fleet audit.
+	AllNamespaces bool
+	Selector      string
+	viaSet        bool
 
 	FromFiles   []string
 	PodIPs      []string
@@ -61,7 +65,7 @@ type CaptureReportDoc struct {
 func NewIptablesCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &IptablesOptions{configFlags: configFlags, IOStreams: streams}
 	c := &cobra.Command{
-		Use:   "iptables (POD | --from-file DUMP [--from-file DUMP6]) [flags]",
+		Use:   "iptables (POD | --from-file DUMP [--from-file DUMP6] | -n NS | -l SELECTOR | -A) [flags]",
 		Short: "Explain a pod's traffic-capture rules, compare them with what they should be, trace connections",
 		Long: `Read the packet-filter rules of a pod's network namespace and explain them:
 every Istio (and Linkerd proxy-init) rule in plain language, as a tree from
@@ -81,6 +85,12 @@ and both families, with counters:
                              nsenter; always deleted, also on Ctrl-C.
 --interval 10s dumps twice and shows what each rule counted in between.
 
+-n NS, -l SELECTOR or -A without a POD: a fleet audit. Every selected running
+pod's rules are read with one short-lived node pod per node (all of the
+node's pods in one go, never an ephemeral container), each compared with
+what its own arguments call for and traced (inbound to its app port,
+outbound to an outside address, DNS): one line per pod, worst first.
+
 --from-file: read iptables-save output instead (either backend, with or
 without counters; - for standard input), or the output of
 'nft list ruleset' when istio-init ran with --native-nftables (Istio's
@@ -92,7 +102,10 @@ Trace SPEC:
   in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME]  a connection into the pod
 IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 (--pod-ip) leaves through lo.`,
-		Example: `  # Dump the rules on the node, then explain them
+		Example: `  # Audit every pod of a namespace: drift, DNS and capture, worst first
+  kubectl mesh iptables -n shop
+
+  # Dump the rules on the node, then explain them
   nsenter -t "$PID" -n iptables-save -c > pod.rules
   kubectl mesh iptables --from-file pod.rules --pod-ip 10.1.2.3
 
@@ -112,6 +125,20 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || cmd.Flags().Changed("namespace")) {
+				ns, explicit, client, err := connect(o.configFlags)
+				if err != nil {
+					return err
+				}
+				o.viaSet = cmd.Flags().Changed("via")
+				if o.isFleet(explicit) {
+					err := o.runFleet(ctx, ns, client)
+					if err != nil && ctx.Err() != nil {
+						return &InterruptedError{Err: fmt.Errorf("interrupted (every node pod created has been deleted)")}
+					}
+					return err
+				}
+			}
 			err := o.Complete(ctx)
 			if err != nil && ctx.Err() != nil {
 				// Interrupted at any step (reading the pod, the dump, the
@@ -129,6 +156,8 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	}
 	c.Flags().StringVarP(&o.Container, "container", "c", "", "The container whose image the debug container runs (default: istio-proxy's, else istio-init's)")
 	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How to reach the pod's network namespace: ephemeral or node")
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Without a POD: audit every running pod of the cluster (one node pod per node)")
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Without a POD: audit the running pods matching this label selector (one node pod per node)")
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the debug container (default: the pod's proxy image)")
 	c.Flags().DurationVar(&o.Interval, "interval", 0, "Dump twice, this long apart, and show each rule's counter deltas")
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pod of --via node")
@@ -178,7 +207,7 @@ func (o *IptablesOptions) Validate() error {
 		return o.validateCommon()
 	}
 	if len(o.FromFiles) == 0 {
-		return usageErrorf("give a POD, or the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input)")
+		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
 	}
 	if len(o.FromFiles) > 2 {
 		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")

@@ -82,9 +82,28 @@ func imageOf(p *corev1.Pod, container string) string {
 	return ""
 }
 
-// useLive picks, per family, the backend that holds the rules, and fills
-// the explanation's input from the pod.
+// useLive fills the explanation's input from a live pod's dump.
 func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
+	in, raw, backend, err := liveInput(pod, res)
+	if err != nil {
+		return err
+	}
+	o.input.Notes = append(o.input.Notes, in.Notes...)
+	o.input.Dumps = append(o.input.Dumps, in.Dumps...)
+	o.input.Context, o.input.PodIPs, o.input.Nameservers = in.Context, in.PodIPs, in.Nameservers
+	if in.ExpectArgs != nil {
+		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = in.ExpectArgs, in.ExpectEnv, in.ExpectFrom
+	}
+	o.raw = append(o.raw, raw...)
+	o.liveBackend = backend
+	return nil
+}
+
+// liveInput picks, per family, the backend that holds a live pod's rules,
+// and builds the explanation's input from the dump and the pod: its
+// addresses, ports, proxy uid, DNS servers and the arguments its rules were
+// written from. backend says which backends held rules.
+func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, raw [][]byte, backend string, err error) {
 	last := 1
 	for _, s := range res.Sections {
 		last = max(last, s.Round)
@@ -113,7 +132,7 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 		chosen, backend := nft, "nft"
 		switch {
 		case nft != nil && nft.RuleCount() > 0 && legacy != nil && legacy.RuleCount() > 0:
-			o.input.Notes = append(o.input.Notes, fmt.Sprintf("%s: both the nft and the legacy backend hold rules (%d and %d); the nft rules are shown — a mix of backends is a known cause of broken capture", fam, nft.RuleCount(), legacy.RuleCount()))
+			in.Notes = append(in.Notes, fmt.Sprintf("%s: both the nft and the legacy backend hold rules (%d and %d); the nft rules are shown — a mix of backends is a known cause of broken capture", fam, nft.RuleCount(), legacy.RuleCount()))
 		case (nft == nil || nft.RuleCount() == 0) && legacy != nil && legacy.RuleCount() > 0:
 			chosen, backend = legacy, "legacy"
 		}
@@ -125,8 +144,8 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 				chosen.SetDeltas(before)
 			}
 		}
-		o.raw = append(o.raw, []byte(section(last, fam+"-"+backend+"-save")))
-		o.input.Dumps = append(o.input.Dumps, chosen)
+		raw = append(raw, []byte(section(last, fam+"-"+backend+"-save")))
+		in.Dumps = append(in.Dumps, chosen)
 		backends = append(backends, fam+": "+backend)
 	}
 	// The arguments the pod's rules were written from: they say whether it uses
@@ -138,10 +157,10 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	}
 	nftText := section(last, "nft")
 	if strings.Contains(nftText, nsexec.NftMissing) && native {
-		o.input.Notes = append(o.input.Notes, "the pod's rules are written in Istio's native nftables mode, and the image they were read with has no nft: its inet istio-proxy-* tables could not be read (give --image with nft)")
+		in.Notes = append(in.Notes, "the pod's rules are written in Istio's native nftables mode, and the image they were read with has no nft: its inet istio-proxy-* tables could not be read (give --image with nft)")
 	}
 	if v4, v6, ok, err := capture.ParseNftRuleset([]byte(nftText)); err != nil && !strings.Contains(nftText, nsexec.NftMissing) {
-		o.input.Notes = append(o.input.Notes, "nft list ruleset could not be read: "+err.Error())
+		in.Notes = append(in.Notes, "nft list ruleset could not be read: "+err.Error())
 	} else if err == nil && ok {
 		before4, before6, okBefore, _ := capture.ParseNftRuleset([]byte(section(1, "nft")))
 		for i, rs := range []*capture.Ruleset{v4, v6} {
@@ -151,15 +170,15 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 			if last > 1 && okBefore {
 				rs.SetDeltas([]*capture.Ruleset{before4, before6}[i])
 			}
-			o.input.Dumps = append(o.input.Dumps, rs)
+			in.Dumps = append(in.Dumps, rs)
 		}
-		o.raw = append(o.raw, []byte(section(last, "nft")))
+		raw = append(raw, []byte(section(last, "nft")))
 		backends = append(backends, "inet istio-proxy-* tables: native nftables")
 	}
-	if len(o.input.Dumps) == 0 {
-		return fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
+	if len(in.Dumps) == 0 {
+		return in, nil, "", fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
 	}
-	o.liveBackend = strings.Join(backends, ", ")
+	backend = strings.Join(backends, ", ")
 
 	ctx := &capture.PodContext{ProxyUID: "1337", Ports: map[int]string{}}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
@@ -174,23 +193,23 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 			ctx.ProxyUID = fmt.Sprint(*c.SecurityContext.RunAsUser)
 		}
 	}
-	o.input.Context = ctx
+	in.Context = ctx
 	for _, ip := range pod.Status.PodIPs {
 		if a, err := netip.ParseAddr(ip.IP); err == nil {
-			o.input.PodIPs = append(o.input.PodIPs, a)
+			in.PodIPs = append(in.PodIPs, a)
 		}
 	}
 	for _, line := range strings.Split(section(1, "resolv.conf"), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "nameserver" {
 			if _, err := netip.ParseAddr(f[1]); err == nil {
-				o.input.Nameservers = append(o.input.Nameservers, f[1])
+				in.Nameservers = append(in.Nameservers, f[1])
 			}
 		}
 	}
 	if podHasArgs {
-		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = podArgs, podEnv, podSource
+		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = podArgs, podEnv, podSource
 	}
-	return nil
+	return in, raw, backend, nil
 }
 
 func (o *IptablesOptions) liveInfo() *capture.LiveSource {

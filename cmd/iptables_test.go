@@ -105,7 +105,7 @@ func TestIptablesBadInput(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"no input", []string{"iptables"}, "give a POD, or the rules to read with --from-file"},
+		{"no input", []string{"iptables"}, "give a POD, the rules to read with --from-file"},
 		{"empty", []string{"iptables", "--from-file", write("empty", "\n")}, "empty input"},
 		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "not an iptables-save line"},
 		{"truncated", []string{"iptables", "--from-file", write("half", string(full[:strings.Index(string(full), "COMMIT")]))}, "truncated dump"},

@@ -262,23 +262,11 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 	if p.Spec.NodeName == "" {
 		return nil, fmt.Errorf("pod %s/%s is not scheduled on a node yet", p.Namespace, p.Name)
 	}
-	cid := ""
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
-		if s.State.Running != nil && s.ContainerID != "" {
-			_, id, _ := strings.Cut(s.ContainerID, "://")
-			cid = id
-			break
-		}
-	}
-	if !containerIDRE.MatchString(cid) {
+	cid := containerID(p)
+	if cid == "" {
 		return nil, fmt.Errorf("pod %s/%s has no running container to find its network namespace by", p.Namespace, p.Name)
 	}
-	ns := req.NodeNamespace
-	if err := r.check(ctx,
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"},
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"},
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
-	); err != nil {
+	if err := r.checkNode(ctx, req.NodeNamespace); err != nil {
 		return nil, err
 	}
 	// Find a process of the pod by its container ID in the cgroup paths,
@@ -287,16 +275,50 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 		"[ -n \"$pid\" ] || { echo 'no process of container %s on this node' >&2; exit 3; }\n"+
 		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n"+
 		"PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n", cid, cid, script(rounds, seconds, "/proc/$PID/root"))
+	out, where, err := r.runNodePod(ctx, p.Spec.NodeName, req.NodeNamespace, req.Image, cmd, req.Timeout+time.Duration(seconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Via: ViaNode, Container: where, Sections: parse(out)}, nil
+}
+
+// containerID is the ID of a running container of p (any will do: they share
+// the pod's network namespace), "" when none runs.
+func containerID(p *corev1.Pod) string {
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
+		if s.State.Running != nil && s.ContainerID != "" {
+			_, id, _ := strings.Cut(s.ContainerID, "://")
+			if containerIDRE.MatchString(id) {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// checkNode asks whether the user may run a node pod in namespace ns.
+func (r *Runner) checkNode(ctx context.Context, ns string) error {
+	return r.check(ctx,
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"},
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"},
+		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
+	)
+}
+
+// runNodePod runs cmd in a short-lived privileged pod on node (host PID and
+// network, in namespace ns), waits for it to finish and returns its output
+// and "<ns>/<pod>". The pod is deleted on success, on error and when ctx ends.
+func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, timeout time.Duration) (string, string, error) {
 	yes := true
 	var zero int64
 	name := "mesh-dump-" + rand.String(5)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{NodePodLabel: "node"}},
 		Spec: corev1.PodSpec{
-			NodeName: p.Spec.NodeName, HostPID: true, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
+			NodeName: node, HostPID: true, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: new(bool),
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "dump", Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			Containers: []corev1.Container{{Name: "dump", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"/bin/sh", "-c", cmd}, SecurityContext: &corev1.SecurityContext{Privileged: &yes, RunAsUser: &zero}}},
 		},
 	}
@@ -326,13 +348,89 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 	}()
 	if _, createErr = r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); createErr != nil {
 		if strings.Contains(createErr.Error(), "PodSecurity") {
-			return nil, fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, createErr)
+			return "", "", fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, createErr)
 		}
-		return nil, fmt.Errorf("creating the node pod: %w", createErr)
+		return "", "", fmt.Errorf("creating the node pod: %w", createErr)
 	}
-	out, err := r.waitAndRead(ctx, ns, name, "dump", false, req.Timeout+time.Duration(seconds)*time.Second)
+	out, err := r.waitAndRead(ctx, ns, name, "dump", false, timeout)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return &Result{Via: ViaNode, Container: ns + "/" + name, Sections: parse(out)}, nil
+	return out, ns + "/" + name, nil
+}
+
+// podMarker starts one pod's part of a node dump; errMarker says why a pod
+// has no dump.
+const (
+	podMarker = "### kubectl-mesh-pod "
+	errMarker = "### kubectl-mesh-error "
+)
+
+// PodDump is one pod's part of a node's dump: its sections, or why there are none.
+type PodDump struct {
+	Sections []Section
+	Err      string
+}
+
+// DumpNode reads the rules of every pod given — all on node — with a single
+// short-lived node pod (in nodeNS, with image): for each pod, its process is
+// found by container ID and the fixed dump runs in its network namespace.
+// It returns each pod's dump by "namespace/name", and the node pod's name.
+// The node pod is deleted on success, on error and when ctx ends.
+func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods []*corev1.Pod, timeout time.Duration) (map[string]PodDump, string, error) {
+	if err := r.checkNode(ctx, nodeNS); err != nil {
+		return nil, "", err
+	}
+	out := map[string]PodDump{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root"))
+	n := 0
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		cid := containerID(p)
+		if cid == "" || p.Spec.NodeName != node {
+			out[key] = PodDump{Err: "no running container on node " + node + " to find its network namespace by"}
+			continue
+		}
+		n++
+		// Names and IDs are checked (DNS labels, hex): safe in the script.
+		fmt.Fprintf(&b, "echo '%s%s'\npid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
+			"if [ -n \"$pid\" ]; then PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"; else echo '%sno process of container %s on this node'; fi\n",
+			podMarker, key, cid, errMarker, cid)
+	}
+	if n == 0 {
+		return out, "", nil
+	}
+	text, where, err := r.runNodePod(ctx, node, nodeNS, image, b.String(), timeout)
+	if err != nil {
+		return nil, where, err
+	}
+	var key string
+	var part strings.Builder
+	flush := func() {
+		if key == "" {
+			return
+		}
+		d := PodDump{Sections: parse(part.String())}
+		if i := strings.Index(part.String(), errMarker); i >= 0 {
+			d.Err = strings.TrimSpace(strings.SplitN(part.String()[i+len(errMarker):], "\n", 2)[0])
+		}
+		out[key] = d
+	}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if strings.HasPrefix(line, podMarker) {
+			flush()
+			key = strings.TrimSpace(strings.TrimPrefix(line, podMarker))
+			part.Reset()
+			continue
+		}
+		part.WriteString(line)
+	}
+	flush()
+	for _, p := range pods {
+		if _, ok := out[p.Namespace+"/"+p.Name]; !ok {
+			out[p.Namespace+"/"+p.Name] = PodDump{Err: "the node pod's output has no part for it"}
+		}
+	}
+	return out, where, nil
 }

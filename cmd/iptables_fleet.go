@@ -1,0 +1,291 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+)
+
+// AuditLine is one pod of a fleet audit (`kubectl mesh iptables -n/-l/-A`).
+type AuditLine struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Node      string `json:"node"`
+	// Mesh is how the pod is meshed: "istio sidecar", "istio sidecar (CNI)", "none".
+	Mesh string `json:"mesh"`
+	capture.AuditSummary
+	// Error says why the pod's rules could not be read (then nothing else is known).
+	Error string `json:"error,omitempty"`
+	// Report is the pod's full capture report (JSON/YAML only).
+	Report *capture.CaptureReport `json:"report,omitempty"`
+}
+
+// fleetNodes is how many nodes are read at once.
+const fleetNodes = 4
+
+// isFleet: no POD and no dump, but pods to select (-A, -l or an explicit -n).
+func (o *IptablesOptions) isFleet(explicitNS bool) bool {
+	return o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || explicitNS)
+}
+
+// runFleet reads the capture rules of every selected running pod with one
+// short-lived node pod per node (never an ephemeral container), explains
+// each against what its own arguments call for, and prints one line per pod,
+// worst first.
+func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspect.Client) error {
+	switch {
+	case o.Via == nsexec.ViaEphemeral && o.viaSet:
+		return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
+	case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
+		return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
+	case o.Output == outputRaw:
+		return usageErrorf("-o raw is for one POD")
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	byNode := map[string][]*corev1.Pod{}
+	selected := 0
+	err := client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
+		for i := range pods {
+			p := pods[i]
+			if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" || p.Spec.HostNetwork {
+				continue
+			}
+			selected++
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], &p)
+		}
+		return nil
+	})
+	if err != nil {
+		return explainAPIError(err, "list pods")
+	}
+	if selected == 0 {
+		fmt.Fprintln(o.ErrOut, "No running pods found.")
+		return nil
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+
+	runner := &nsexec.Runner{Client: client.Kube}
+	progress := newProgress(o.ErrOut, len(nodes), selected)
+	var mu sync.Mutex
+	var lines []*AuditLine
+	sem := make(chan struct{}, fleetNodes)
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(node string, pods []*corev1.Pod) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			got := o.auditNode(ctx, runner, node, pods)
+			mu.Lock()
+			lines = append(lines, got...)
+			mu.Unlock()
+			progress.done(len(pods))
+		}(node, byNode[node])
+	}
+	wg.Wait()
+	progress.clear()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	sort.SliceStable(lines, func(i, j int) bool {
+		a, b := lines[i], lines[j]
+		if ra, rb := a.rank(), b.rank(); ra != rb {
+			return ra < rb
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Pod < b.Pod
+	})
+	if o.Output != "" {
+		return printList(o.Out, o.Output, "CaptureAuditList", len(lines), func(i int) any { return lines[i] })
+	}
+	for _, l := range lines {
+		sanitize(l)
+	}
+	p := newPrinter(o.Out)
+	rows := make([][]string, 0, len(lines))
+	drifted, failed := 0, 0
+	for _, l := range lines {
+		drift := "-"
+		switch {
+		case l.Error != "":
+			failed++
+			drift = p.paint("blocks", "error")
+		case l.Drift != nil && *l.Drift:
+			drifted++
+			drift = p.paint("blocks", fmt.Sprintf("%d missing, %d extra", l.Missing, l.Extra))
+		case l.Drift != nil:
+			drift = "none"
+		}
+		hazards := l.HazardText()
+		if l.Error != "" {
+			hazards = l.Error
+		}
+		rows = append(rows, []string{escape(l.Namespace), escape(l.Pod), escape(l.Mesh), escape(dash(l.Backend)), fmt.Sprint(l.Rules), drift,
+			escape(l.Inbound), escape(l.Outbound), escape(l.DNS), escape(dash(hazards))})
+	}
+	p.para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
+		len(lines), len(nodes), len(nodes), drifted, failed))
+	fmt.Fprintln(p.out)
+	p.table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
+	return nil
+}
+
+func (l *AuditLine) rank() int {
+	if l.Error != "" {
+		return -1
+	}
+	if l.Mesh == "none" && l.Rules == 0 {
+		return 3 // not meshed and nothing captured: as it should be
+	}
+	return l.Worst()
+}
+
+// auditNode reads every pod of node with one node pod and explains each.
+func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, node string, pods []*corev1.Pod) []*AuditLine {
+	image := o.Image
+	for _, p := range pods {
+		if image == "" {
+			image = imageOf(p, "")
+		}
+	}
+	lines := make([]*AuditLine, 0, len(pods))
+	fail := func(why string) []*AuditLine {
+		for _, p := range pods {
+			lines = append(lines, &AuditLine{Namespace: p.Namespace, Pod: p.Name, Node: node, Mesh: meshOf(p), Error: why})
+		}
+		return lines
+	}
+	if image == "" {
+		return fail("no pod on this node has a mesh image with iptables to read the rules with: give one with --image")
+	}
+	dumps, _, err := runner.DumpNode(ctx, node, o.NodeNS, image, pods, o.Timeout)
+	if err != nil {
+		return fail("node pod: " + err.Error())
+	}
+	for _, p := range pods {
+		l := &AuditLine{Namespace: p.Namespace, Pod: p.Name, Node: node, Mesh: meshOf(p)}
+		lines = append(lines, l)
+		d := dumps[p.Namespace+"/"+p.Name]
+		if d.Err != "" {
+			l.Error = d.Err
+			continue
+		}
+		in, _, backend, err := liveInput(p, &nsexec.Result{Via: nsexec.ViaNode, Sections: d.Sections})
+		if err != nil {
+			l.Error = err.Error()
+			continue
+		}
+		if in.Context == nil {
+			in.Context = &capture.PodContext{ProxyUID: "1337"}
+		}
+		traces := auditTraces(p, in.PodIPs, in.Nameservers)
+		in.Traces = []string{traces.In, traces.Out}
+		if traces.DNS != "" {
+			in.Traces = append(in.Traces, traces.DNS)
+		}
+		rep, err := capture.ExplainCapture(in)
+		if err != nil {
+			l.Error = err.Error()
+			continue
+		}
+		l.AuditSummary = capture.Summarize(rep, traces, backend)
+		l.Report = rep
+	}
+	return lines
+}
+
+// auditTraces are the three connections every pod is traced with: inbound to
+// its first app port (8080 if none), outbound to an address outside the
+// cluster (TEST-NET-3), and a DNS query to its first nameserver.
+func auditTraces(p *corev1.Pod, ips []netip.Addr, nameservers []string) capture.AuditTraces {
+	port := 8080
+	for _, c := range p.Spec.Containers {
+		if c.Name != "istio-proxy" && len(c.Ports) > 0 {
+			port = int(c.Ports[0].ContainerPort)
+			break
+		}
+	}
+	t := capture.AuditTraces{In: fmt.Sprintf("in:%d", port), Out: "out:203.0.113.10:443"}
+	if len(nameservers) > 0 {
+		t.DNS = "out:" + nameservers[0] + ":53/udp"
+	}
+	return t
+}
+
+// meshOf says how a pod is meshed, from its containers.
+func meshOf(p *corev1.Pod) string {
+	proxy, init := false, false
+	for _, c := range p.Spec.InitContainers {
+		proxy = proxy || c.Name == "istio-proxy"
+		init = init || c.Name == "istio-init"
+	}
+	for _, c := range p.Spec.Containers {
+		proxy = proxy || c.Name == "istio-proxy"
+	}
+	switch {
+	case proxy && init:
+		return "istio sidecar"
+	case proxy:
+		return "istio sidecar (CNI)"
+	case p.Annotations["ambient.istio.io/redirection"] == "enabled":
+		return "istio ambient"
+	}
+	return "none"
+}
+
+// progress is a one-line counter on a terminal's stderr for long audits.
+type progress struct {
+	mu          sync.Mutex
+	p           *printer
+	nodes, pods int
+	doneN       int
+	doneP       int
+}
+
+func newProgress(errOut any, nodes, pods int) *progress {
+	pr := &progress{nodes: nodes, pods: pods}
+	if w, ok := errOut.(interface{ Write([]byte) (int, error) }); ok && isTerminal(w) {
+		pr.p = &printer{out: w}
+		pr.show()
+	}
+	return pr
+}
+
+func (pr *progress) show() {
+	fmt.Fprintf(pr.p.out, "\rreading capture rules: %d/%d nodes, %d/%d pods", pr.doneN, pr.nodes, pr.doneP, pr.pods)
+}
+
+func (pr *progress) done(pods int) {
+	if pr.p == nil {
+		return
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.doneN++
+	pr.doneP += pods
+	pr.show()
+}
+
+func (pr *progress) clear() {
+	if pr.p != nil {
+		fmt.Fprintf(pr.p.out, "\r%s\r", strings.Repeat(" ", 60))
+	}
+}
