@@ -139,6 +139,17 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 		if chosen == nil || chosen.RuleCount() == 0 && fam == "ip6tables" {
 			continue
 		}
+		if backend == "nft" && (legacy == nil || legacy.RuleCount() == 0) {
+			// The legacy dump was read too and holds no rules: its "legacy
+			// tables present" warning says nothing about this pod's capture.
+			kept := chosen.Warnings[:0]
+			for _, w := range chosen.Warnings {
+				if !strings.Contains(w, "iptables-legacy tables present") {
+					kept = append(kept, w)
+				}
+			}
+			chosen.Warnings = kept
+		}
 		if last > 1 {
 			if before := parse(section(1, fam+"-"+backend+"-save")); before != nil {
 				chosen.SetDeltas(before)
