@@ -36,6 +36,8 @@ type IptablesOptions struct {
 	AllNamespaces bool
 	Selector      string
 	viaSet        bool
+	// Connections classifies the pod's live flows (captured or bypassing).
+	Connections bool
 
 	FromFiles   []string
 	PodIPs      []string
@@ -156,6 +158,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	}
 	c.Flags().StringVarP(&o.Container, "container", "c", "", "The container whose image the debug container runs (default: istio-proxy's, else istio-init's)")
 	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How to reach the pod's network namespace: ephemeral or node")
+	c.Flags().BoolVar(&o.Connections, "connections", false, "With a POD: read its connection-tracking table in the same dump and say which live flows the proxy took and which bypass it (and the rule that let each through)")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Without a POD: audit every running pod of the cluster (one node pod per node)")
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Without a POD: audit the running pods matching this label selector (one node pod per node)")
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the debug container (default: the pod's proxy image)")
@@ -205,6 +208,9 @@ func (o *IptablesOptions) Validate() error {
 	}
 	if o.live != nil {
 		return o.validateCommon()
+	}
+	if o.Connections {
+		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
 	}
 	if len(o.FromFiles) == 0 {
 		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
@@ -351,10 +357,43 @@ func printCapture(p *printer, rep *capture.CaptureReport) {
 	for _, tr := range rep.Traces {
 		p.para(p.bold("Trace")+" "+escape(tr.Spec)+": ", escape(tr.Summary))
 	}
+	if rep.ConnectionsSummary != "" {
+		p.para(p.bold("Connections:")+" ", escape(rep.ConnectionsSummary))
+		// Bypassing flows, one line per destination and rule.
+		type group struct {
+			c capture.Connection
+			n int
+		}
+		var groups []*group
+		byKey := map[string]*group{}
+		for _, c := range rep.Connections {
+			if c.Class != capture.Bypassing {
+				continue
+			}
+			key := c.Proto + " " + c.Dst.String() + " " + c.Rule
+			if g := byKey[key]; g != nil {
+				g.n++
+				continue
+			}
+			g := &group{c: c, n: 1}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		for _, g := range groups {
+			what := escape(flowText(g.c))
+			if g.n > 1 {
+				what = fmt.Sprintf("%d %s flows to %s (e.g. %s)", g.n, g.c.Proto, g.c.Dst, escape(flowText(g.c)))
+			}
+			p.para("  "+p.paint(injection.EffectBlocks, "bypassing")+" ", what+": "+escape(g.c.Why))
+			if g.c.Rule != "" {
+				p.para("    let through by: ", escape(g.c.Rule))
+			}
+		}
+	}
 	for _, n := range rep.Notes {
 		p.para(p.effect(injection.EffectWarning)+": ", escape(n))
 	}
-	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 {
+	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 || rep.ConnectionsSummary != "" {
 		fmt.Fprintln(p.out)
 	}
 	for i, d := range rep.Dumps {
@@ -400,6 +439,19 @@ func printCapture(p *printer, rep *capture.CaptureReport) {
 			p.para("  "+p.paint(injection.EffectWarning, "reordered:")+" ", escape(c)+": the same rules in another order")
 		}
 	}
+	if len(rep.Connections) > 0 {
+		fmt.Fprintln(p.out)
+		fmt.Fprintln(p.out, p.bold("Connections"))
+		rows := make([][]string, 0, len(rep.Connections))
+		for _, c := range rep.Connections {
+			uid := "-"
+			if c.UID != nil {
+				uid = fmt.Sprint(*c.UID)
+			}
+			rows = append(rows, []string{escape(c.Class), c.Proto, c.Src.String(), c.Dst.String(), c.ReplySrc.String(), uid, escape(dash(c.State))})
+		}
+		p.table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
+	}
 	for _, tr := range rep.Traces {
 		fmt.Fprintln(p.out)
 		p.para(p.bold("Trace")+" ", escape(tr.Spec)+": "+escape(tr.Summary))
@@ -440,4 +492,13 @@ func printRules(p *printer, t *capture.Table, c *capture.Chain, indent string, p
 			printRules(p, t, sub, indent+"    ", printed, depth+1)
 		}
 	}
+}
+
+// flowText is a flow in one phrase: "tcp 10.1.2.3:40000 → 10.96.0.1:443 (uid 1337)".
+func flowText(c capture.Connection) string {
+	s := fmt.Sprintf("%s %s → %s", c.Proto, c.Src, c.Dst)
+	if c.UID != nil {
+		s += fmt.Sprintf(" (uid %d)", *c.UID)
+	}
+	return s
 }

@@ -47,8 +47,8 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
 	case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
 		return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
-	case o.Output == outputRaw:
-		return usageErrorf("-o raw is for one POD")
+	case o.Output == outputRaw || o.Connections:
+		return usageErrorf("-o raw and --connections are for one POD")
 	}
 	if o.AllNamespaces {
 		ns = ""
@@ -204,6 +204,14 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		if in.Context == nil {
 			in.Context = &capture.PodContext{ProxyUID: "1337"}
 		}
+		in.Conntrack, in.Sockets = "", "" // the audit reads rules, not flows
+		kept := in.Notes[:0]
+		for _, n := range in.Notes {
+			if !strings.HasPrefix(n, "the connection tracking table") {
+				kept = append(kept, n)
+			}
+		}
+		in.Notes = kept
 		traces := auditTraces(p, in.PodIPs, in.Nameservers)
 		in.Traces = []string{traces.In, traces.Out}
 		if traces.DNS != "" {

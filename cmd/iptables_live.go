@@ -88,7 +88,11 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	if err != nil {
 		return err
 	}
-	o.input.Notes = append(o.input.Notes, in.Notes...)
+	for _, n := range in.Notes {
+		if o.Connections || !strings.HasPrefix(n, "the connection tracking table") {
+			o.input.Notes = append(o.input.Notes, n)
+		}
+	}
 	o.input.Dumps = append(o.input.Dumps, in.Dumps...)
 	o.input.Context, o.input.PodIPs, o.input.Nameservers = in.Context, in.PodIPs, in.Nameservers
 	if in.ExpectArgs != nil {
@@ -96,6 +100,12 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	}
 	o.raw = append(o.raw, raw...)
 	o.liveBackend = backend
+	if o.Connections {
+		o.input.Conntrack, o.input.Sockets = in.Conntrack, in.Sockets
+		if in.Conntrack == "" {
+			o.input.Notes = append(o.input.Notes, "--connections: the pod's connection tracking table could not be read")
+		}
+	}
 	return nil
 }
 
@@ -219,6 +229,11 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 	}
 	if podHasArgs {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = podArgs, podEnv, podSource
+	}
+	if ct := section(last, "conntrack"); strings.Contains(ct, nsexec.ConntrackMissing) {
+		in.Notes = append(in.Notes, "the connection tracking table could not be read (no /proc/net/nf_conntrack in the pod's network namespace, no conntrack tool in the image)")
+	} else {
+		in.Conntrack, in.Sockets = ct, section(last, "sockets")
 	}
 	return in, raw, backend, nil
 }

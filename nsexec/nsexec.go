@@ -72,6 +72,10 @@ const marker = "### kubectl-mesh "
 // native nftables tables, if the pod has any, could not be read.
 const NftMissing = "kubectl-mesh: nft is not in this image"
 
+// ConntrackMissing is what the conntrack section holds when neither
+// /proc/net/nf_conntrack nor the conntrack tool could be read.
+const ConntrackMissing = "kubectl-mesh: no connection tracking table readable"
+
 // script is the fixed command: every save tool of both backends and both
 // families, with counters, nft's ruleset (Istio's native nftables tables),
 // then the DNS servers. With rounds 2 it sleeps
@@ -92,6 +96,10 @@ func script(rounds int, interval int, root string) string {
 	// Istio's native nftables mode writes tables of its own, which only nft lists.
 	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if command -v nft >/dev/null 2>&1; then nft list ruleset 2>&1; else echo \"%s\"; fi\n", marker, NftMissing)
 	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
+	// The connection-tracking table and the sockets with their owners' uids
+	// (read from /proc/net, which is the namespace's own): for --connections.
+	fmt.Fprintf(&b, "  echo \"%s$round conntrack\"; cat /proc/net/nf_conntrack 2>/dev/null || conntrack -L 2>/dev/null || echo \"%s\"\n", marker, ConntrackMissing)
+	fmt.Fprintf(&b, "  echo \"%s$round sockets\"; for t in tcp tcp6 udp udp6; do echo \"# $t\"; cat /proc/net/$t 2>/dev/null; done\n", marker)
 	b.WriteString("done\n")
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,10 @@ type CaptureReport struct {
 	Notes    []string `json:"notes,omitempty"`
 	// Live says where a live pod's rules were read.
 	Live *LiveSource `json:"live,omitempty"`
+	// Connections are the pod's live flows, classified (--connections), and
+	// their count per class.
+	Connections        []Connection `json:"connections,omitempty"`
+	ConnectionsSummary string       `json:"connectionsSummary,omitempty"`
 }
 
 // LiveSource is how the rules were read from a running pod.
@@ -44,6 +49,9 @@ type CaptureInput struct {
 	Traces      []string
 	// Notes are said with the report (e.g. both backends hold rules).
 	Notes []string
+	// Conntrack and Sockets, when set, are the pod's connection-tracking
+	// table and socket tables: its live flows are classified.
+	Conntrack, Sockets string
 }
 
 // ExplainCapture annotates the dumps, compares them with the rules the
@@ -114,6 +122,16 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 			return nil, fmt.Errorf("--trace %q: no %s dump to trace through (give it with another --from-file)", spec, map[bool]string{true: "IPv6", false: "IPv4"}[p.Dst.Is6()])
 		}
 		rep.Traces = append(rep.Traces, dump.Trace(p))
+	}
+	if in.Conntrack != "" {
+		uid := 1337
+		if in.Context != nil {
+			if n, err := strconv.Atoi(in.Context.ProxyUID); err == nil {
+				uid = n
+			}
+		}
+		rep.Connections = ClassifyConnections(ParseConntrack(in.Conntrack), ParseSockets(in.Sockets), in.Dumps, in.PodIPs, uid)
+		rep.ConnectionsSummary = ConnectionSummary(rep.Connections)
 	}
 	return rep, nil
 }

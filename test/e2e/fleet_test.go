@@ -24,9 +24,9 @@ type auditDoc struct {
 	Kind  string `json:"kind"`
 	Items []struct {
 		Namespace, Pod, Node, Mesh, Backend, Inbound, Outbound, DNS, Error string
-		Rules, Missing, Extra                                            int
-		Drift                                                            *bool
-		Hazards                                                          []string
+		Rules, Missing, Extra                                              int
+		Drift                                                              *bool
+		Hazards                                                            []string
 	} `json:"items"`
 }
 
@@ -55,7 +55,7 @@ func TestIptablesFleetAudit(t *testing.T) {
 		p := appPod(fmt.Sprintf("planted-%d", i), map[string]string{"app": "planted"}, nil)
 		p.Spec.InitContainers = []corev1.Container{{Name: "planter", Image: testImage, ImagePullPolicy: corev1.PullNever,
 			SecurityContext: &corev1.SecurityContext{RunAsUser: &root, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
-			Command: []string{"iptables", "-t", "mangle", "-A", "OUTPUT", "-d", "10.99.0.0/16", "-j", "RETURN"}}}
+			Command:         []string{"iptables", "-t", "mangle", "-A", "OUTPUT", "-d", "10.99.0.0/16", "-j", "RETURN"}}}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

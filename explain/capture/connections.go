@@ -1,0 +1,289 @@
+package capture
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Flow is one live connection of the pod's network namespace, from its
+// connection-tracking table: the tuple as it was sent, and the tuple the
+// replies carry (which differs when NAT redirected it).
+type Flow struct {
+	Proto string         `json:"proto"` // tcp or udp
+	State string         `json:"state,omitempty"`
+	Src   netip.AddrPort `json:"src"`
+	Dst   netip.AddrPort `json:"dst"`
+	// ReplySrc is where replies come from: the proxy's port when captured.
+	ReplySrc netip.AddrPort `json:"replySrc"`
+}
+
+// ParseConntrack reads /proc/net/nf_conntrack (or `conntrack -L`) lines:
+// TCP and UDP flows; other protocols and unparsable lines are skipped.
+func ParseConntrack(text string) []Flow {
+	var out []Flow
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		var fl Flow
+		var tuples []map[string]string
+		cur := map[string]string{}
+		for _, w := range f {
+			switch w {
+			case "tcp", "udp":
+				if fl.Proto == "" {
+					fl.Proto = w
+				}
+				continue
+			case "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "TIME_WAIT", "CLOSE":
+				fl.State = w
+				continue
+			}
+			k, v, ok := strings.Cut(w, "=")
+			if !ok {
+				continue
+			}
+			if _, dup := cur[k]; dup && (k == "src" || k == "dst" || k == "sport" || k == "dport") {
+				tuples = append(tuples, cur)
+				cur = map[string]string{}
+			}
+			cur[k] = v
+		}
+		tuples = append(tuples, cur)
+		if fl.Proto == "" || len(tuples) < 2 {
+			continue
+		}
+		ap := func(t map[string]string, a, p string) (netip.AddrPort, bool) {
+			addr, err := netip.ParseAddr(t[a])
+			port, err2 := strconv.ParseUint(t[p], 10, 16)
+			if err != nil || err2 != nil {
+				return netip.AddrPort{}, false
+			}
+			return netip.AddrPortFrom(addr.Unmap(), uint16(port)), true
+		}
+		var ok1, ok2, ok3 bool
+		fl.Src, ok1 = ap(tuples[0], "src", "sport")
+		fl.Dst, ok2 = ap(tuples[0], "dst", "dport")
+		fl.ReplySrc, ok3 = ap(tuples[1], "src", "sport")
+		if ok1 && ok2 && ok3 {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+// Sockets maps a connected socket ("proto local remote") to its owner's uid,
+// from /proc/net/{tcp,tcp6,udp,udp6}.
+type Sockets map[string]int
+
+func socketKey(proto string, local, remote netip.AddrPort) string {
+	return proto + " " + local.String() + " " + remote.String()
+}
+
+// ParseSockets reads /proc/net/tcp-style tables; each table is preceded by a
+// line "# tcp", "# tcp6", "# udp" or "# udp6" naming it.
+func ParseSockets(text string) Sockets {
+	out := Sockets{}
+	proto := ""
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "#" {
+			proto = strings.TrimSuffix(f[1], "6")
+			continue
+		}
+		if len(f) < 8 || proto == "" || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		if proto == "tcp" && (f[3] == "06" || f[3] == "07") {
+			continue // TIME_WAIT and CLOSE sockets have no owner left (uid 0)
+		}
+		local, ok1 := procAddr(f[1])
+		remote, ok2 := procAddr(f[2])
+		uid, err := strconv.Atoi(f[7])
+		if ok1 && ok2 && err == nil {
+			out[socketKey(proto, local, remote)] = uid
+		}
+	}
+	return out
+}
+
+// procAddr reads "0100007F:1F90" (IPv4) or a 32-hex-digit IPv6 address, in
+// the kernel's byte order (each 32-bit word little-endian).
+func procAddr(s string) (netip.AddrPort, bool) {
+	a, p, ok := strings.Cut(s, ":")
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	b, err := hex.DecodeString(a)
+	if err != nil || len(b) != 4 && len(b) != 16 {
+		return netip.AddrPort{}, false
+	}
+	for i := 0; i+4 <= len(b); i += 4 {
+		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+	}
+	addr, _ := netip.AddrFromSlice(b)
+	return netip.AddrPortFrom(addr.Unmap(), uint16(port)), true
+}
+
+// Connection is one flow and what it is, as far as the proxy is concerned.
+type Connection struct {
+	Flow
+	// Class is "captured outbound", "captured inbound", "DNS via the proxy",
+	// "proxy upstream", "proxy to app", "loopback" or "bypassing the proxy".
+	Class string `json:"class"`
+	// Port is the proxy port replies come from, when captured.
+	Port int `json:"port,omitempty"`
+	// UID owns the pod's socket, when it is still open (null otherwise).
+	UID *int `json:"uid"`
+	// Rule is, for a bypassing flow, the rule that let it through (the trace's last step).
+	Rule string `json:"rule,omitempty"`
+	Why  string `json:"why,omitempty"`
+}
+
+// Bypassing is the class of flows that neither the proxy made nor the proxy took.
+const Bypassing = "bypassing the proxy"
+
+// proxyOwnPorts are the proxy's own listeners (health, metrics, admin,
+// HBONE): inbound connections to them are meant for the proxy.
+var proxyOwnPorts = map[uint16]bool{15000: true, 15008: true, 15020: true, 15021: true, 15090: true}
+
+// Proxy ports replies come from when the rules redirected a flow.
+var proxyPorts = map[uint16]string{15001: "captured outbound", 15006: "captured inbound", 15053: "DNS via the proxy"}
+
+// ClassifyConnections says what each flow of the pod is: taken by the proxy
+// (replies come from its port), made by the proxy (its uid, to where a
+// captured flow was going), the proxy handing inbound traffic to the app
+// (from 127.0.0.6), loopback, or bypassing the proxy — then with the rule
+// that let it through, traced through rulesets. podIPs tell inbound from
+// outbound; proxyUID is the proxy's uid.
+func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, podIPs []netip.Addr, proxyUID int) []Connection {
+	isPod := func(a netip.Addr) bool {
+		for _, p := range podIPs {
+			if p == a {
+				return true
+			}
+		}
+		return false
+	}
+	// Each captured outbound connection makes the proxy open one of its own
+	// to the same destination: that many flows there, sent as the proxy's
+	// uid, are its upstreams; any more are something else bypassing it.
+	upstreams := map[netip.AddrPort]int{}
+	for _, f := range flows {
+		if f.ReplySrc.Port() == 15001 && f.Dst.Port() != 15001 {
+			upstreams[f.Dst]++
+		}
+	}
+	trace := func(spec string) *Trace {
+		for _, rs := range rulesets {
+			p, err := ParseTraceSpec(spec, podIPs)
+			if err != nil {
+				return nil
+			}
+			if (rs.Family == "ipv6") == p.Dst.Is6() {
+				return rs.Trace(p)
+			}
+		}
+		return nil
+	}
+	last := func(tr *Trace) string {
+		if tr == nil || len(tr.Path) == 0 {
+			return ""
+		}
+		return tr.Path[len(tr.Path)-1].Rule
+	}
+	var out []Connection
+	for _, f := range flows {
+		c := Connection{Flow: f}
+		if uid, ok := sockets[socketKey(f.Proto, f.Src, f.Dst)]; ok {
+			c.UID = &uid
+		}
+		redirected := f.ReplySrc.Port() != f.Dst.Port() || f.ReplySrc.Addr() != f.Dst.Addr()
+		switch {
+		case redirected && proxyPorts[f.ReplySrc.Port()] != "":
+			c.Class, c.Port = proxyPorts[f.ReplySrc.Port()], int(f.ReplySrc.Port())
+		case f.Src.Addr().String() == "127.0.0.6":
+			c.Class = "proxy to app"
+		case f.Src.Addr().IsLoopback() && f.Dst.Addr().IsLoopback():
+			c.Class = "loopback"
+		case isPod(f.Src.Addr()) || f.Src.Addr().IsLoopback():
+			uid, inferred := 0, false
+			if c.UID != nil {
+				uid = *c.UID
+			} else if tr := trace(fmt.Sprintf("out:%s/%s", f.Dst, f.Proto)); tr != nil && (tr.Verdict == "redirect" || tr.Verdict == "tproxy") {
+				// Its socket is gone. Any uid but an excluded one would have
+				// been redirected: it was sent as the proxy's.
+				uid, inferred = proxyUID, true
+			}
+			if uid == proxyUID && upstreams[f.Dst] > 0 {
+				upstreams[f.Dst]--
+				c.Class = "proxy upstream"
+				break
+			}
+			c.Class = Bypassing
+			tr := trace(fmt.Sprintf("out:%s/%s,uid=%d", f.Dst, f.Proto, uid))
+			if tr != nil && (tr.Verdict == "redirect" || tr.Verdict == "tproxy") {
+				c.Why = "outbound, not redirected, although the rules as read now would redirect it: they changed after it started, or it began before capture was set up"
+				break
+			}
+			c.Rule = last(tr)
+			switch {
+			case uid == proxyUID && inferred:
+				c.Why = fmt.Sprintf("outbound, not redirected, sent as uid %d (inferred: the rules redirect any other uid) with no captured connection it serves: the proxy's own call, or an app running as its uid", uid)
+			case uid == proxyUID:
+				c.Why = fmt.Sprintf("outbound, not redirected, sent as uid %d, the proxy's, with no captured connection it serves: the proxy's own call, or an app running as its uid", uid)
+			case c.UID == nil:
+				c.Why = "outbound, not redirected (its socket is closed)"
+			default:
+				c.Why = "outbound, not redirected"
+			}
+		case isPod(f.Dst.Addr()) && proxyOwnPorts[f.Dst.Port()]:
+			c.Class = "to the proxy's own port"
+		case isPod(f.Dst.Addr()):
+			c.Class = Bypassing
+			c.Rule = last(trace(fmt.Sprintf("in:%d/%s,src=%s", f.Dst.Port(), f.Proto, f.Src.Addr())))
+			c.Why = "inbound, not redirected to the proxy"
+		default:
+			c.Class = "other"
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return classRank(out[i].Class) < classRank(out[j].Class) })
+	return out
+}
+
+func classRank(c string) int {
+	switch c {
+	case Bypassing:
+		return 0
+	case "captured outbound", "captured inbound", "DNS via the proxy":
+		return 1
+	}
+	return 2
+}
+
+// ConnectionSummary counts connections per class, bypassing first.
+func ConnectionSummary(cs []Connection) string {
+	n := map[string]int{}
+	var order []string
+	for _, c := range cs {
+		if n[c.Class] == 0 {
+			order = append(order, c.Class)
+		}
+		n[c.Class]++
+	}
+	if len(order) == 0 {
+		return "no live TCP or UDP flows"
+	}
+	parts := make([]string, 0, len(order))
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[c], c))
+	}
+	return strings.Join(parts, ", ")
+}

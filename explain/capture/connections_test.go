@@ -1,0 +1,54 @@
+package capture
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// The kernel's tables as a pod's network namespace shows them: a redirected
+// flow (replies from 15001), the proxy's upstream for it, an excluded port,
+// a closed socket (TIME_WAIT: no owner), IPv6.
+func TestParseConnections(t *testing.T) {
+	ct := `ipv4     2 tcp      6 117 TIME_WAIT src=10.0.0.5 dst=10.0.0.9 sport=40000 dport=8080 src=127.0.0.1 dst=10.0.0.5 sport=15001 dport=40000 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40002 dport=8080 src=10.0.0.9 dst=10.0.0.5 sport=8080 dport=40002 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40004 dport=9090 src=10.0.0.9 dst=10.0.0.5 sport=9090 dport=40004 [ASSURED] mark=0 zone=0 use=2
+ipv6     10 udp      17 25 src=fd00::5 dst=fd00::a sport=5353 dport=53 src=::1 dst=fd00::5 sport=15053 dport=5353 mark=0 zone=0 use=2
+ipv4     2 icmp     1 29 src=10.0.0.5 dst=10.0.0.9 type=8 code=0 id=1 src=10.0.0.9 dst=10.0.0.5 type=0 code=0 id=1 mark=0 zone=0 use=2`
+	flows := ParseConntrack(ct)
+	if len(flows) != 4 || flows[0].ReplySrc.Port() != 15001 || flows[3].Proto != "udp" || !flows[3].Dst.Addr().Is6() {
+		t.Fatalf("flows %+v", flows)
+	}
+	// 10.0.0.5:40002 -> 10.0.0.9:8080 owned by 1337; :40004 by 0, one TIME_WAIT entry (no owner).
+	socks := ParseSockets(`# tcp
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0500000A:9C42 0900000A:1F90 01 00000000:00000000 00:00000000 00000000  1337        0 1 1
+   1: 0500000A:9C44 0900000A:2382 01 00000000:00000000 00:00000000 00000000  1000        0 2 1
+   2: 0500000A:9C40 0900000A:1F90 06 00000000:00000000 00:00000000 00000000     0        0 0 3
+# tcp6
+   0: 000080FD000000000000000005000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1`)
+	if socks["tcp 10.0.0.5:40002 10.0.0.9:8080"] != 1337 || socks["tcp 10.0.0.5:40004 10.0.0.9:9090"] != 1000 || len(socks) != 3 {
+		t.Errorf("sockets %v", socks)
+	}
+	if _, ok := socks["tcp [fd80::5]:8080 [::]:0"]; !ok {
+		t.Errorf("IPv6 socket not decoded: %v", socks)
+	}
+	rs, err := ParseSave(readDump(t, "istio-default.nft.save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := ClassifyConnections(flows, socks, []*Ruleset{rs}, []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, 1337)
+	classes := map[string]string{}
+	for _, c := range cs {
+		classes[c.Src.String()+">"+c.Dst.String()] = c.Class + "|" + c.Rule
+	}
+	for flow, want := range map[string]string{
+		"10.0.0.5:40000>10.0.0.9:8080": "captured outbound|",
+		"10.0.0.5:40002>10.0.0.9:8080": "proxy upstream|",
+		"10.0.0.5:40004>10.0.0.9:9090": Bypassing + "|", // the rules read would redirect it: said, no rule named
+		"[fd00::5]:5353>[fd00::a]:53":  "DNS via the proxy|",
+	} {
+		if classes[flow] != want {
+			t.Errorf("%s: %q, want %q", flow, classes[flow], want)
+		}
+	}
+}
