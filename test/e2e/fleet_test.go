@@ -41,7 +41,9 @@ func TestIptablesFleetAudit(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "fleet", map[string]string{"istio-injection": "enabled"})
 	replicas := int32(18)
-	tmpl := appPod("fleet", map[string]string{"app": "fleet"}, nil)
+	// Small proxy requests (Istio's own annotations): 20 pods fit the 2-core node.
+	small := map[string]string{"sidecar.istio.io/proxyCPU": "10m", "sidecar.istio.io/proxyMemory": "32Mi"}
+	tmpl := appPod("fleet", map[string]string{"app": "fleet"}, small)
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fleet"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
@@ -52,7 +54,7 @@ func TestIptablesFleetAudit(t *testing.T) {
 	root := int64(0)
 	planted := map[string]bool{}
 	for i := 0; i < 2; i++ {
-		p := appPod(fmt.Sprintf("planted-%d", i), map[string]string{"app": "planted"}, nil)
+		p := appPod(fmt.Sprintf("planted-%d", i), map[string]string{"app": "planted"}, small)
 		p.Spec.InitContainers = []corev1.Container{{Name: "planter", Image: testImage, ImagePullPolicy: corev1.PullNever,
 			SecurityContext: &corev1.SecurityContext{RunAsUser: &root, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
 			Command:         []string{"iptables", "-t", "mangle", "-A", "OUTPUT", "-d", "10.99.0.0/16", "-j", "RETURN"}}}
