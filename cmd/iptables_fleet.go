@@ -130,7 +130,17 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 			drift = p.paint("blocks", "error")
 		case l.Drift != nil && *l.Drift:
 			drifted++
-			drift = p.paint("blocks", fmt.Sprintf("%d missing, %d extra", l.Missing, l.Extra))
+			var parts []string
+			if l.Missing > 0 {
+				parts = append(parts, fmt.Sprintf("%d missing", l.Missing))
+			}
+			if l.Extra > 0 {
+				parts = append(parts, fmt.Sprintf("%d extra", l.Extra))
+			}
+			if len(parts) == 0 {
+				parts = append(parts, "reordered")
+			}
+			drift = p.paint("blocks", strings.Join(parts, ", "))
 		case l.Drift != nil:
 			drift = "none"
 		}
@@ -139,13 +149,26 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 			hazards = l.Error
 		}
 		rows = append(rows, []string{escape(l.Namespace), escape(l.Pod), escape(l.Mesh), escape(dash(l.Backend)), fmt.Sprint(l.Rules), drift,
-			escape(l.Inbound), escape(l.Outbound), escape(l.DNS), escape(dash(hazards))})
+			portOf(l.Inbound), portOf(l.Outbound), portOf(l.DNS), escape(dash(hazards))})
 	}
 	p.para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
 		len(lines), len(nodes), len(nodes), drifted, failed))
 	fmt.Fprintln(p.out)
 	p.table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
+	p.para("", "INBOUND, OUTBOUND, DNS: the proxy port a connection to the app's port, to an outside address and to the DNS server goes to, or no (not captured)")
 	return nil
+}
+
+// portOf shows "captured (15006)" as "15006" and "not captured" as "no" in
+// the audit table (the JSON keeps the words).
+func portOf(s string) string {
+	if p, ok := strings.CutPrefix(s, "captured ("); ok {
+		return strings.TrimSuffix(p, ")")
+	}
+	if s == "not captured" {
+		return "no"
+	}
+	return escape(s)
 }
 
 func (l *AuditLine) rank() int {

@@ -180,18 +180,35 @@ func (p *printer) fitColumns(headers []string, rows [][]string) []int {
 		}
 		mins[i] = min(widths[i], max(lipgloss.Width(h), min(word, 30)))
 	}
-	for total > avail {
-		widest := -1
-		for i := range widths {
-			if widths[i] > mins[i] && (widest < 0 || widths[i] > widths[widest]) {
-				widest = i
+	// Narrow the column with the most room above its floor first, as far as
+	// needed, so that as few columns wrap as can be: first to a soft floor
+	// (24 columns, so that no column becomes a ribbon while another has
+	// room), then to the minimums.
+	for pass := 0; pass < 2 && total > avail; pass++ {
+		floor := make([]int, n)
+		for i := range floor {
+			floor[i] = mins[i]
+			if pass == 0 {
+				floor[i] = min(widths[i], max(mins[i], 24))
 			}
 		}
-		if widest < 0 {
-			return nil
+		for total > avail {
+			roomiest := -1
+			for i := range widths {
+				if widths[i] > floor[i] && (roomiest < 0 || widths[i]-floor[i] > widths[roomiest]-floor[roomiest]) {
+					roomiest = i
+				}
+			}
+			if roomiest < 0 {
+				break
+			}
+			cut := min(total-avail, widths[roomiest]-floor[roomiest])
+			widths[roomiest] -= cut
+			total -= cut
 		}
-		widths[widest]--
-		total--
+	}
+	if total > avail {
+		return nil
 	}
 	return widths
 }
@@ -309,7 +326,9 @@ func wrapText(text string, width int, breaks string) string {
 // longestWord is the width of the longest run of text a cell wrap cannot break.
 func longestWord(cell string) int {
 	longest := 0
-	for _, w := range strings.FieldsFunc(ansiStrip(cell), func(r rune) bool { return r == ' ' || r == '-' || strings.ContainsRune(cellBreaks, r) }) {
+	// Names (pod-7d4b9, a.b.c) are words: a column is kept as wide as its
+	// longest one; selector terms (a,b) and paths (a/b) may break.
+	for _, w := range strings.FieldsFunc(ansiStrip(cell), func(r rune) bool { return r == ' ' || r == ',' || r == '/' }) {
 		longest = max(longest, lipgloss.Width(w)+1)
 	}
 	return longest

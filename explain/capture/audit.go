@@ -30,17 +30,14 @@ type AuditTraces struct{ In, Out, DNS string }
 
 // Summarize reads rep (explained with traces) into an audit line.
 func Summarize(rep *CaptureReport, traces AuditTraces, backend string) AuditSummary {
-	s := AuditSummary{Backend: backend, Inbound: "-", Outbound: "-", DNS: "-", Hazards: []string{}}
+	s := AuditSummary{Backend: shortBackend(backend), Inbound: "-", Outbound: "-", DNS: "-", Hazards: []string{}}
 	for _, d := range rep.Dumps {
 		s.Rules += d.RuleCount()
 	}
 	if rep.Drift != nil {
 		s.Missing, s.Extra = len(rep.Drift.Missing), len(rep.Drift.Extra)
 		drift := s.Missing+s.Extra+len(rep.Drift.Reordered) > 0
-		s.Drift = &drift
-		if drift {
-			s.Hazards = append(s.Hazards, "rules differ from what "+rep.Expected+" call for")
-		}
+		s.Drift = &drift // the drift column says it; not a hazard line too
 	}
 	where := func(tr *Trace) string {
 		if tr.Verdict == "redirect" || tr.Verdict == "tproxy" {
@@ -82,3 +79,18 @@ func (s AuditSummary) Worst() int {
 
 // HazardText joins the hazards for one table cell.
 func (s AuditSummary) HazardText() string { return strings.Join(s.Hazards, "; ") }
+
+// shortBackend says "iptables: nft, ip6tables: nft" as "nft", and keeps
+// anything less uniform as it is.
+func shortBackend(b string) string {
+	parts := strings.Split(b, ", ")
+	first := ""
+	for _, p := range parts {
+		_, be, ok := strings.Cut(p, ": ")
+		if !ok || first != "" && be != first || strings.Contains(be, " ") {
+			return b
+		}
+		first = be
+	}
+	return first
+}

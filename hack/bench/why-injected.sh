@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of `kubectl mesh why-injected -A` on the local cluster with
-# 10,000 pods in 500 namespaces (hack/bench/mkpods), beside the floor (only
+# 10,000 pods in 500 namespaces (hack/bench/mkpods; each app's pods owned by a
+# ReplicaSet), with --verify too, beside the floor (only
 # reading the pods: kubectl get --raw /api/v1/pods) and kubectl get pods -A
 # -o json, in the same run. Prints wall time (median of RUNS) and peak RSS
 # of each, and the API requests why-injected makes. BASELINE=path/to/an/older
@@ -47,6 +48,9 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 requests=$("$MESH" why-injected -A -o json -v=6 2>&1 >/dev/null | grep -c '"Response"' || true)
 echo "API requests of why-injected -A -o json: $requests"
+measure verify "kubectl mesh why-injected -A --verify -o json" "$MESH" why-injected -A --verify -o json
+v6=$("$MESH" why-injected -A --verify -o json -v=6 2>&1 >/dev/null)
+echo "why-injected -A --verify: $(grep -c 'dryRun=All' <<<"$v6") dry-run creates, $(grep -c '/replicasets/' <<<"$v6") controller reads, $(grep -c 'selfsubjectaccessreviews' <<<"$v6") access checks, for $total pods"
 keys="json table kubectl"; [ -z "${BASELINE:-}" ] || keys+=" base-json base-table"
 for k in $keys; do
   awk -v f="${WALL[floor]}" -v x="${WALL[$k]}" -v k="$k" 'BEGIN { printf "%s / floor: %.2fx\n", k, x / f }'

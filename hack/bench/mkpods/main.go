@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,7 @@ func main() {
 	prefix := flag.String("prefix", "bench-", "namespace name prefix")
 	del := flag.Bool("delete", false, "delete the namespaces with the prefix instead")
 	workers := flag.Int("workers", 32, "concurrent requests")
+	owners := flag.Bool("owners", true, "give each app's pods a ReplicaSet that owns them (as a Deployment's pods have)")
 	flag.Parse()
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -77,8 +79,30 @@ func main() {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			log.Fatal(err)
 		}
+		rsUID := map[string]types.UID{}
+		if *owners {
+			// One ReplicaSet per app, asking for exactly the pods created for
+			// it: the controller has nothing to add or remove.
+			for a := 0; a < 5 && a < *pods; a++ {
+				app := fmt.Sprintf("app-%d", a)
+				n := int32((*pods - a + 4) / 5)
+				tmpl := benchPod(ns, app+"-7d4b9c8f6-tmpl", false)
+				rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: app + "-7d4b9c8f6", Namespace: ns},
+					Spec: appsv1.ReplicaSetSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: tmpl.Labels},
+						Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}}}
+				created, err := c.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+				if err != nil {
+					log.Fatal(err)
+				}
+				rsUID[app] = created.UID
+			}
+		}
 		for j := 0; j < *pods; j++ {
 			p := benchPod(ns, fmt.Sprintf("app-%d-7d4b9c8f6-x%04d", j%5, j), j%2 == 0)
+			if uid, ok := rsUID[p.Labels["app"]]; ok {
+				yes := true
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: p.Labels["app"] + "-7d4b9c8f6", UID: uid, Controller: &yes}}
+			}
 			jobs <- func() error {
 				_, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 				return err
