@@ -12,13 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 PODS=${PODS:-50} RUNS=${RUNS:-3} FEW=${FEW:-5}
-export KUBECONFIG=$KUBECONFIG_ADMIN
-KUBECTL=$(running_kubectl)
-"$HACK_DIR/up.sh" >&2
-cd "$REPO_ROOT"
-make build >/dev/null
-MESH=$REPO_ROOT/_output/bin/kubectl-mesh
-install_mesh
+bench_cluster
 NS=bench-fleet
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT

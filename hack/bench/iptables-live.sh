@@ -7,13 +7,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 RUNS=${RUNS:-5}
-export KUBECONFIG=$KUBECONFIG_ADMIN
-KUBECTL=$(running_kubectl)
-"$HACK_DIR/up.sh" >&2
-cd "$REPO_ROOT"
-make build >/dev/null
-MESH=$REPO_ROOT/_output/bin/kubectl-mesh
-install_mesh
+bench_cluster
 NS=bench-iptables
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT

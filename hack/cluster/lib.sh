@@ -110,3 +110,16 @@ install_mesh() {
   [ -s "$MESH_MANIFEST" ] || die "no $MESH_MANIFEST: start the cluster with hack/cluster/up.sh"
   "$(running_kubectl)" --kubeconfig "$KUBECONFIG_ADMIN" apply --server-side --force-conflicts -f "$MESH_MANIFEST" >/dev/null
 }
+
+# bench_cluster is the benchmark scripts' start: the cluster up (if needed),
+# kubectl-mesh built, the mesh applied; sets KUBECTL and MESH, and cds to
+# the repository.
+bench_cluster() {
+  export KUBECONFIG=$KUBECONFIG_ADMIN
+  KUBECTL=$(running_kubectl)
+  "$HACK_DIR/up.sh" >&2
+  cd "$REPO_ROOT"
+  make build >/dev/null
+  MESH=$REPO_ROOT/_output/bin/kubectl-mesh
+  install_mesh
+}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,13 +39,9 @@ func TestIptablesFleetAudit(t *testing.T) {
 	c.InstallMesh(t)
 	ctx := context.Background()
 	ns := c.Namespace(t, "fleet", map[string]string{"istio-injection": "enabled"})
-	replicas := int32(18)
 	// Small proxy requests (Istio's own annotations): 20 pods fit the 2-core node.
 	small := map[string]string{"sidecar.istio.io/proxyCPU": "10m", "sidecar.istio.io/proxyMemory": "32Mi"}
-	tmpl := appPod("fleet", map[string]string{"app": "fleet"}, small)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fleet"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
+	dep := appDeployment(ns, "fleet", 18, small)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

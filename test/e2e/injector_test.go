@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,6 +38,16 @@ func appPod(name string, labels, annotations map[string]string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// appDeployment is a Deployment of replicas appPod pods labelled app=name,
+// with the template annotations given (TypeMeta set: it marshals as a manifest).
+func appDeployment(ns, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
+	tmpl := appPod(name, map[string]string{"app": name}, annotations)
+	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
 }
 
 // The real apiserver picks the webhook from Istio's selectors, and real

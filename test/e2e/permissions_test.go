@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -100,16 +98,11 @@ func TestPermissionMatrix(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "perm", map[string]string{"istio-injection": "enabled"})
 
-	one := int32(1)
-	tmpl := appPod("web", map[string]string{"app": "web"}, nil)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
+	dep := appDeployment(ns, "web", 1, nil)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := c.RunningPod(t, ns, "app=web", 120*time.Second)
-	dep.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	manifest, err := yaml.Marshal(dep)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"charm.land/lipgloss/v2"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -55,17 +54,9 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 	ns := c.Namespace(t, "term", map[string]string{"istio-injection": "enabled"})
 	plain := c.Namespace(t, "term-plain", nil)
 
-	one := int32(1)
-	deployment := func(ns, name string, annotations map[string]string) *appsv1.Deployment {
-		tmpl := appPod(name, map[string]string{"app": name}, annotations)
-		return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
-	}
-	web := deployment(ns, "web", nil)
+	web := appDeployment(ns, "web", 1, nil)
 	// Asks for injection with the annotation, which webhook selectors never see.
-	reports := deployment(plain, "reports", map[string]string{"sidecar.istio.io/inject": "true"})
+	reports := appDeployment(plain, "reports", 1, map[string]string{"sidecar.istio.io/inject": "true"})
 	for _, d := range []*appsv1.Deployment{web, reports} {
 		if _, err := c.Client.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -34,15 +33,7 @@ func TestWhyInjectedVerify(t *testing.T) {
 	planted := c.Namespace(t, "vfy-planted", map[string]string{"kmesh-planted": "yes"})
 	checks := 0
 
-	one := int32(1)
-	deploy := func(ns, name string, annotations map[string]string) *appsv1.Deployment {
-		tmpl := appPod(name, map[string]string{"app": name}, annotations)
-		return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
-	}
-	web := deploy(ns, "web", nil)
+	web := appDeployment(ns, "web", 1, nil)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +54,8 @@ func TestWhyInjectedVerify(t *testing.T) {
 
 	// Manifests: one istiod refuses at admission (predicted: blocked), one in a
 	// namespace that does not exist yet (no proof possible, said).
-	refused := deploy(ns, "refused", map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})
-	later := deploy("vfy-not-yet", "later", nil)
+	refused := appDeployment(ns, "refused", 1, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})
+	later := appDeployment("vfy-not-yet", "later", 1, nil)
 	var manifest []byte
 	for _, o := range []*appsv1.Deployment{refused, later} {
 		b, err := yaml.Marshal(o)
@@ -112,7 +103,7 @@ func TestWhyInjectedVerify(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), plant.Name, metav1.DeleteOptions{})
 	})
-	pl := deploy(planted, "planted", nil)
+	pl := appDeployment(planted, "planted", 1, nil)
 	b, _ := yaml.Marshal(pl)
 	pfile := filepath.Join(t.TempDir(), "planted.yaml")
 	if err := os.WriteFile(pfile, b, 0o644); err != nil {
