@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,67 @@ func (o *WhyInjectedOptions) verify(ctx context.Context, reports []*injection.In
 	allowed := map[string]error{}    // namespace → why not (nil: allowed)
 	owners := map[string]ownerRead{} // namespace/kind/name → template
 	proofs := map[string]proof{}     // template key → result
+
+	// The access checks and the controller reads first, several at once.
+	var namespaces []string
+	var ownerPods []*corev1.Pod
+	seenNS, seenOwner := map[string]bool{}, map[string]bool{}
+	for _, r := range reports {
+		src, ok := o.sources[r]
+		if !ok || src.nsMissing {
+			continue
+		}
+		if !seenNS[src.namespace] {
+			seenNS[src.namespace] = true
+			namespaces = append(namespaces, src.namespace)
+		}
+		if src.live != nil {
+			if ref := metav1.GetControllerOf(src.live); ref != nil && !seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] {
+				seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] = true
+				ownerPods = append(ownerPods, src.live)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var firstErr error
+	inParallel(len(namespaces), func(i int) {
+		can, err := o.client.CanCreatePods(ctx, namespaces[i])
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			firstErr = err
+		case !can:
+			allowed[namespaces[i]] = fmt.Errorf("the user may not create pods in namespace %s (a dry run needs that permission): the prediction stands alone", namespaces[i])
+		default:
+			allowed[namespaces[i]] = nil
+		}
+	})
+	if firstErr != nil {
+		return firstErr
+	}
+	inParallel(len(ownerPods), func(i int) {
+		p := ownerPods[i]
+		ref := metav1.GetControllerOf(p)
+		mu.Lock()
+		can := allowed[p.Namespace] == nil
+		mu.Unlock()
+		if !can {
+			return
+		}
+		t, owner, found, err := o.client.OwnerTemplate(ctx, p)
+		mu.Lock()
+		owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: owner, found: found, err: err}
+		mu.Unlock()
+	})
+
+	// Then each report finds its template; the dry runs run after, several at once.
+	type pending struct {
+		ns, base string
+		tmpl     *corev1.PodTemplateSpec
+	}
+	jobs := map[string]pending{}
+	keys := map[*injection.InjectionReport]string{}
 	for _, r := range reports {
 		src, ok := o.sources[r]
 		if !ok {
@@ -64,18 +126,7 @@ func (o *WhyInjectedOptions) verify(ctx context.Context, reports []*injection.In
 			r.NotVerified = "namespace " + src.namespace + " does not exist yet: admission cannot be asked"
 			continue
 		}
-		why, seen := allowed[src.namespace]
-		if !seen {
-			can, err := o.client.CanCreatePods(ctx, src.namespace)
-			switch {
-			case err != nil:
-				return err
-			case !can:
-				why = fmt.Errorf("the user may not create pods in namespace %s (a dry run needs that permission): the prediction stands alone", src.namespace)
-			}
-			allowed[src.namespace] = why
-		}
-		if why != nil {
+		if why := allowed[src.namespace]; why != nil {
 			r.NotVerified = why.Error()
 			continue
 		}
@@ -86,13 +137,7 @@ func (o *WhyInjectedOptions) verify(ctx context.Context, reports []*injection.In
 				r.NotVerified = "a pod no controller re-creates: nothing to create it from (verify its manifest with -f)"
 				continue
 			}
-			key := src.namespace + "/" + ref.Kind + "/" + ref.Name
-			or, seen := owners[key]
-			if !seen {
-				t, owner, found, err := o.client.OwnerTemplate(ctx, src.live)
-				or = ownerRead{tmpl: t, owner: owner, found: found, err: err}
-				owners[key] = or
-			}
+			or := owners[src.namespace+"/"+ref.Kind+"/"+ref.Name]
 			switch {
 			case or.err != nil && apierrors.IsNotFound(or.err):
 				r.NotVerified = "its " + or.owner + " is gone"
@@ -112,14 +157,30 @@ func (o *WhyInjectedOptions) verify(ctx context.Context, reports []*injection.In
 		if err != nil {
 			return err
 		}
-		pr, done := proofs[key]
-		if !done {
-			pr = o.dryRun(ctx, src.namespace, base, tmpl)
-			if pr.err != nil {
-				return pr.err
-			}
-			proofs[key] = pr
+		if _, ok := jobs[key]; !ok {
+			jobs[key] = pending{ns: src.namespace, base: base, tmpl: tmpl}
 		}
+		keys[r] = key
+	}
+	order := make([]string, 0, len(jobs))
+	for k := range jobs {
+		order = append(order, k)
+	}
+	inParallel(len(order), func(i int) {
+		j := jobs[order[i]]
+		pr := o.dryRun(ctx, j.ns, j.base, j.tmpl)
+		mu.Lock()
+		proofs[order[i]] = pr
+		if pr.err != nil && firstErr == nil {
+			firstErr = pr.err
+		}
+		mu.Unlock()
+	})
+	if firstErr != nil {
+		return firstErr
+	}
+	for r, key := range keys {
+		pr := proofs[key]
 		if pr.notVerified != "" {
 			r.NotVerified = pr.notVerified
 			continue
@@ -129,6 +190,25 @@ func (o *WhyInjectedOptions) verify(ctx context.Context, reports []*injection.In
 		r.Verified = &v
 	}
 	return nil
+}
+
+// verifyWorkers is how many of --verify's requests run at once.
+const verifyWorkers = 8
+
+// inParallel runs fn for 0..n-1, at most verifyWorkers at once.
+func inParallel(n int, fn func(i int)) {
+	sem := make(chan struct{}, verifyWorkers)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}(i)
+	}
+	wg.Wait()
 }
 
 type ownerRead struct {

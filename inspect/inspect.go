@@ -46,6 +46,13 @@ type Client struct {
 // New builds a Client from a REST config.
 func New(cfg *rest.Config) (*Client, error) {
 	c := &Client{}
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		// client-go's default, 5 requests a second, is for controllers; the
+		// few LISTs of a sweep never meet it, but --verify's dry runs (one
+		// per template) would wait on it: allow what kubectl allows.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = 50, 300
+	}
 	count := func(cfg *rest.Config) *rest.Config {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingRT{next: rt, n: &c.requests} })
