@@ -237,6 +237,8 @@ func (o *WhyInjectedOptions) dryRun(ctx context.Context, ns, base string, tmpl *
 		return proof{v: injection.AdmittedPod(admitted)}
 	case apierrors.IsNotFound(err):
 		return proof{notVerified: "namespace " + ns + " does not exist: admission cannot be asked"}
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return proof{notVerified: "namespace " + ns + " is being deleted: admission cannot be asked"}
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"):
 		return proof{notVerified: "the user may not create pods in namespace " + ns}
 	case ctx.Err() != nil:

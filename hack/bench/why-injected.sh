@@ -10,13 +10,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 NAMESPACES=${NAMESPACES:-500} PODS=${PODS:-20} RUNS=${RUNS:-5}
-export KUBECONFIG=$KUBECONFIG_ADMIN
-KUBECTL=$(running_kubectl)
-"$HACK_DIR/up.sh" >&2
-cd "$REPO_ROOT"
-make build >/dev/null
-MESH=$REPO_ROOT/_output/bin/kubectl-mesh
-install_mesh
+bench_cluster
 go run ./hack/bench/mkpods -namespaces "$NAMESPACES" -pods "$PODS" >&2
 trap 'go run ./hack/bench/mkpods -delete >&2' EXIT
 total=$("$KUBECTL" get --raw '/api/v1/pods?limit=1' | jq -r '.metadata.remainingItemCount + 1')
@@ -50,6 +44,8 @@ requests=$("$MESH" why-injected -A -o json -v=6 2>&1 >/dev/null | grep -c '"Resp
 echo "API requests of why-injected -A -o json: $requests"
 measure verify "kubectl mesh why-injected -A --verify -o json" "$MESH" why-injected -A --verify -o json
 v6=$("$MESH" why-injected -A --verify -o json -v=6 2>&1 >/dev/null)
+# Requests made (their "Response" lines; -v=6 also logs client-side throttling waits).
+v6=$(grep '"Response"' <<<"$v6")
 echo "why-injected -A --verify: $(grep -c 'dryRun=All' <<<"$v6") dry-run creates, $(grep -c '/replicasets/' <<<"$v6") controller reads, $(grep -c 'selfsubjectaccessreviews' <<<"$v6") access checks, for $total pods"
 keys="json table kubectl"; [ -z "${BASELINE:-}" ] || keys+=" base-json base-table"
 for k in $keys; do
