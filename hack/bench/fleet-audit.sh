@@ -26,7 +26,8 @@ log "$PODS pods running"
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 time_it() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>/tmp/kmesh-bench.err || die "failed: $(tail -3 /tmp/kmesh-bench.err)"; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", e - s }'; }
 audit=(); single=()
-pods=$("$KUBECTL" -n "$NS" get pods -o name | head -n "$FEW" | cut -d/ -f2)
+all=$("$KUBECTL" -n "$NS" get pods -o name) # whole, then cut: head would end kubectl early (pipefail)
+pods=$(printf '%s\n' "$all" | sed -n "1,${FEW}p" | cut -d/ -f2)
 for _ in $(seq "$RUNS"); do
   audit+=("$(time_it "$MESH" iptables -n "$NS" -o json)")
   for p in $pods; do single+=("$(time_it "$MESH" iptables -n "$NS" "$p" --via node)"); done
