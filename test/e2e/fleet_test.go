@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
-	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
 type auditDoc struct {
@@ -117,28 +114,7 @@ func TestIptablesFleetAudit(t *testing.T) {
 	}
 
 	// Ctrl-C while the node pod works: exit 130, nothing left.
-	cmd := exec.Command(meshBinary(t, c), "--kubeconfig", c.Kubeconfig, "iptables", "-n", ns)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
-		return err == nil && len(pods.Items) > 0, nil
-	}); err != nil {
-		_ = cmd.Process.Kill()
-		t.Fatal("the node pod never appeared")
-	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	_ = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("an interrupted audit exited %d, want 130", code)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
-		return err == nil && len(pods.Items) == 0, nil
-	}); err != nil {
-		noNodePods(t, c)
-	}
+	interruptOnNodePod(t, c, "iptables", "-n", ns)
 	b, _ := json.Marshal(d.Items[0])
 	t.Logf("first line: %s", b)
 	testreport.Count(t, "fleet audit: 20 pods read with 1 node pod in %.1fs (%.0f ms per pod), the 2 planted drifts found, 0 ephemeral containers, 0 node pods left (also after Ctrl-C)",

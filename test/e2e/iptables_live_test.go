@@ -237,31 +237,34 @@ func TestIptablesLiveInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitPod(t, ns, "web", 90*time.Second, "ready", testcluster.Running)
-	cmd := exec.Command(meshBinary(t, c), "--kubeconfig", c.Kubeconfig, "iptables", "web", "-n", ns, "--via", "node", "--interval", "60s")
+	interruptOnNodePod(t, c, "iptables", "web", "-n", ns, "--via", "node", "--interval", "60s")
+}
+
+// interruptOnNodePod runs kubectl-mesh with args, sends it Ctrl-C once a node
+// pod exists, and checks that it exits 130, as kubectl does, and that every
+// node pod is gone (deletion is asked before the process exits: waited for).
+func interruptOnNodePod(t *testing.T, c *testcluster.Cluster, args ...string) {
+	t.Helper()
+	ctx := context.Background()
+	cmd := exec.Command(meshBinary(t, c), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		pods, _ := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
-		if pods != nil && len(pods.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatal("the node pod never appeared")
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
+		return err == nil && len(pods.Items) > 0, nil
+	}); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatal("the node pod never appeared")
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("an interrupted run exited %d, want 130 as kubectl", code)
+		t.Errorf("%v interrupted: exit %d, want 130 as kubectl", args, code)
 	}
-	// Deletion is asked before the process exits: wait until the pod is gone.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nsexec.NodePodLabel})
 		return err == nil && len(pods.Items) == 0, nil
