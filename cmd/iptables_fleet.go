@@ -262,9 +262,17 @@ func auditTraces(p *corev1.Pod, ips []netip.Addr, nameservers []string) capture.
 			break
 		}
 	}
-	t := capture.AuditTraces{In: fmt.Sprintf("in:%d", port), Out: "out:203.0.113.10:443"}
+	// An outside address of the pod's family (TEST-NET-3, or the IPv6
+	// documentation prefix for an IPv6-only pod); IPv6 addresses bracketed.
+	out := "out:203.0.113.10:443"
+	if len(ips) > 0 && ips[0].Is6() {
+		out = "out:[2001:db8::10]:443"
+	}
+	t := capture.AuditTraces{In: fmt.Sprintf("in:%d", port), Out: out}
 	if len(nameservers) > 0 {
-		t.DNS = "out:" + nameservers[0] + ":53/udp"
+		if a, err := netip.ParseAddr(nameservers[0]); err == nil {
+			t.DNS = "out:" + netip.AddrPortFrom(a, 53).String() + "/udp"
+		}
 	}
 	return t
 }

@@ -243,6 +243,10 @@ func (o *WhyInjectedOptions) dryRun(ctx context.Context, ns, base string, tmpl *
 		return proof{notVerified: "the user may not create pods in namespace " + ns}
 	case ctx.Err() != nil:
 		return proof{err: ctx.Err()}
+	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsInternalError(err) && !strings.Contains(err.Error(), "admission webhook"):
+		// The apiserver could not answer: no proof, and not a refusal.
+		return proof{err: fmt.Errorf("dry-run create in namespace %s: %w", ns, err)}
 	case apierrors.ReasonForError(err) == metav1.StatusReasonUnknown && !strings.Contains(err.Error(), "admission"):
 		return proof{err: fmt.Errorf("dry-run create in namespace %s: %w", ns, err)}
 	}

@@ -67,7 +67,9 @@ func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
 	}
 	if len(r.Needs) > 0 {
 		p.para(p.bold("Needs:")+"   ", escape(strings.Join(r.Needs, "; ")))
-		p.para("         ", escape(canIHint(r.Needs)))
+		if hint := canIHint(r.Needs); hint != "" {
+			p.para("         ", escape(hint))
+		}
 	}
 	printProof(p, r)
 	for _, w := range r.Warnings {
@@ -221,7 +223,9 @@ func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injec
 		for _, n := range needs {
 			p.para("  ", escape(n))
 		}
-		p.para("  ", escape(canIHint(needs)))
+		if hint := canIHint(needs); hint != "" {
+			p.para("  ", escape(hint))
+		}
 	}
 	if len(fixes) > 0 {
 		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
@@ -238,6 +242,11 @@ func canIHint(needs []string) string {
 	f := strings.Fields(needs[0])
 	if len(f) < 2 {
 		return ""
+	}
+	switch f[0] {
+	case "get", "list", "watch", "create", "update", "patch", "delete":
+	default:
+		return "" // not a permission (e.g. a CEL condition only --verify can settle)
 	}
 	cmd := "(check: kubectl auth can-i " + f[0] + " " + f[1]
 	rest := strings.Join(f[2:], " ")

@@ -251,7 +251,7 @@ func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, eph
 				return string(b), nil
 			}
 		}
-		if ephemeral && p.Status.Phase == corev1.PodFailed {
+		if p.Status.Phase == corev1.PodFailed {
 			return "", fmt.Errorf("pod %s failed while the debug container ran", pod)
 		}
 		if time.Now().After(deadline) {
@@ -339,7 +339,10 @@ func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, ti
 		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		pods := r.Client.CoreV1().Pods(ns)
-		uncertain := createErr != nil && !apierrors.IsAlreadyExists(createErr) && apierrors.ReasonForError(createErr) == metav1.StatusReasonUnknown
+		// A refusal (forbidden, invalid, PodSecurity, …) created nothing; a
+		// cut-off request, a timeout or a server error may have.
+		uncertain := createErr != nil && !apierrors.IsAlreadyExists(createErr) && !apierrors.IsForbidden(createErr) &&
+			!apierrors.IsInvalid(createErr) && !apierrors.IsBadRequest(createErr) && !apierrors.IsNotFound(createErr)
 		if createErr != nil && !uncertain {
 			return // refused by the apiserver: nothing was created
 		}

@@ -69,6 +69,11 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if e.mayMatch() {
 			need(f.Unknown[FactNamespaces])
 		}
+		if e.matches() && e.conditions {
+			// Its matchConditions (CEL) are not evaluated here: whether the
+			// apiserver calls it is unknown, never a yes.
+			need("webhook " + e.fullName() + " has matchConditions (CEL), which kubectl-mesh does not evaluate: use --verify")
+		}
 	}
 
 	// Which webhook injects: every matching webhook is called, in order, and

@@ -734,3 +734,16 @@ func TestIstioUnknownIsNotNo(t *testing.T) {
 		t.Errorf("%d unknown cases checked, want 5", checked)
 	}
 }
+
+// A matching webhook with matchConditions (CEL, not evaluated here): whether
+// the apiserver calls it is unknown, never a yes.
+func TestIstioMatchConditionsAreUnknown(t *testing.T) {
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled"})
+	for i := range f.Webhooks[0].Webhooks {
+		f.Webhooks[0].Webhooks[i].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "skip-x", Expression: "object.metadata.name != 'x'"}}
+	}
+	r := Istio{}.Explain(f, template("shop", nil, nil))
+	if r.Expected != nil || len(r.Needs) != 1 || !strings.Contains(r.Needs[0], "matchConditions") || r.Fix != "" {
+		t.Errorf("expected %s needs %q fix %q: %s", fmtBool(r.Expected), r.Needs, r.Fix, r.Verdict)
+	}
+}
