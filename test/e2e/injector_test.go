@@ -50,6 +50,25 @@ func appDeployment(ns, name string, replicas int32, annotations map[string]strin
 			Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
 }
 
+// writeManifest writes objects as one multi-document YAML file in a
+// temporary directory of the test and returns its path.
+func writeManifest(t *testing.T, objs ...any) string {
+	t.Helper()
+	var manifest []byte
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(append(manifest, b...), []byte("---\n")...)
+	}
+	file := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(file, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 // The real apiserver picks the webhook from Istio's selectors, and real
 // istiod (one per revision, from Istio's charts) decides and injects: the
 // default revision native sidecars, canary (and tag prod) classic ones held

@@ -15,7 +15,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
@@ -103,14 +102,7 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := c.RunningPod(t, ns, "app=web", 120*time.Second)
-	manifest, err := yaml.Marshal(dep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "web.yaml")
-	if err := os.WriteFile(file, manifest, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeManifest(t, dep)
 
 	commands := []struct {
 		name string

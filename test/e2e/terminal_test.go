@@ -14,7 +14,6 @@ import (
 	"charm.land/lipgloss/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
@@ -66,14 +65,7 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 	for _, d := range []*appsv1.Deployment{web, reports} {
 		pods[d.Name] = c.RunningPod(t, d.Namespace, "app="+d.Name, 120*time.Second)
 	}
-	manifest, err := yaml.Marshal(web)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "web.yaml")
-	if err := os.WriteFile(file, manifest, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeManifest(t, web)
 
 	commands := []struct {
 		args []string

@@ -2,17 +2,13 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
@@ -56,18 +52,7 @@ func TestWhyInjectedVerify(t *testing.T) {
 	// namespace that does not exist yet (no proof possible, said).
 	refused := appDeployment(ns, "refused", 1, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})
 	later := appDeployment("vfy-not-yet", "later", 1, nil)
-	var manifest []byte
-	for _, o := range []*appsv1.Deployment{refused, later} {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		manifest = append(append(manifest, b...), []byte("---\n")...)
-	}
-	file := filepath.Join(t.TempDir(), "m.yaml")
-	if err := os.WriteFile(file, manifest, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeManifest(t, refused, later)
 	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "-f", file, "--verify", "-o", "json"))
 	if len(d.Items) != 2 {
 		t.Fatalf("-f: %d items", len(d.Items))
@@ -104,11 +89,7 @@ func TestWhyInjectedVerify(t *testing.T) {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), plant.Name, metav1.DeleteOptions{})
 	})
 	pl := appDeployment(planted, "planted", 1, nil)
-	b, _ := yaml.Marshal(pl)
-	pfile := filepath.Join(t.TempDir(), "planted.yaml")
-	if err := os.WriteFile(pfile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pfile := writeManifest(t, pl)
 	r := decode[reportDoc](t, mesh(t, c, "", "why-injected", "-f", pfile, "--verify", "-o", "json"))
 	if v := r.Verified; r.IsExpected() || v == nil || !v.Injected || v.Agrees == nil || *v.Agrees || !strings.Contains(v.Disagreement, "injected false; admission: injected true") {
 		t.Errorf("planted disagreement: expected %s, verified %+v", fmtBool(r.Expected), v)
