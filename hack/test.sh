@@ -27,6 +27,7 @@ go vet ./...
 
 # Both lanes' binaries and Istio's own first: a missing build fails here, not half way.
 for v in "$K8S_NEWEST" "$K8S_OLDEST"; do K8S_VERSION=$v "$HACK_DIR/build-kube.sh"; done
+"$HACK_DIR/build-etcd.sh"
 "$HACK_DIR/build-istio.sh"
 
 export K8S_VERSION=$K8S_NEWEST

@@ -6,7 +6,6 @@ set -euo pipefail
 
 # command -> package that provides it
 declare -A NEED=(
-  [etcd]=etcd-server
   [containerd]=containerd
   [runc]=runc
   [/usr/lib/cni/bridge]=containernetworking-plugins

@@ -30,6 +30,10 @@ IMAGE_DIR=$CACHE_DIR/images
 ISTIO_MODULE_VERSION=$(sed -n 's/^\s*istio\.io\/istio \(v[^ ]*\).*/\1/p' "$REPO_ROOT/hack/tools/istio/go.mod" 2>/dev/null | head -1)
 ISTIO_BIN=$CACHE_DIR/istio/${ISTIO_MODULE_VERSION:-unpinned}
 KUBECONFIG_ADMIN=$STATE_DIR/admin.kubeconfig
+# etcd, built from etcd's own module (hack/cluster/build-etcd.sh) at the
+# version hack/tools/etcd/go.mod pins.
+ETCD_MODULE_VERSION=$(sed -n 's/^\s*go\.etcd\.io\/etcd\/server\/v3 \(v[^ ]*\).*/\1/p' "$REPO_ROOT/hack/tools/etcd/go.mod" 2>/dev/null | head -1)
+ETCD_BIN=$CACHE_DIR/etcd/${ETCD_MODULE_VERSION:-unpinned}
 
 NODE_NAME=${KMESH_NODE_NAME:-kmesh-node}
 # The pod network. up.sh refuses a range that anything else on this machine

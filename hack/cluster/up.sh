@@ -22,6 +22,7 @@ KUBECTL=$KUBE_BIN/kubectl
 
 "$HACK_DIR/deps.sh"
 "$HACK_DIR/build-kube.sh"
+"$HACK_DIR/build-etcd.sh"
 "$HACK_DIR/build-istio.sh"
 "$HACK_DIR/images.sh"
 names=(etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler)
@@ -94,7 +95,7 @@ ip link add "$BRIDGE" type bridge
 ip addr add "$NODE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 
-start etcd etcd --name kmesh --data-dir "$RUN_DIR/etcd" \
+start etcd "$ETCD_BIN/etcd" --name kmesh --data-dir "$RUN_DIR/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster "kmesh=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls "http://127.0.0.1:$((ETCD_CLIENT_PORT + 2))"
