@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -104,8 +105,15 @@ func main() {
 				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: p.Labels["app"] + "-7d4b9c8f6", UID: uid, Controller: &yes}}
 			}
 			jobs <- func() error {
-				_, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-				return err
+				// A new namespace's "default" ServiceAccount comes a moment
+				// after it: admission refuses pods until then.
+				for {
+					_, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+					if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "serviceaccount") {
+						return err
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 		}
 	}
