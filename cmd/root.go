@@ -89,13 +89,15 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	color := colorAuto
 	root.PersistentFlags().StringVar(&color, "color", colorAuto, "Colour human output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
+	addProfileFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		switch color {
 		case colorAuto, colorAlways, colorNever:
 			colorMode = color
-			return nil
+		default:
+			return &UsageError{Err: fmt.Errorf("--color must be auto, always or never, not %q", color)}
 		}
-		return &UsageError{Err: fmt.Errorf("--color must be auto, always or never, not %q", color)}
+		return startProfile()
 	}
 
 	root.AddCommand(NewVersionCmd(streams))
@@ -127,7 +129,11 @@ func Execute(args []string) int {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	root := NewRootCmd(streams)
 	root.SetArgs(args)
-	return exitCode(root.Execute(), streams.ErrOut)
+	err := root.Execute()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("writing the profile: %w", perr)
+	}
+	return exitCode(err, streams.ErrOut)
 }
 
 // exitCode prints err (if any) the way kubectl does and maps it to an exit code.
