@@ -145,6 +145,13 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// A sweep's pods and FailedCreate events are read while the mesh's
+	// configuration is (none of them needs the others to be asked for).
+	var pre *sweepReads
+	if len(o.Filenames) == 0 && len(o.Args) == 0 {
+		pre = o.startSweep(ctx)
+		defer pre.close()
+	}
 	facts, err := o.client.MeshFacts(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the mesh's configuration: %w", err)
@@ -165,7 +172,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		list = len(reports) != 1 || reports[0].Kind != "Pod"
 	default:
 		sweep = true
-		reports, err = o.sweep(ctx, facts)
+		reports, err = o.sweep(ctx, facts, pre)
 	}
 	if err != nil {
 		return err
@@ -190,34 +197,80 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// sweep explains every pod of the namespace (or cluster), page by page.
-func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
-	ns := o.namespace
+// sweepReads are the reads a sweep starts before the mesh's configuration
+// is known.
+type sweepReads struct {
+	pods      *inspect.PodStream
+	events    map[string][]corev1.Event
+	eventsErr error
+	unknown   *injection.ClusterFacts // what the events read could not read
+	eventsIn  chan struct{}
+	cancel    context.CancelFunc
+}
+
+// close stops what is still being read and waits for it.
+func (pre *sweepReads) close() {
+	pre.cancel()
+	pre.pods.Close()
+	<-pre.eventsIn
+}
+
+func (o *WhyInjectedOptions) sweepNamespace() string {
 	if o.AllNamespaces {
-		ns = ""
-	} else if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
-		return nil, err
-	} else if !inspect.NamespaceExists(facts, ns) {
-		return nil, fmt.Errorf("namespace %q not found", ns)
+		return ""
 	}
-	events, err := o.client.FailedCreateEvents(ctx, facts, ns)
-	if err != nil {
-		return nil, err
+	return o.namespace
+}
+
+func (o *WhyInjectedOptions) startSweep(ctx context.Context) *sweepReads {
+	ns := o.sweepNamespace()
+	ctx, cancel := context.WithCancel(ctx)
+	pre := &sweepReads{pods: o.client.StreamPods(ctx, ns, o.Selector), eventsIn: make(chan struct{}), cancel: cancel,
+		unknown: &injection.ClusterFacts{Unknown: map[string]string{}}}
+	go func() {
+		defer close(pre.eventsIn)
+		pre.events, pre.eventsErr = o.client.FailedCreateEvents(ctx, pre.unknown, ns)
+	}()
+	return pre
+}
+
+// sweep explains every pod of the namespace (or cluster) as the pods come
+// in; pods that share everything the answer depends on share one answer
+// (injection.Memo).
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads) ([]*injection.InjectionReport, error) {
+	ns := o.sweepNamespace()
+	if ns != "" {
+		if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
+			return nil, err
+		} else if !inspect.NamespaceExists(facts, ns) {
+			return nil, fmt.Errorf("namespace %q not found", ns)
+		}
+	}
+	<-pre.eventsIn
+	if pre.eventsErr != nil {
+		return nil, pre.eventsErr
+	}
+	for k, v := range pre.unknown.Unknown {
+		facts.Unknown[k] = v
 	}
 	var reports []*injection.InjectionReport
-	err = o.client.EachPodPage(ctx, ns, o.Selector, func(pods []corev1.Pod) error {
+	// The table shows one row per pod: no factors; JSON and YAML keep the
+	// ones that decided something.
+	memo := injection.NewMemo(o.mesh, facts, true)
+	err := pre.pods.Each(func(pods []corev1.Pod) error {
 		if ns == "" && facts.Unknown[injection.FactNamespaces] != "" || facts.NamespacesByGet {
 			if err := o.client.ResolveNamespaces(ctx, facts, podNamespaces(pods)...); err != nil {
 				return err
 			}
+			// Namespaces read meanwhile change the facts: answers before
+			// them are not reused.
+			memo = injection.NewMemo(o.mesh, facts, true)
 		}
 		for i := range pods {
-			r := o.mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
+			r := memo.Explain(inspect.PodWorkload(&pods[i], facts))
 			o.recordLive(r, &pods[i])
 			if o.Output == "" {
-				r.Factors = nil // the table shows one row per pod
-			} else {
-				r.Factors = compactFactors(r.Factors)
+				r.Factors = nil
 			}
 			reports = append(reports, r)
 		}
@@ -227,7 +280,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		return nil, explainAPIError(err, "list pods")
 	}
 	if o.Selector == "" {
-		owners, err := o.blockedOwners(ctx, facts, events)
+		owners, err := o.blockedOwners(ctx, facts, pre.events)
 		if err != nil {
 			return nil, err
 		}

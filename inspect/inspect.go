@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -39,6 +41,9 @@ type Client struct {
 	requests    atomic.Int64
 	// PageSize overrides the const PageSize when set (tests).
 	PageSize int64
+	// PagesOnly reads pods with paged LISTs even where the apiserver can
+	// stream them (tests of the fallback).
+	PagesOnly bool
 	// nsForbidden are namespaces a GET was refused for (asked once).
 	nsForbidden map[string]bool
 }
@@ -97,17 +102,40 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		KubeletVersions: map[string]string{},
 		Unknown:         map[string]string{},
 	}
-	whs, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		if err := unknown(f, injection.FactWebhooks, "list mutatingwebhookconfigurations.admissionregistration.k8s.io", err); err != nil {
+	// Every list that needs nothing else is made at once; the results are
+	// then applied in a fixed order, so that the answer (and which error
+	// is returned) does not depend on which came back first.
+	var (
+		whs                 *admissionregistrationv1.MutatingWebhookConfigurationList
+		nss                 *corev1.NamespaceList
+		labelled            *corev1.ConfigMapList
+		deps                *appsv1.DeploymentList
+		nodes               *corev1.NodeList
+		whErr, nsErr, cmErr error
+		depErr, nodeErr     error
+	)
+	all(
+		func() {
+			whs, whErr = c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		},
+		func() { nss, nsErr = c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}) },
+		func() {
+			labelled, cmErr = c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
+		},
+		func() {
+			deps, depErr = c.Proto.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
+		},
+		func() { nodes, nodeErr = c.Proto.CoreV1().Nodes().List(ctx, metav1.ListOptions{}) },
+	)
+	if whErr != nil {
+		if err := unknown(f, injection.FactWebhooks, "list mutatingwebhookconfigurations.admissionregistration.k8s.io", whErr); err != nil {
 			return nil, err
 		}
 	} else {
 		f.Webhooks = whs.Items
 	}
-	nss, err := c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		if err := unknown(f, injection.FactNamespaces, "list namespaces", err); err != nil {
+	if nsErr != nil {
+		if err := unknown(f, injection.FactNamespaces, "list namespaces", nsErr); err != nil {
 			return nil, err
 		}
 	} else {
@@ -139,55 +167,68 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 			}
 		}
 	}
-	cms, err := c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
-	if err != nil {
-		if err := unknown(f, injection.FactConfigMaps, "list configmaps (all namespaces)", err); err != nil {
+	if cmErr != nil {
+		if err := unknown(f, injection.FactConfigMaps, "list configmaps (all namespaces)", cmErr); err != nil {
 			return nil, err
 		}
 	} else {
-		addCMs(cms.Items)
+		addCMs(labelled.Items)
 	}
-	for _, ns := range namespaces {
-		// Injector ConfigMaps without the label: the control plane's namespace has them.
-		if cms, err := c.Proto.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err == nil {
+	// Each control-plane namespace's lists, all at once.
+	type nsLists struct {
+		cms                  *corev1.ConfigMapList
+		svcs                 *corev1.ServiceList
+		eps                  *discoveryv1.EndpointSliceList
+		cmErr, svcErr, epErr error
+	}
+	per := make([]nsLists, len(namespaces))
+	var calls []func()
+	for i, ns := range namespaces {
+		l := &per[i]
+		calls = append(calls,
+			// Injector ConfigMaps without the label: the control plane's namespace has them.
+			func() { l.cms, l.cmErr = c.Proto.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}) },
+			func() { l.svcs, l.svcErr = c.Proto.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}) },
+			func() { l.eps, l.epErr = c.Proto.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{}) })
+	}
+	all(calls...)
+	for i, ns := range namespaces {
+		l := per[i]
+		if l.cmErr == nil {
 			delete(f.Unknown, injection.FactConfigMaps)
-			addCMs(cms.Items)
-		} else if err := unknown(f, injection.FactConfigMaps, "list configmaps in namespace "+ns, err); err != nil {
+			addCMs(l.cms.Items)
+		} else if err := unknown(f, injection.FactConfigMaps, "list configmaps in namespace "+ns, l.cmErr); err != nil {
 			return nil, err
 		}
-		svcs, err := c.Proto.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if err := unknown(f, injection.FactServices, "list services in namespace "+ns, err); err != nil {
+		if l.svcErr != nil {
+			if err := unknown(f, injection.FactServices, "list services in namespace "+ns, l.svcErr); err != nil {
 				return nil, err
 			}
 		} else {
-			for i := range svcs.Items {
-				f.Services[ns+"/"+svcs.Items[i].Name] = &svcs.Items[i]
+			for i := range l.svcs.Items {
+				f.Services[ns+"/"+l.svcs.Items[i].Name] = &l.svcs.Items[i]
 			}
 		}
-		eps, err := c.Proto.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if err := unknown(f, injection.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, err); err != nil {
+		if l.epErr != nil {
+			if err := unknown(f, injection.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, l.epErr); err != nil {
 				return nil, err
 			}
 		} else {
-			for _, s := range eps.Items {
+			for _, s := range l.eps.Items {
 				svc := s.Labels[discoveryv1.LabelServiceName]
 				f.EndpointSlices[ns+"/"+svc] = append(f.EndpointSlices[ns+"/"+svc], s)
 			}
 		}
 	}
-	deps, err := c.Proto.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
-	if err != nil {
-		if err := unknown(f, injection.FactControlPlanes, "list deployments.apps (all namespaces)", err); err != nil {
+	if depErr != nil {
+		if err := unknown(f, injection.FactControlPlanes, "list deployments.apps (all namespaces)", depErr); err != nil {
 			return nil, err
 		}
 	} else {
 		f.ControlPlanes = deps.Items
 	}
-	nodes, err := c.Proto.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		if err := unknown(f, injection.FactNodes, "list nodes", err); err != nil {
+	if nodeErr != nil {
+		if err := unknown(f, injection.FactNodes, "list nodes", nodeErr); err != nil {
 			return nil, err
 		}
 	} else {
@@ -198,60 +239,17 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	return f, nil
 }
 
-// EachPodPage lists the pods of namespace ("" for all) matching selector,
-// PageSize at a time, and hands each page to fn in order. The next page is
-// fetched while fn works on the current one. (Each page costs the apiserver a
-// roughly fixed ~0.1 s here, so pages are large; resourceVersion "0" would be
-// faster still but makes the watch cache ignore the limit and return every
-// pod at once.)
-func (c *Client) EachPodPage(ctx context.Context, namespace, selector string, fn func([]corev1.Pod) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	// The fetcher ends before this returns, whatever fn did: cancel it, then
-	// wait for it (it never blocks on a page nobody will take).
-	defer func() { cancel(); <-done }()
-	type page struct {
-		pods []corev1.Pod
-		err  error
+// all runs the calls at once and returns when every one has.
+func all(calls ...func()) {
+	var wg sync.WaitGroup
+	for _, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call()
+		}()
 	}
-	limit := int64(PageSize)
-	if c.PageSize > 0 {
-		limit = c.PageSize
-	}
-	pages := make(chan page) // at most two pages in memory: one worked on, one fetched
-	go func() {
-		defer close(done)
-		defer close(pages)
-		opts := metav1.ListOptions{LabelSelector: selector, Limit: limit}
-		for {
-			list, err := c.Proto.CoreV1().Pods(namespace).List(ctx, opts)
-			if err != nil {
-				select {
-				case pages <- page{err: err}:
-				case <-ctx.Done():
-				}
-				return
-			}
-			select {
-			case pages <- page{pods: list.Items}:
-			case <-ctx.Done():
-				return
-			}
-			if list.Continue == "" {
-				return
-			}
-			opts = metav1.ListOptions{LabelSelector: selector, Limit: opts.Limit, Continue: list.Continue}
-		}
-	}()
-	for p := range pages {
-		if p.err != nil {
-			return p.err
-		}
-		if err := fn(p.pods); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	wg.Wait()
 }
 
 // FailedCreateEvents lists the FailedCreate events of namespace ("" for

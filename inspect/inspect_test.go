@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +40,9 @@ func clientAs(t *testing.T, c *testcluster.Cluster, user string) *inspect.Client
 	return client
 }
 
-// Pages of two pods: every pod once, in the apiserver's order, 3 pages for 5
-// pods, each page one LIST request.
+// Paged LISTs (where the apiserver cannot stream, or PagesOnly): pages of
+// two pods hand every pod over once, in the apiserver's order, 3 pages for
+// 5 pods, each page one LIST request.
 func TestEachPodPagePaging(t *testing.T) {
 	c := testcluster.Get(t)
 	ctx := context.Background()
@@ -55,6 +57,7 @@ func TestEachPodPagePaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.PageSize = 2
+	client.PagesOnly = true
 	before := client.Requests()
 	var sizes []int
 	seen := map[string]int{}
@@ -79,6 +82,69 @@ func TestEachPodPagePaging(t *testing.T) {
 	n := 0
 	if err := client.EachPodPage(ctx, ns, "nothing=here", func(pods []corev1.Pod) error { n += len(pods); return nil }); err != nil || n != 0 {
 		t.Errorf("selector matching nothing: %d pods, %v", n, err)
+	}
+}
+
+// Streamed: on an apiserver that streams lists (1.34 and later) the same 5
+// pods come in batches of two from one request; on one that refuses (1.33,
+// its WatchList off) the refusal costs one request and the pods come in
+// pages. A selector is applied by the apiserver either way, and a user who
+// may list pods but not watch them still gets them, in pages.
+func TestStreamPods(t *testing.T) {
+	c := testcluster.Get(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "inspect-stream", nil)
+	for i := 0; i < 5; i++ {
+		p := unscheduledPod(fmt.Sprintf("p%d", i))
+		p.Labels = map[string]string{"odd": fmt.Sprint(i%2 == 1)}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := c.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	minor, _ := strconv.Atoi(strings.TrimSuffix(v.Minor, "+"))
+	streams := minor >= 34
+	sweep := func(client *inspect.Client, selector string) (sizes []int, names []string, requests int64, streamed bool) {
+		t.Helper()
+		before := client.Requests()
+		s := client.StreamPods(ctx, ns, selector)
+		if err := s.Each(func(pods []corev1.Pod) error {
+			sizes = append(sizes, len(pods))
+			for _, p := range pods {
+				names = append(names, p.Name)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return sizes, names, client.Requests() - before, s.Streamed()
+	}
+	client, err := inspect.New(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.PageSize = 2
+	sizes, names, requests, streamed := sweep(client, "")
+	wantRequests := int64(1)
+	if !streams {
+		wantRequests = 1 + 3
+	}
+	if fmt.Sprint(sizes) != "[2 2 1]" || fmt.Sprint(names) != "[p0 p1 p2 p3 p4]" || requests != wantRequests || streamed != streams {
+		t.Errorf("Kubernetes 1.%d: batches %v of %v, %d requests, streamed %v; want [2 2 1] of p0…p4, %d requests, streamed %v",
+			minor, sizes, names, requests, streamed, wantRequests, streams)
+	}
+	if _, names, _, _ := sweep(client, "odd=true"); fmt.Sprint(names) != "[p1 p3]" {
+		t.Errorf("selector odd=true: %v", names)
+	}
+	// May list pods, not watch them: pages.
+	c.GrantRole(t, ns, "pod-lister", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}})
+	lclient := clientAs(t, c, "pod-lister")
+	lclient.PageSize = 2
+	if sizes, names, requests, streamed := sweep(lclient, ""); fmt.Sprint(names) != "[p0 p1 p2 p3 p4]" || streamed || requests != 4 {
+		t.Errorf("a user who may not watch: batches %v of %v, %d requests, streamed %v; want p0…p4 in pages, 4 requests", sizes, names, requests, streamed)
 	}
 }
 
