@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -99,11 +101,64 @@ const colSep = "   "
 // even that cannot fit, each row is printed as "KEY: value" lines, as
 // kubectl describe does.
 func (p *printer) table(headers []string, rows [][]string) {
-	widths := p.fitColumns(headers, rows)
+	// Each cell's width, measured once.
+	n := len(headers)
+	cellW := make([][]int, len(rows)+1)
+	natural := make([]int, n)
+	multiline := false
+	for j, r := range append([][]string{headers}, rows...) {
+		cellW[j] = make([]int, n)
+		for i := 0; i < n && i < len(r); i++ {
+			cellW[j][i] = lipgloss.Width(r[i])
+			natural[i] = max(natural[i], cellW[j][i])
+			multiline = multiline || strings.Contains(r[i], "\n")
+		}
+	}
+	widths := p.fitColumns(headers, rows, natural)
 	if widths == nil {
 		p.keyValues(headers, rows)
 		return
 	}
+	if !multiline && slices.Equal(widths, natural) {
+		p.padded(headers, rows, widths, cellW)
+		return
+	}
+	p.wrapped(headers, rows, widths)
+}
+
+// padded prints a table whose every cell fits its column on one line: each
+// cell padded to its column's width, the line trimmed at the end — what
+// tablewriter prints for it (TestPaddedTableIsTablewriters), at a small part
+// of the cost for a sweep's thousands of rows.
+func (p *printer) padded(headers []string, rows [][]string, widths []int, cellW [][]int) {
+	w := bufio.NewWriterSize(p.out, 64<<10)
+	var line []byte
+	for j, r := range append([][]string{headers}, rows...) {
+		line = line[:0]
+		for i := range widths {
+			cell := ""
+			if i < len(r) {
+				cell = r[i]
+			}
+			line = append(line, cell...)
+			for k := cellW[j][i]; k < widths[i]; k++ {
+				line = append(line, ' ')
+			}
+			line = append(line, colSep...)
+		}
+		trimmed := bytes.TrimRight(line, " ")
+		if len(bytes.TrimSpace([]byte(ansiStrip(string(trimmed))))) == 0 {
+			continue
+		}
+		w.Write(trimmed)
+		w.WriteByte('\n')
+	}
+	w.Flush()
+}
+
+// wrapped prints a table through tablewriter, the cells wider than their
+// column wrapped inside it.
+func (p *printer) wrapped(headers []string, rows [][]string, widths []int) {
 	wrapRow := func(row []string) []string {
 		out := make([]string, len(row))
 		for i, cell := range row {
@@ -147,19 +202,11 @@ func (p *printer) table(headers []string, rows [][]string) {
 	}
 }
 
-// fitColumns returns each column's width: its widest cell, or narrower so
-// that the table fits the printer's width; nil when it cannot fit.
-func (p *printer) fitColumns(headers []string, rows [][]string) []int {
+// fitColumns returns each column's width: its widest cell (natural), or
+// narrower so that the table fits the printer's width; nil when it cannot fit.
+func (p *printer) fitColumns(headers []string, rows [][]string, natural []int) []int {
 	n := len(headers)
-	widths := make([]int, n)
-	for i, h := range headers {
-		widths[i] = lipgloss.Width(h)
-	}
-	for _, r := range rows {
-		for i := 0; i < n && i < len(r); i++ {
-			widths[i] = max(widths[i], lipgloss.Width(r[i]))
-		}
-	}
+	widths := slices.Clone(natural)
 	if p.width == 0 {
 		return widths
 	}
