@@ -13,7 +13,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 RELEASE_URL ?= https://github.com/kubectl-mesh/kubectl-mesh/releases/download/$(VERSION)
 KREW_BIN := $(or $(KMESH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-mesh)/krew
 
-.PHONY: all build test unit fuzz demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
+.PHONY: all build test unit fuzz bench demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
 
 all: build
 
@@ -38,6 +38,10 @@ fuzz:
 	  $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) 2>&1 | tail -n 3; \
 	  test $${PIPESTATUS[0]} -eq 0; \
 	done
+
+## bench: the regression benchmark of the cluster sweeps (10,000 pods; SCALE=100k adds 90,000): fails when a goal is missed
+bench: build
+	CHECK=1 hack/bench/sweep.sh
 
 ## demo: the local cluster with a demo mesh, and kubectl mesh run against it
 demo: build

@@ -82,10 +82,13 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", ReportAPIVersion, kind)
 		for i := 0; i < n; i++ {
 			it := item(i)
-			emptyLists(it)
-			b, err := json.MarshalIndent(it, "    ", "  ")
-			if err != nil {
-				return err
+			b, ok := it.(encodedItem)
+			if !ok {
+				emptyLists(it)
+				var err error
+				if b, err = json.MarshalIndent(it, "    ", "  "); err != nil {
+					return err
+				}
 			}
 			if i > 0 {
 				bw.WriteString(",")
@@ -140,6 +143,10 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 	}
 	return bw.Flush()
 }
+
+// encodedItem is a list item already encoded as printList would encode it
+// (JSON, indented under "    ").
+type encodedItem []byte
 
 // emptyLists turns, in place, every nil slice and map reachable from v (a
 // pointer, or a struct holding pointers) into an empty one: a list with

@@ -104,73 +104,123 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var pods []corev1.Pod
-	single := false
-	ns := o.namespace
-	switch {
-	case len(o.Args) > 0:
-		var err error
-		pods, single, err = o.resolve(ctx)
+	if len(o.Args) > 0 {
+		pods, single, err := o.resolve(ctx)
 		if err != nil {
 			return err
 		}
-	default:
-		if o.AllNamespaces {
-			ns = ""
-		}
-		err := o.client.EachPodPage(ctx, ns, o.Selector, func(page []corev1.Pod) error {
-			pods = append(pods, page...)
-			return nil
-		})
-		if err != nil {
-			return explainAPIError(err, "list pods")
-		}
-	}
-	evNS := ns
-	if single || len(o.Args) > 0 {
-		evNS = o.namespace
-	}
-	// One pod (also a workload's only pod) gets the detailed view.
-	detail := len(pods) == 1
-	podName := ""
-	if detail {
-		podName = pods[0].Name
-	}
-	events, err := o.client.PodEvents(ctx, evNS, podName)
-	var incomplete []string
-	if err != nil {
-		if !apierrors.IsForbidden(err) {
-			return err
-		}
-		scope := "(all namespaces)"
-		if evNS != "" {
-			scope = "in namespace " + evNS
-		}
-		incomplete = append(incomplete, "events: forbidden: the user may not list events "+scope)
-	}
-	now := o.now()
-	reports := make([]*startup.StartupReport, 0, len(pods))
-	for i := range pods {
-		p := &pods[i]
-		facts := startup.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: now}
-		if ref := metav1.GetControllerOf(p); ref != nil {
-			facts.OwnerKind = ref.Kind
-		}
+		// One pod (also a workload's only pod) gets the detailed view.
+		detail := len(pods) == 1
+		podName := ""
 		if detail {
-			facts.Logs = o.failedLogs(ctx, p)
+			podName = pods[0].Name
 		}
-		r := startup.AnalyzeStartup(facts)
-		if p.Spec.NodeName == "" {
-			r.Notes = append(r.Notes, "not scheduled yet: no container has been created (see the events for why)")
+		events, incomplete, err := o.events(ctx, o.namespace, podName)
+		if err != nil {
+			return err
 		}
-		r.Incomplete = append(r.Incomplete, incomplete...)
-		for _, c := range append(append([]startup.ContainerStartup(nil), r.InitContainers...), r.Containers...) {
-			if c.Log != nil && c.Log.Unavailable != "" {
-				r.Incomplete = append(r.Incomplete, "log of "+c.Name+": "+c.Log.Unavailable)
-			}
+		reports := make([]*startup.StartupReport, 0, len(pods))
+		for i := range pods {
+			reports = append(reports, o.analyze(ctx, &pods[i], events, incomplete, detail))
 		}
-		reports = append(reports, r)
+		return o.finish(single, detail, reports)
 	}
+
+	// A sweep: the events are read while the pods stream in, and each pod
+	// is analysed as it comes (only its report is kept). The first pod waits
+	// for a second: a sweep that finds one pod shows it in detail.
+	ns := o.namespace
+	if o.AllNamespaces {
+		ns = ""
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var events map[string][]corev1.Event
+	var incomplete []string
+	var evErr error
+	evDone := make(chan struct{})
+	go func() {
+		defer close(evDone)
+		events, incomplete, evErr = o.events(ctx, ns, "")
+	}()
+	defer func() { cancel(); <-evDone }()
+	var held *corev1.Pod
+	var reports []*startup.StartupReport
+	seen := 0
+	err := o.client.StreamPods(ctx, ns, o.Selector).Each(func(page []corev1.Pod) error {
+		<-evDone
+		if evErr != nil {
+			return evErr
+		}
+		for i := range page {
+			seen++
+			if seen == 1 {
+				held = &page[i]
+				continue
+			}
+			if held != nil {
+				reports = append(reports, o.analyze(ctx, held, events, incomplete, false))
+				held = nil
+			}
+			reports = append(reports, o.analyze(ctx, &page[i], events, incomplete, false))
+		}
+		return nil
+	})
+	if err != nil {
+		return explainAPIError(err, "list pods")
+	}
+	<-evDone
+	if evErr != nil {
+		return evErr
+	}
+	detail := held != nil
+	if detail {
+		reports = append(reports, o.analyze(ctx, held, events, incomplete, true))
+	}
+	return o.finish(false, detail, reports)
+}
+
+// events reads the events about pods in ns (one pod's when podName is set);
+// events the user may not list make the answer incomplete, not an error.
+func (o *StartupOptions) events(ctx context.Context, ns, podName string) (map[string][]corev1.Event, []string, error) {
+	events, err := o.client.PodEvents(ctx, ns, podName)
+	if err == nil {
+		return events, nil, nil
+	}
+	if !apierrors.IsForbidden(err) {
+		return nil, nil, err
+	}
+	scope := "(all namespaces)"
+	if ns != "" {
+		scope = "in namespace " + ns
+	}
+	return nil, []string{"events: forbidden: the user may not list events " + scope}, nil
+}
+
+// analyze builds one pod's report; detail reads the logs of its failed containers.
+func (o *StartupOptions) analyze(ctx context.Context, p *corev1.Pod, events map[string][]corev1.Event, incomplete []string, detail bool) *startup.StartupReport {
+	facts := startup.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: o.now()}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		facts.OwnerKind = ref.Kind
+	}
+	if detail {
+		facts.Logs = o.failedLogs(ctx, p)
+	}
+	r := startup.AnalyzeStartup(facts)
+	if p.Spec.NodeName == "" {
+		r.Notes = append(r.Notes, "not scheduled yet: no container has been created (see the events for why)")
+	}
+	r.Incomplete = append(r.Incomplete, incomplete...)
+	for _, c := range append(append([]startup.ContainerStartup(nil), r.InitContainers...), r.Containers...) {
+		if c.Log != nil && c.Log.Unavailable != "" {
+			r.Incomplete = append(r.Incomplete, "log of "+c.Name+": "+c.Log.Unavailable)
+		}
+	}
+	return r
+}
+
+// finish prints the reports; an incomplete answer is an IncompleteError.
+func (o *StartupOptions) finish(single, detail bool, reports []*startup.StartupReport) error {
 	if err := o.print(single, detail, reports); err != nil {
 		return err
 	}

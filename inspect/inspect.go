@@ -395,21 +395,33 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // PodEvents lists the events about pods in namespace ("" for all), keyed by
-// the pod's UID: one LIST for all the pods.
+// the pod's UID; podName narrows it to one pod. Events are read in pages,
+// and each keeps only what a startup report reads (reason, message, the
+// container it is about, count and times): a busy cluster has several
+// events per pod.
 func (c *Client) PodEvents(ctx context.Context, namespace, podName string) (map[string][]corev1.Event, error) {
 	sel := fields.OneTermEqualSelector("involvedObject.kind", "Pod")
 	if podName != "" {
 		sel = fields.AndSelectors(sel, fields.OneTermEqualSelector("involvedObject.name", podName))
 	}
-	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
-	if err != nil {
-		return nil, err
-	}
 	out := map[string][]corev1.Event{}
-	for _, e := range list.Items {
-		out[string(e.InvolvedObject.UID)] = append(out[string(e.InvolvedObject.UID)], e)
+	opts := metav1.ListOptions{FieldSelector: sel.String(), Limit: 2000}
+	for {
+		list, err := c.Proto.CoreV1().Events(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range list.Items {
+			uid := string(e.InvolvedObject.UID)
+			out[uid] = append(out[uid], corev1.Event{Reason: e.Reason, Message: e.Message, Count: e.Count,
+				InvolvedObject: corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID, FieldPath: e.InvolvedObject.FieldPath},
+				FirstTimestamp: e.FirstTimestamp, LastTimestamp: e.LastTimestamp, EventTime: e.EventTime})
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
 	}
-	return out, nil
 }
 
 // LogTail reads the last lines of a container's log, of its current and,

@@ -156,6 +156,18 @@ type InjectionReport struct {
 	Verified *Verification `json:"verified,omitempty"`
 	// NotVerified says why --verify has no proof for this report.
 	NotVerified string `json:"notVerified,omitempty"`
+
+	// memo is the answer (Memo) this report was made from, for the pod
+	// called Name owned by memoOwner.
+	memo      *InjectionReport
+	memoOwner string
+}
+
+// MemoAnswer returns the shared answer a Memo made this report from, with
+// the names it stands in for (MemoName, MemoOwner) put in: the pod's and
+// its owner's. ok is false for a report not made by a Memo.
+func (r *InjectionReport) MemoAnswer() (shared *InjectionReport, name, owner string, ok bool) {
+	return r.memo, r.Name, r.memoOwner, r.memo != nil
 }
 
 // IsMismatch reports a known mismatch (false when there is none or it is unknown).

@@ -2,6 +2,8 @@ package injection
 
 import (
 	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strconv"
 	"strings"
 )
@@ -21,54 +23,91 @@ type Memo struct {
 	facts   *ClusterFacts
 	compact bool
 	answers map[string]*InjectionReport
-	key     strings.Builder
+	label   func(string) bool
+	// namespace is the namespace whose answers the memo holds.
+	namespace string
+	key       strings.Builder
 	// Hits and Misses count the answers reused and computed.
 	Hits, Misses int
 }
 
 // memoKeyer is a mesh whose answer for a live pod depends on nothing but
-// what memoKey writes (and the pod's name).
+// what memoKey writes (and the names of the pod and its owner). memoLabels
+// says which of the pod's labels the answer can depend on under facts (nil:
+// any of them).
 type memoKeyer interface {
-	memoKey(b *strings.Builder, w *Workload)
+	memoLabels(f *ClusterFacts) func(key string) bool
+	memoKey(b *strings.Builder, w *Workload, label func(string) bool)
 }
 
 // NewMemo explains with mesh against facts, which must not change while it
 // is used. With compact, reports keep only the factors that decided
 // something (a sweep's rows).
 func NewMemo(mesh Mesh, facts *ClusterFacts, compact bool) *Memo {
-	return &Memo{mesh: mesh, facts: facts, compact: compact, answers: map[string]*InjectionReport{}}
+	m := &Memo{mesh: mesh, facts: facts, compact: compact, answers: map[string]*InjectionReport{}}
+	if keyer, ok := mesh.(memoKeyer); ok {
+		m.label = keyer.memoLabels(facts)
+	}
+	return m
 }
 
-// memoName stands for the pod's name while its answer is worked out: no
-// pod can have it (it is not a DNS name), and Explain passes names through
-// unchanged.
-const memoName = "\x00pod\x00"
+// memoName and memoOwner stand for the names of the pod and of its owner
+// while its answer is worked out: no object can have them (they are not DNS
+// names), and Explain passes names through unchanged.
+const (
+	memoName  = "\x00pod\x00"
+	memoOwner = "\x00owner\x00"
+	// MemoName and MemoOwner are the same, for whoever renders shared
+	// answers (MemoAnswer) once and puts the names in afterwards.
+	MemoName  = memoName
+	MemoOwner = memoOwner
+)
 
 // Explain is Mesh.Explain, memoized.
 func (m *Memo) Explain(w *Workload) *InjectionReport {
 	keyer, ok := m.mesh.(memoKeyer)
-	if !ok || w.Pod == nil || len(w.Events) > 0 || strings.Contains(w.Name, memoName) {
+	if !ok || w.Pod == nil || len(w.Events) > 0 || strings.Contains(w.Name, "\x00") || w.Owner != nil && strings.Contains(w.Owner.Name, "\x00") {
 		m.Misses++
 		return m.finish(m.mesh.Explain(m.facts, w))
 	}
+	if w.Namespace != m.namespace {
+		// Pods come namespace by namespace, and the namespace is part of
+		// every key: the answers for the namespace before are not asked
+		// for again (if they are, they are computed again).
+		clear(m.answers)
+		m.namespace = w.Namespace
+	}
 	m.key.Reset()
-	keyer.memoKey(&m.key, w)
+	keyer.memoKey(&m.key, w, m.label)
 	shared, ok := m.answers[m.key.String()]
 	if !ok {
 		m.Misses++
 		anon := *w
 		anon.Name = memoName
+		if w.Owner != nil {
+			anon.Owner = &Owner{Kind: w.Owner.Kind, Name: memoOwner}
+		}
 		shared = m.finish(m.mesh.Explain(m.facts, &anon))
 		m.answers[m.key.String()] = shared
 	} else {
 		m.Hits++
 	}
-	return named(shared, w.Name)
+	owner := ""
+	if w.Owner != nil {
+		owner = w.Owner.Name
+	}
+	return named(shared, w.Name, owner)
 }
 
 func (m *Memo) finish(r *InjectionReport) *InjectionReport {
 	if m.compact {
-		kept := make([]Factor, 0, len(r.Factors))
+		n := 0
+		for _, f := range r.Factors {
+			if f.Effect != EffectNone {
+				n++
+			}
+		}
+		kept := make([]Factor, 0, n)
 		for _, f := range r.Factors {
 			if f.Effect != EffectNone {
 				kept = append(kept, f)
@@ -79,18 +118,20 @@ func (m *Memo) finish(r *InjectionReport) *InjectionReport {
 	return r
 }
 
-// named is a copy of the shared report r for the pod called name.
-func named(r *InjectionReport, name string) *InjectionReport {
+// named is a copy of the shared report r for the pod called name, owned by
+// the controller called owner.
+func named(r *InjectionReport, name, owner string) *InjectionReport {
 	out := *r
+	out.memo, out.memoOwner = r, owner
 	put := func(s string) string {
-		if strings.Contains(s, memoName) {
-			return strings.ReplaceAll(s, memoName, name)
+		if strings.Contains(s, "\x00") {
+			return strings.ReplaceAll(strings.ReplaceAll(s, memoName, name), memoOwner, owner)
 		}
 		return s
 	}
 	putAll := func(ss []string) []string {
 		for _, s := range ss {
-			if strings.Contains(s, memoName) {
+			if strings.Contains(s, "\x00") {
 				c := make([]string, len(ss))
 				for j := range ss {
 					c[j] = put(ss[j])
@@ -104,7 +145,7 @@ func named(r *InjectionReport, name string) *InjectionReport {
 	out.Revision, out.Webhook, out.NotVerified = put(out.Revision), put(out.Webhook), put(out.NotVerified)
 	out.Warnings, out.Needs, out.Incomplete = putAll(out.Warnings), putAll(out.Needs), putAll(out.Incomplete)
 	for _, f := range out.Factors {
-		if strings.Contains(f.Value, memoName) || strings.Contains(f.Source, memoName) || strings.Contains(f.Factor, memoName) {
+		if strings.Contains(f.Value, "\x00") || strings.Contains(f.Source, "\x00") || strings.Contains(f.Factor, "\x00") {
 			fs := make([]Factor, len(out.Factors))
 			for j, g := range out.Factors {
 				fs[j] = Factor{Factor: put(g.Factor), Value: put(g.Value), Effect: g.Effect, Source: put(g.Source)}
@@ -117,13 +158,14 @@ func named(r *InjectionReport, name string) *InjectionReport {
 }
 
 // memoKey writes everything Istio's Explain reads from a live pod without
-// events, except its name: its namespace (whose labels come from the facts),
-// kind and owner, every label (a webhook's objectSelector or the injector's
-// selectors may read any), the annotations Istio reads (all of them have
-// "istio.io" in their key: add any other here), hostNetwork, the node when
-// the pod has no owner (native sidecars are decided by that node), and the
-// injected proxy as readIstioStatus sees it.
-func (Istio) memoKey(b *strings.Builder, w *Workload) {
+// events, except the names of the pod and its owner: its namespace (whose
+// labels come from the facts), kind and whether it has an owner (and of
+// what kind), its labels that label keeps (memoLabels), the annotations
+// Istio reads (all of them have "istio.io" in their key: add any other
+// here), hostNetwork, the node when the pod has no owner (native sidecars
+// are decided by that node), and the injected proxy as readIstioStatus
+// sees it.
+func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool) {
 	field := func(s string) {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')
@@ -149,12 +191,11 @@ func (Istio) memoKey(b *strings.Builder, w *Workload) {
 	sorted(w.NamespaceLabels, nil)
 	if w.Owner != nil {
 		field(w.Owner.Kind)
-		field(w.Owner.Name)
 	} else {
 		b.WriteString("-")
 		field(w.Spec.NodeName)
 	}
-	sorted(w.Labels, nil)
+	sorted(w.Labels, label)
 	istioKey := func(k string) bool { return strings.Contains(k, "istio.io") }
 	sorted(w.Annotations, istioKey)
 	sorted(w.Pod.Annotations, istioKey)
@@ -176,4 +217,47 @@ func (Istio) memoKey(b *strings.Builder, w *Workload) {
 			field(c.Image)
 		}
 	}
+}
+
+// memoLabels keeps the label keys that a webhook's objectSelector or an
+// injector's neverInjectSelector/alwaysInjectSelector names, and those with
+// "istio.io" in them (the labels Istio reads by name): no other label can
+// change the answer. When the webhooks or an injector's configuration are
+// not known, every label is kept.
+func (Istio) memoLabels(f *ClusterFacts) func(string) bool {
+	if _, unknown := f.Unknown[FactWebhooks]; unknown {
+		return nil
+	}
+	if _, unknown := f.Unknown[FactConfigMaps]; unknown {
+		return nil
+	}
+	keys := map[string]bool{}
+	add := func(s *metav1.LabelSelector) {
+		if s == nil {
+			return
+		}
+		for k := range s.MatchLabels {
+			keys[k] = true
+		}
+		for _, e := range s.MatchExpressions {
+			keys[e.Key] = true
+		}
+	}
+	for _, c := range f.Webhooks {
+		for i := range c.Webhooks {
+			add(c.Webhooks[i].ObjectSelector)
+		}
+	}
+	for _, rev := range istioModelOf(f).revisions {
+		if rev.err != nil || rev.configUnknown != "" || rev.policyGuessed {
+			return nil
+		}
+		for i := range rev.config.NeverInjectSelector {
+			add(&rev.config.NeverInjectSelector[i])
+		}
+		for i := range rev.config.AlwaysInjectSelector {
+			add(&rev.config.AlwaysInjectSelector[i])
+		}
+	}
+	return func(k string) bool { return keys[k] || strings.Contains(k, "istio.io") }
 }

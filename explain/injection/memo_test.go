@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,15 +154,35 @@ func memoFleet(rng *rand.Rand, n int) []*Workload {
 		p := t.Pod.DeepCopy()
 		p.Name = fmt.Sprintf("%s-%d", t.Name, i)
 		p.Annotations["cni.projectcalico.org/podIP"] = fmt.Sprintf("10.0.%d.%d/32", i/250, i%250)
+		// The app (and its owner's name) differ between pods of a template:
+		// no answer may be shared between them unless it is the same.
+		p.Labels["app"] = []string{"web", "db", "api"}[rng.Intn(3)]
 		w := *t
 		w.Name, w.Pod, w.Labels, w.Annotations, w.Spec = p.Name, p, p.Labels, p.Annotations, p.Spec
+		if w.Owner != nil {
+			w.Owner = &Owner{Kind: w.Owner.Kind, Name: p.Labels["app"]}
+		}
 		out = append(out, &w)
 	}
+	// As a sweep reads them: namespace by namespace.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
 	return out
 }
 
-func memoFacts(unknown map[string]string) *ClusterFacts {
+// memoFacts is meshFacts with namespaces labelled each way; selectsApp adds
+// an objectSelector on the app label to the default revision's webhooks and
+// a neverInjectSelector on it to its injector (the answer then depends on
+// that label).
+func memoFacts(unknown map[string]string, selectsApp bool) *ClusterFacts {
 	f := meshFacts()
+	if selectsApp {
+		for i := range f.Webhooks[0].Webhooks {
+			sel := f.Webhooks[0].Webhooks[i].ObjectSelector
+			sel.MatchExpressions = append(sel.MatchExpressions, expr("app", metav1.LabelSelectorOpNotIn, "api"))
+		}
+		cm := injectorCM("default", "1.28.1", "policy: enabled\nneverInjectSelector:\n- matchLabels: {app: db}\n")
+		f.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
+	}
 	withNamespace(f, "shop", map[string]string{"istio-injection": "enabled"})
 	withNamespace(f, "legacy", map[string]string{"istio-injection": "disabled"})
 	withNamespace(f, "canary-ns", map[string]string{"istio.io/rev": "canary"})
@@ -186,9 +207,14 @@ func TestMemoAnswersAsExplainDoes(t *testing.T) {
 		{FactNamespaces: "forbidden: the user may not list namespaces"},
 		{FactWebhooks: "forbidden: the user may not list mutatingwebhookconfigurations.admissionregistration.k8s.io"},
 		{FactConfigMaps: "forbidden: the user may not list configmaps (all namespaces)", FactNodes: "forbidden: the user may not list nodes"},
+		{"selects app": ""},
 	} {
+		_, selectsApp := unknown["selects app"]
+		if selectsApp {
+			unknown = nil
+		}
 		for _, compact := range []bool{false, true} {
-			f := memoFacts(unknown)
+			f := memoFacts(unknown, selectsApp)
 			memo := NewMemo(Istio{}, f, compact)
 			compared := 0
 			for _, w := range pods {
@@ -213,7 +239,7 @@ func TestMemoAnswersAsExplainDoes(t *testing.T) {
 			if memo.Hits == 0 || memo.Hits+memo.Misses != compared {
 				t.Errorf("unknown %v: %d hits, %d misses for %d pods", unknown, memo.Hits, memo.Misses, compared)
 			}
-			t.Logf("unknown %v, compact %v: %d pods compared, %d answers computed, %d reused", unknown, compact, compared, memo.Misses, memo.Hits)
+			t.Logf("unknown %v, selects app %v, compact %v: %d pods compared, %d answers computed, %d reused", unknown, selectsApp, compact, compared, memo.Misses, memo.Hits)
 		}
 	}
 }
@@ -221,7 +247,7 @@ func TestMemoAnswersAsExplainDoes(t *testing.T) {
 // A report from the memo is the pod's own: changing it changes no other
 // pod's report.
 func TestMemoReportsAreCopies(t *testing.T) {
-	f := memoFacts(nil)
+	f := memoFacts(nil, false)
 	memo := NewMemo(Istio{}, f, false)
 	_, a := livePod("shop", nil, "", "", false)
 	b := *a

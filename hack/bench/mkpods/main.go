@@ -67,13 +67,47 @@ func main() {
 			if strings.HasPrefix(ns.Name, *prefix) {
 				name := ns.Name
 				n++
-				jobs <- func() error { return c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) }
+				// The pods first, in one request per namespace: the
+				// namespace controller would delete them one by one.
+				jobs <- func() error {
+					if err := c.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+						return err
+					}
+					err := c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+					if apierrors.IsNotFound(err) {
+						return nil
+					}
+					return err
+				}
 			}
 		}
 		close(jobs)
 		wg.Wait()
 		log.Printf("deleting %d namespaces (%s)", n, time.Since(start).Round(time.Millisecond))
 		return
+	}
+	// Namespaces of an earlier run may still be going away.
+	for waited := time.Duration(0); ; waited += time.Second {
+		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		left := 0
+		for _, ns := range list.Items {
+			if strings.HasPrefix(ns.Name, *prefix) {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if waited == 0 {
+			log.Printf("waiting for %d namespaces named %s* to go away", left, *prefix)
+		}
+		if waited > 10*time.Minute {
+			log.Fatalf("%d namespaces named %s* are still there", left, *prefix)
+		}
+		time.Sleep(time.Second)
 	}
 	for i := 0; i < *namespaces; i++ {
 		ns := fmt.Sprintf("%s%03d", *prefix, i)
