@@ -80,15 +80,18 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 	switch format {
 	case outputJSON:
 		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", ReportAPIVersion, kind)
+		var buf []byte
 		for i := 0; i < n; i++ {
 			it := item(i)
 			b, ok := it.(encodedItem)
 			if !ok {
 				emptyLists(it)
-				var err error
-				if b, err = json.MarshalIndent(it, "    ", "  "); err != nil {
+				compact, err := json.Marshal(it)
+				if err != nil {
 					return err
 				}
+				buf = indentJSON(buf[:0], compact, "    ", "  ")
+				b = buf
 			}
 			if i > 0 {
 				bw.WriteString(",")
@@ -195,4 +198,56 @@ func emptyListsValue(v reflect.Value, depth int) {
 			}
 		}
 	}
+}
+
+// indentJSON appends src, compact JSON as json.Marshal writes it, to dst
+// indented as json.Indent(dst, src, prefix, indent) would (what
+// json.MarshalIndent does after json.Marshal), in one pass: json.Indent
+// re-scans and validates what Marshal has just written, and that was half
+// the cost of a long list (TestIndentJSONIsJSONIndent).
+func indentJSON(dst, src []byte, prefix, indent string) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		dst = append(dst, prefix...)
+		for k := 0; k < depth; k++ {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			// A string, copied as it is up to its closing quote.
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			dst = append(dst, src[i:min(j+1, len(src))]...)
+			i = j
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
