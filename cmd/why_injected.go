@@ -302,18 +302,6 @@ func podNamespaces(pods []corev1.Pod) []string {
 	return out
 }
 
-// compactFactors keeps the factors that decided something; a sweep's JSON
-// stays small this way. The single-target view keeps them all.
-func compactFactors(fs []injection.Factor) []injection.Factor {
-	out := fs[:0]
-	for _, f := range fs {
-		if f.Effect != injection.EffectNone {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // blockedOwners reports workloads whose pods the apiserver refuses to create
 // because of an Istio webhook (FailedCreate events): they have no pod to list.
 func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection.ClusterFacts, events map[string][]corev1.Event) ([]*injection.InjectionReport, error) {
@@ -340,7 +328,7 @@ func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection
 		yes := true
 		o.recordLive(r, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
 			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}})
-		r.Factors = compactFactors(r.Factors)
+		r.Factors = injection.DecidingFactors(r.Factors)
 		out = append(out, r)
 	}
 	return out, nil

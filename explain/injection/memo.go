@@ -101,21 +101,27 @@ func (m *Memo) Explain(w *Workload) *InjectionReport {
 
 func (m *Memo) finish(r *InjectionReport) *InjectionReport {
 	if m.compact {
-		n := 0
-		for _, f := range r.Factors {
-			if f.Effect != EffectNone {
-				n++
-			}
-		}
-		kept := make([]Factor, 0, n)
-		for _, f := range r.Factors {
-			if f.Effect != EffectNone {
-				kept = append(kept, f)
-			}
-		}
-		r.Factors = kept
+		r.Factors = DecidingFactors(r.Factors)
 	}
 	return r
+}
+
+// DecidingFactors is fs without the factors that had no effect, in a slice
+// of its own, no larger than they need: a sweep's reports keep only these.
+func DecidingFactors(fs []Factor) []Factor {
+	n := 0
+	for _, f := range fs {
+		if f.Effect != EffectNone {
+			n++
+		}
+	}
+	kept := make([]Factor, 0, n)
+	for _, f := range fs {
+		if f.Effect != EffectNone {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }
 
 // named is a copy of the shared report r for the pod called name, owned by
