@@ -134,7 +134,6 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		ns = ""
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var events map[string][]corev1.Event
 	var incomplete []string
 	var evErr error
