@@ -123,7 +123,7 @@ func (p *printer) table(headers []string, rows [][]string) {
 		p.padded(headers, rows, widths, cellW)
 		return
 	}
-	p.wrapped(headers, rows, widths)
+	p.wrapped(headers, rows, widths, cellW)
 }
 
 // padded prints a table whose every cell fits its column on one line: each
@@ -157,13 +157,13 @@ func (p *printer) padded(headers []string, rows [][]string, widths []int, cellW 
 }
 
 // wrapped prints a table through tablewriter, the cells wider than their
-// column wrapped inside it.
-func (p *printer) wrapped(headers []string, rows [][]string, widths []int) {
-	wrapRow := func(row []string) []string {
+// column wrapped inside it (cellW: each cell's width, the header row first).
+func (p *printer) wrapped(headers []string, rows [][]string, widths []int, cellW [][]int) {
+	wrapRow := func(j int, row []string) []string {
 		out := make([]string, len(row))
 		for i, cell := range row {
 			out[i] = cell
-			if i < len(widths) && lipgloss.Width(cell) > widths[i] {
+			if i < len(widths) && cellW[j][i] > widths[i] {
 				out[i] = wrapText(cell, widths[i], cellBreaks)
 			}
 		}
@@ -188,9 +188,9 @@ func (p *printer) wrapped(headers []string, rows [][]string, widths []int) {
 		tablewriter.WithConfig(tablewriter.Config{Header: cell, Row: cell}),
 		tablewriter.WithTrimSpace(tw.Off),
 	)
-	t.Header(wrapRow(headers))
-	for _, r := range rows {
-		_ = t.Append(wrapRow(r))
+	t.Header(wrapRow(0, headers))
+	for j, r := range rows {
+		_ = t.Append(wrapRow(j+1, r))
 	}
 	_ = t.Render()
 	// tablewriter pads the last column too; kubectl's tables end at the text.

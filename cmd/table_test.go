@@ -80,7 +80,7 @@ func TestPaddedTableIsTablewriters(t *testing.T) {
 			p.out = &fast
 			p.padded(headers, rows, widths, cellW)
 			p.out = &slow
-			p.wrapped(headers, rows, widths)
+			p.wrapped(headers, rows, widths, cellW)
 			if display(fast.String()) != display(slow.String()) || fast.String() != display(fast.String()) {
 				t.Fatalf("headers %q rows %q width %d:\npadded:\n%s\ntablewriter:\n%s", headers, rows, width, fast.String(), slow.String())
 			}
