@@ -119,9 +119,16 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 			bw.WriteString("items:\n")
 		}
 		for i := 0; i < n; i++ {
-			it := item(i)
-			emptyLists(it)
-			b, err := yaml.Marshal(it)
+			var b []byte
+			var err error
+			if raw, ok := item(i).(json.RawMessage); ok {
+				// Encoded already (compact JSON): yaml.Marshal would encode it so first.
+				b, err = yaml.JSONToYAML(raw)
+			} else {
+				it := item(i)
+				emptyLists(it)
+				b, err = yaml.Marshal(it)
+			}
 			if err != nil {
 				return err
 			}

@@ -144,7 +144,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	}()
 	defer func() { cancel(); <-evDone }()
 	var held *corev1.Pod
-	var reports []*startup.StartupReport
+	kept := newStartupSweep(o)
 	seen := 0
 	err := o.client.StreamPods(ctx, ns, o.Selector).Each(func(page []corev1.Pod) error {
 		<-evDone
@@ -158,10 +158,14 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 				continue
 			}
 			if held != nil {
-				reports = append(reports, o.analyze(ctx, held, events, incomplete, false))
+				if err := kept.add(o.analyze(ctx, held, events, incomplete, false)); err != nil {
+					return err
+				}
 				held = nil
 			}
-			reports = append(reports, o.analyze(ctx, &page[i], events, incomplete, false))
+			if err := kept.add(o.analyze(ctx, &page[i], events, incomplete, false)); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -172,11 +176,16 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	if evErr != nil {
 		return evErr
 	}
-	detail := held != nil
-	if detail {
-		reports = append(reports, o.analyze(ctx, held, events, incomplete, true))
+	if held != nil {
+		return o.finish(false, true, []*startup.StartupReport{o.analyze(ctx, held, events, incomplete, true)})
 	}
-	return o.finish(false, detail, reports)
+	if err := kept.print(); err != nil {
+		return err
+	}
+	if len(kept.incomplete) > 0 {
+		return incompleteError(kept.incomplete)
+	}
+	return nil
 }
 
 // events reads the events about pods in ns (one pod's when podName is set);
@@ -225,10 +234,14 @@ func (o *StartupOptions) finish(single, detail bool, reports []*startup.StartupR
 	}
 	for _, r := range reports {
 		if len(r.Incomplete) > 0 {
-			return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(r.Incomplete, "; "))}
+			return incompleteError(r.Incomplete)
 		}
 	}
 	return nil
+}
+
+func incompleteError(incomplete []string) error {
+	return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
 }
 
 func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupReport) error {

@@ -15,21 +15,28 @@ func printStartupRows(p *printer, rs []*startup.StartupReport) {
 	sortStartup(rs)
 	rows := make([][]string, 0, len(rs))
 	for _, r := range rs {
-		hazards := "-"
-		if len(r.Hazards) > 0 {
-			var ids []string
-			for _, h := range r.Hazards {
-				ids = append(ids, h.ID+"("+h.Container+")")
-			}
-			hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
-		}
-		init := r.InitResult
-		if init == "failed" || init == "crash-looping" {
-			init = p.paint(injection.EffectBlocks, init)
-		}
-		rows = append(rows, []string{escape(r.Namespace), escape(r.Name), r.Phase, init, escape(strings.Join(r.StartOrder, ",")), hazards})
+		rows = append(rows, startupRow(p, r))
 	}
-	p.table([]string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "HAZARDS"}, rows)
+	p.table(startupHeaders, rows)
+}
+
+var startupHeaders = []string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "HAZARDS"}
+
+// startupRow is one pod's row in the table of many pods.
+func startupRow(p *printer, r *startup.StartupReport) []string {
+	hazards := "-"
+	if len(r.Hazards) > 0 {
+		var ids []string
+		for _, h := range r.Hazards {
+			ids = append(ids, h.ID+"("+h.Container+")")
+		}
+		hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
+	}
+	init := r.InitResult
+	if init == "failed" || init == "crash-looping" {
+		init = p.paint(injection.EffectBlocks, init)
+	}
+	return []string{escape(r.Namespace), escape(r.Name), r.Phase, init, escape(strings.Join(r.StartOrder, ",")), hazards}
 }
 
 func fmtOffset(t *time.Time, origin time.Time) string {

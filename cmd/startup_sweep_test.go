@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+// What a sweep keeps of each report prints, in JSON, YAML and as a table,
+// byte for byte what print prints of the reports themselves: healthy,
+// pending, crash-looping and hazardous pods in several namespaces, names that
+// JSON escapes, an incomplete answer; its error names the same facts.
+func TestStartupSweepPrintsAsReports(t *testing.T) {
+	yes, no := true, false
+	var pods []*corev1.Pod
+	for i := 0; i < 120; i++ {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%7), Name: fmt.Sprintf("web-%03d<&>\u2028", (i*37)%120), CreationTimestamp: mt(0)},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init"}},
+				Containers: []corev1.Container{{Name: "app"}, {Name: "istio-proxy"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending},
+		}
+		switch i % 4 {
+		case 1: // running, app before a slow proxy
+			p.Spec.NodeName = "node-1"
+			p.Status.Phase = corev1.PodRunning
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "istio-init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: mt(1), FinishedAt: mt(2)}}}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "app", Ready: true, Started: &yes, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: mt(3)}}},
+				{Name: "istio-proxy", Ready: true, Started: &yes, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: mt(3 + i%3)}}},
+			}
+		case 2: // istio-init crash-looping
+			p.Spec.NodeName = "node-2"
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "istio-init", RestartCount: int32(i), Started: &no,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "iptables-restore failed\n\x1b[31m", StartedAt: mt(20), FinishedAt: mt(21)}}}}
+		}
+		pods = append(pods, p)
+	}
+	incomplete := []string{"events: forbidden: the user may not list events (all namespaces)"}
+	reports := func() []*startup.StartupReport {
+		var rs []*startup.StartupReport
+		for _, p := range pods {
+			r := startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Now: origin.Add(time.Minute)})
+			r.Incomplete = append(r.Incomplete, incomplete...)
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	checked := 0
+	for _, format := range []string{outputJSON, outputYAML, ""} {
+		var want, got, wantErr, gotErr bytes.Buffer
+		o := &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &want, ErrOut: &wantErr}}
+		rs := reports()
+		if err := o.print(false, false, rs); err != nil {
+			t.Fatal(err)
+		}
+		wantIncomplete := rs[0].Incomplete
+		o = &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &gotErr}}
+		s := newStartupSweep(o)
+		for _, r := range reports() {
+			if err := s.add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.print(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("-o %q: the kept sweep prints\n%s\nprint prints\n%s", format, got.String(), want.String())
+		}
+		if fmt.Sprint(s.incomplete) != fmt.Sprint(wantIncomplete) {
+			t.Errorf("-o %q: incomplete %q, want %q", format, s.incomplete, wantIncomplete)
+		}
+		if want.Len() < 1000 {
+			t.Errorf("-o %q: only %d bytes printed", format, want.Len())
+		}
+		checked++
+	}
+	t.Logf("%d formats × %d reports printed alike", checked, len(pods))
+}
