@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // What a sweep keeps of each report prints, in JSON, YAML and as a table,
 // byte for byte what print prints of the reports themselves: healthy,
 // pending, crash-looping and hazardous pods in several namespaces, names that
-// JSON escapes, an incomplete answer; its error names the same facts.
+// JSON escapes, an incomplete answer; its error names the same facts. The
+// pods arrive sorted (kept compressed by severity), shuffled (kept apart and
+// sorted) and sorted until halfway (compressed, then unfolded).
 func TestStartupSweepPrintsAsReports(t *testing.T) {
 	yes, no := true, false
 	var pods []*corev1.Pod
@@ -45,7 +48,13 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 		pods = append(pods, p)
 	}
 	incomplete := []string{"events: forbidden: the user may not list events (all namespaces)"}
-	reports := func() []*startup.StartupReport {
+	sorted := append([]*corev1.Pod(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	halfway := append(append([]*corev1.Pod(nil), sorted[:60]...), pods[60:]...)
+	reports := func(pods []*corev1.Pod) []*startup.StartupReport {
 		var rs []*startup.StartupReport
 		for _, p := range pods {
 			r := startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Now: origin.Add(time.Minute)})
@@ -55,34 +64,43 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 		return rs
 	}
 	checked := 0
-	for _, format := range []string{outputJSON, outputYAML, ""} {
-		var want, got, wantErr, gotErr bytes.Buffer
-		o := &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &want, ErrOut: &wantErr}}
-		rs := reports()
-		if err := o.print(false, false, rs); err != nil {
-			t.Fatal(err)
-		}
-		wantIncomplete := rs[0].Incomplete
-		o = &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &gotErr}}
-		s := newStartupSweep(o)
-		for _, r := range reports() {
-			if err := s.add(r); err != nil {
+	for _, arrival := range []struct {
+		name    string
+		pods    []*corev1.Pod
+		inOrder bool
+	}{{"sorted", sorted, true}, {"shuffled", pods, false}, {"sorted until halfway", halfway, false}} {
+		for _, format := range []string{outputJSON, outputYAML, ""} {
+			var want, got, wantErr, gotErr bytes.Buffer
+			o := &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &want, ErrOut: &wantErr}}
+			rs := reports(arrival.pods)
+			if err := o.print(false, false, rs); err != nil {
 				t.Fatal(err)
 			}
+			wantIncomplete := rs[0].Incomplete
+			o = &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &gotErr}}
+			s := newStartupSweep(o)
+			for _, r := range reports(arrival.pods) {
+				if err := s.add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.print(); err != nil {
+				t.Fatal(err)
+			}
+			if s.inOrder != (arrival.inOrder && format != "") {
+				t.Errorf("%s, -o %q: kept in order %v", arrival.name, format, s.inOrder)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("%s, -o %q: the kept sweep prints\n%s\nprint prints\n%s", arrival.name, format, got.String(), want.String())
+			}
+			if fmt.Sprint(s.incomplete) != fmt.Sprint(wantIncomplete) {
+				t.Errorf("-o %q: incomplete %q, want %q", format, s.incomplete, wantIncomplete)
+			}
+			if want.Len() < 1000 {
+				t.Errorf("-o %q: only %d bytes printed", format, want.Len())
+			}
+			checked++
 		}
-		if err := s.print(); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Errorf("-o %q: the kept sweep prints\n%s\nprint prints\n%s", format, got.String(), want.String())
-		}
-		if fmt.Sprint(s.incomplete) != fmt.Sprint(wantIncomplete) {
-			t.Errorf("-o %q: incomplete %q, want %q", format, s.incomplete, wantIncomplete)
-		}
-		if want.Len() < 1000 {
-			t.Errorf("-o %q: only %d bytes printed", format, want.Len())
-		}
-		checked++
 	}
-	t.Logf("%d formats × %d reports printed alike", checked, len(pods))
+	t.Logf("%d arrival orders × formats, %d reports each, printed alike", checked, len(pods))
 }
