@@ -121,11 +121,11 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 		for i := 0; i < n; i++ {
 			var b []byte
 			var err error
-			if raw, ok := item(i).(json.RawMessage); ok {
+			it := item(i)
+			if raw, ok := it.(json.RawMessage); ok {
 				// Encoded already (compact JSON): yaml.Marshal would encode it so first.
 				b, err = yaml.JSONToYAML(raw)
 			} else {
-				it := item(i)
 				emptyLists(it)
 				b, err = yaml.Marshal(it)
 			}
