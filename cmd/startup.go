@@ -344,13 +344,19 @@ func (o *StartupOptions) resolve(ctx context.Context) ([]corev1.Pod, bool, error
 
 func sortStartup(rs []*startup.StartupReport) {
 	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := startup.StartupSeverity(rs[i]), startup.StartupSeverity(rs[j])
-		if a != b {
-			return a > b
-		}
-		if rs[i].Namespace != rs[j].Namespace {
-			return rs[i].Namespace < rs[j].Namespace
-		}
-		return rs[i].Name < rs[j].Name
+		return startupBefore(startup.StartupSeverity(rs[i]), rs[i].Namespace, rs[i].Name,
+			startup.StartupSeverity(rs[j]), rs[j].Namespace, rs[j].Name)
 	})
+}
+
+// startupBefore is the order of a sweep's reports: worst first, then by
+// namespace and name.
+func startupBefore(sevA int, nsA, nameA string, sevB int, nsB, nameB string) bool {
+	if sevA != sevB {
+		return sevA > sevB
+	}
+	if nsA != nsB {
+		return nsA < nsB
+	}
+	return nameA < nameB
 }

@@ -91,7 +91,8 @@ func (s *startupSweep) add(r *startup.StartupReport) error {
 		if err != nil {
 			return err
 		}
-		outOfOrder := s.count > 0 && (r.Namespace < s.lastNS || r.Namespace == s.lastNS && r.Name <= s.lastPod)
+		// In order: after the last pod in the order print uses, severity aside.
+		outOfOrder := s.count > 0 && !startupBefore(0, s.lastNS, s.lastPod, 0, r.Namespace, r.Name)
 		if s.inOrder && (outOfOrder || severity < 0 || severity >= len(s.classes)) {
 			if err := s.unfold(); err != nil {
 				return err
@@ -130,7 +131,8 @@ func (c *sweptClass) add(b []byte) error {
 		}
 	}
 	c.n++
-	if _, err := c.z.Write(binary.AppendUvarint(nil, uint64(len(b)))); err != nil {
+	var size [binary.MaxVarintLen64]byte
+	if _, err := c.z.Write(size[:binary.PutUvarint(size[:], uint64(len(b)))]); err != nil {
 		return err
 	}
 	_, err := c.z.Write(b)
@@ -205,13 +207,7 @@ func (s *startupSweep) print() error {
 	}
 	sort.Slice(s.items, func(i, j int) bool {
 		a, b := &s.items[i], &s.items[j]
-		if a.severity != b.severity {
-			return a.severity > b.severity
-		}
-		if a.namespace != b.namespace {
-			return a.namespace < b.namespace
-		}
-		return a.name < b.name
+		return startupBefore(a.severity, a.namespace, a.name, b.severity, b.namespace, b.name)
 	})
 	if s.o.Output != "" {
 		var buf []byte
