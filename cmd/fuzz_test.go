@@ -132,7 +132,7 @@ func FuzzManifest(f *testing.F) {
 				rawControl(t, "error", escapeLines(err.Error()))
 				return
 			}
-			if err := o.print(facts, reports, false, len(reports) != 1, nil); err != nil {
+			if err := o.print(reports, len(reports) != 1, nil); err != nil {
 				t.Fatal(err)
 			}
 			if output == outputJSON && !json.Valid(out.Bytes()) {
@@ -165,7 +165,9 @@ func FuzzPod(f *testing.F) {
 		var out bytes.Buffer
 		pr := &printer{out: &out, color: true}
 		printFactorTable(pr, ir, true)
-		printPodRows(pr, []*injection.InjectionReport{ir}, facts)
+		if err := printPodRows(pr, []*injection.InjectionReport{ir}, facts); err != nil {
+			t.Fatal(err)
+		}
 		printStartup(pr, sr)
 		printStartupRows(pr, []*startup.StartupReport{sr})
 		rawControl(t, "pod", out.String())

@@ -106,7 +106,9 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 		a, b := ir, ir2
 		sanitize(&a)
 		sanitize(&b)
-		printPodRows(p, []*injection.InjectionReport{&a, &b}, &injection.ClusterFacts{})
+		if err := printPodRows(p, []*injection.InjectionReport{&a, &b}, &injection.ClusterFacts{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	var sr startup.StartupReport

@@ -18,8 +18,38 @@ import (
 // encoded on its own: pods with and without owners, injected or not, in
 // namespaces that inject and that do not, names that JSON escapes.
 func TestMemoEncoderEncodesAsJSON(t *testing.T) {
+	facts := memoFacts()
+	reports, memo := memoReports(facts)
+	if memo.Hits == 0 {
+		t.Fatal("no answer was shared")
+	}
+	var plain, fast bytes.Buffer
+	if err := printList(&plain, outputJSON, "InjectionReportList", len(reports), func(i int) any { return reports[i] }); err != nil {
+		t.Fatal(err)
+	}
+	enc := memoEncoder{}
+	if err := printList(&fast, outputJSON, "InjectionReportList", len(reports), func(i int) any {
+		it, err := enc.item(reports[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(plain.Bytes(), fast.Bytes()) {
+		t.Fatalf("the memo encoder's list differs:\n%s\n--- every report encoded:\n%s", fast.String(), plain.String())
+	}
+	if !bytes.Contains(plain.Bytes(), []byte(`kubectl rollout restart deployment/web-\u003c1\u003e -n shop`)) || !bytes.Contains(plain.Bytes(), []byte(`odd\u003cname\u003e\u0026\"0\"`)) {
+		t.Errorf("the names were not put into the fixes:\n%s", plain.String())
+	}
+	t.Logf("%d reports from %d shared answers, %d bytes alike", len(reports), len(enc), plain.Len())
+}
+
+// memoFacts is a mesh that injects namespace shop and not namespace plain.
+func memoFacts() *injection.ClusterFacts {
 	fail := admissionregistrationv1.Fail
-	facts := &injection.ClusterFacts{
+	return &injection.ClusterFacts{
 		Webhooks: []admissionregistrationv1.MutatingWebhookConfiguration{{
 			ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector", Labels: map[string]string{"istio.io/rev": "default"}},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -43,6 +73,12 @@ func TestMemoEncoderEncodesAsJSON(t *testing.T) {
 		KubeletVersions: map[string]string{"node-1": "v1.34.4"},
 		Unknown:         map[string]string{},
 	}
+}
+
+// memoReports explains, through one memo, 60 pods in each of plain and shop
+// (in the apiserver's order): with and without owners, injected or not (half
+// of them mismatched), some with names that JSON escapes.
+func memoReports(facts *injection.ClusterFacts) ([]*injection.InjectionReport, *injection.Memo) {
 	memo := injection.NewMemo(injection.Istio{}, facts, true)
 	var reports []*injection.InjectionReport
 	for _, ns := range []string{"plain", "shop"} {
@@ -64,22 +100,5 @@ func TestMemoEncoderEncodesAsJSON(t *testing.T) {
 			reports = append(reports, memo.Explain(w))
 		}
 	}
-	if memo.Hits == 0 {
-		t.Fatal("no answer was shared")
-	}
-	var plain, fast bytes.Buffer
-	if err := printList(&plain, outputJSON, "InjectionReportList", len(reports), func(i int) any { return reports[i] }); err != nil {
-		t.Fatal(err)
-	}
-	enc := memoEncoder{}
-	if err := printList(&fast, outputJSON, "InjectionReportList", len(reports), func(i int) any { return enc.item(reports[i]) }); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(plain.Bytes(), fast.Bytes()) {
-		t.Fatalf("the memo encoder's list differs:\n%s\n--- every report encoded:\n%s", fast.String(), plain.String())
-	}
-	if !bytes.Contains(plain.Bytes(), []byte(`kubectl rollout restart deployment/web-\u003c1\u003e -n shop`)) || !bytes.Contains(plain.Bytes(), []byte(`odd\u003cname\u003e\u0026\"0\"`)) {
-		t.Errorf("the names were not put into the fixes:\n%s", plain.String())
-	}
-	t.Logf("%d reports from %d shared answers, %d bytes alike", len(reports), len(enc), plain.Len())
+	return reports, memo
 }

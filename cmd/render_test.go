@@ -132,7 +132,11 @@ func TestRenderGolden(t *testing.T) {
 	goldenAt(t, "factor-table-native", func(p *printer) { printFactorTable(p, rs[0], false) })
 	facts := &injection.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
 		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
-	goldenAt(t, "pod-rows", func(p *printer) { printPodRows(p, sampleReports(), facts) })
+	goldenAt(t, "pod-rows", func(p *printer) {
+		if err := printPodRows(p, sampleReports(), facts); err != nil {
+			t.Fatal(err)
+		}
+	})
 	out := renderAt(120, func(p *printer) { printFactorTable(p, realisticReport(), false) })
 	if lines := strings.SplitN(string(out), "\n", 3); !strings.HasPrefix(lines[1], "Verdict: Not injected") {
 		t.Errorf("the verdict is not on the second line:\n%s", out)

@@ -161,8 +161,11 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	}
 	var reports []*injection.InjectionReport
 	// One pod (or one object of a file) prints one report; a workload, its
-	// template and its pods; a sweep, a list with a summary.
-	sweep, list := false, true
+	// template and its pods; a sweep, a list with a summary, keeping only
+	// what it prints of each pod (but for --verify, which proves the
+	// reports first).
+	var kept *injectionSweep
+	list := true
 	switch {
 	case len(o.Filenames) > 0:
 		reports, err = o.fromFiles(ctx, facts)
@@ -170,9 +173,14 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	case len(o.Args) > 0:
 		reports, err = o.fromArgs(ctx, facts)
 		list = len(reports) != 1 || reports[0].Kind != "Pod"
+	case o.Verify:
+		reports, err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport) error {
+			reports = append(reports, r)
+			return nil
+		})
 	default:
-		sweep = true
-		reports, err = o.sweep(ctx, facts, pre)
+		kept = o.newSweep(facts, false)
+		reports, err = o.sweep(ctx, facts, pre, kept.add)
 	}
 	if err != nil {
 		return err
@@ -181,6 +189,14 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		if err := o.verify(ctx, reports); err != nil {
 			return err
 		}
+		if pre != nil {
+			kept = o.newSweep(facts, anyVerified(reports))
+			for _, r := range reports {
+				if err := kept.add(r); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	var incomplete []string
 	for k, why := range facts.Unknown {
@@ -188,13 +204,27 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	}
 	sort.Strings(incomplete)
 
-	if err := o.print(facts, reports, sweep, list, incomplete); err != nil {
+	if kept != nil {
+		err = kept.print(incomplete)
+	} else {
+		err = o.print(reports, list, incomplete)
+	}
+	if err != nil {
 		return err
 	}
 	if len(incomplete) > 0 {
 		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
 	}
 	return nil
+}
+
+// newSweep keeps a sweep's reports for o's output.
+func (o *WhyInjectedOptions) newSweep(facts *injection.ClusterFacts, verified bool) *injectionSweep {
+	var p *printer
+	if o.Output == "" {
+		p = newPrinter(o.Out)
+	}
+	return newInjectionSweep(o, p, facts, verified)
 }
 
 // sweepReads are the reads a sweep starts before the mesh's configuration
@@ -235,9 +265,10 @@ func (o *WhyInjectedOptions) startSweep(ctx context.Context) *sweepReads {
 }
 
 // sweep explains every pod of the namespace (or cluster) as the pods come
-// in; pods that share everything the answer depends on share one answer
-// (injection.Memo).
-func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads) ([]*injection.InjectionReport, error) {
+// in, and gives each report to keep; pods that share everything the answer
+// depends on share one answer (injection.Memo). It returns the reports it
+// kept (none: keep has them).
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads, keep func(*injection.InjectionReport) error) (kept []*injection.InjectionReport, err error) {
 	ns := o.sweepNamespace()
 	if ns != "" {
 		if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
@@ -253,11 +284,10 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 	for k, v := range pre.unknown.Unknown {
 		facts.Unknown[k] = v
 	}
-	var reports []*injection.InjectionReport
 	// The table shows one row per pod: no factors; JSON and YAML keep the
 	// ones that decided something.
 	memo := injection.NewMemo(o.mesh, facts, true)
-	err := pre.pods.Each(func(pods []corev1.Pod) error {
+	err = pre.pods.Each(func(pods []corev1.Pod) error {
 		if ns == "" && facts.Unknown[injection.FactNamespaces] != "" || facts.NamespacesByGet {
 			if err := o.client.ResolveNamespaces(ctx, facts, podNamespaces(pods)...); err != nil {
 				return err
@@ -272,7 +302,9 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 			if o.Output == "" {
 				r.Factors = nil
 			}
-			reports = append(reports, r)
+			if err := keep(r); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -284,9 +316,13 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		if err != nil {
 			return nil, err
 		}
-		reports = append(reports, owners...)
+		for _, r := range owners {
+			if err := keep(r); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return reports, nil
+	return nil, nil
 }
 
 // podNamespaces lists the distinct namespaces of pods, in order of appearance.

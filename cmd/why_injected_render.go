@@ -11,36 +11,34 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
-func (o *WhyInjectedOptions) print(facts *injection.ClusterFacts, reports []*injection.InjectionReport, sweep, list bool, incomplete []string) error {
+// print prints the reports of a pod, a workload (and its pods) or the
+// objects of files; a sweep prints through injectionSweep.
+func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bool, incomplete []string) error {
 	if o.Output != "" {
 		if !list {
 			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
 		}
-		var summary []injection.NamespaceSummary
-		if sweep {
-			injection.SortReports(reports)
-			summary = injection.Summarize(facts, reports)
-		}
 		item := func(i int) any { return reports[i] }
+		var encErr error
 		if o.Output == outputJSON && !o.Verify {
 			enc := memoEncoder{}
-			item = func(i int) any { return enc.item(reports[i]) }
+			item = func(i int) any {
+				it, err := enc.item(reports[i])
+				if err != nil && encErr == nil {
+					encErr = err
+				}
+				return it
+			}
 		}
-		return printList(o.Out, o.Output, "InjectionReportList", len(reports), item,
-			field{"summary", summary}, field{"incomplete", incomplete})
+		if err := printList(o.Out, o.Output, "InjectionReportList", len(reports), item, field{"incomplete", incomplete}); err != nil {
+			return err
+		}
+		return encErr
 	}
 	for _, r := range reports {
 		sanitize(r)
 	}
 	p := newPrinter(o.Out)
-	if sweep {
-		if len(reports) == 0 {
-			fmt.Fprintln(o.ErrOut, "No pods found.")
-			return nil
-		}
-		printPodRows(p, reports, facts)
-		return nil
-	}
 	for i, r := range reports {
 		if i > 0 {
 			fmt.Fprintln(o.Out)
@@ -48,8 +46,7 @@ func (o *WhyInjectedOptions) print(facts *injection.ClusterFacts, reports []*inj
 		if r.Kind != "Pod" && i+1 < len(reports) && reports[i+1].Kind == "Pod" {
 			printFactorTable(p, r, o.All)
 			fmt.Fprintln(o.Out)
-			printPodRows(p, reports[i+1:], nil)
-			break
+			return printPodRows(p, reports[i+1:], nil)
 		}
 		printFactorTable(p, r, o.All)
 	}
@@ -153,97 +150,6 @@ func countNoun(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// printPodRows prints one row per pod, mismatches first, then (for a sweep)
-// a summary per namespace and the commands that fix the mismatches.
-func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) {
-	injection.SortReports(reports)
-	rows := make([][]string, 0, len(reports))
-	verified := false
-	for _, r := range reports {
-		verified = verified || r.Verified != nil || r.NotVerified != ""
-	}
-	var fixes, needs []string
-	var disagreements []*injection.InjectionReport
-	seen, seenNeed := map[string]bool{}, map[string]bool{}
-	for _, r := range reports {
-		for _, n := range r.Needs {
-			if !seenNeed[n] {
-				seenNeed[n] = true
-				needs = append(needs, n)
-			}
-		}
-		expected := p.yesNo(r.Expected)
-		if r.Expected == nil {
-			expected = p.effect(injection.EffectUnknown)
-		}
-		name := r.Name
-		if r.Kind != "Pod" {
-			name = strings.ToLower(r.Kind) + "/" + r.Name
-		}
-		reason := r.Reason
-		if r.IsMismatch() || r.CreationBlocked {
-			reason = p.effect(injection.EffectWarning) + ": " + escape(reason)
-			if r.Fix != "" && !seen[r.Fix] {
-				seen[r.Fix] = true
-				fixes = append(fixes, r.Fix)
-			}
-		} else {
-			reason = escape(reason)
-		}
-		row := []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason}
-		if verified {
-			row = append(row[:5], proofCell(p, r), reason)
-			if r.Verified != nil && r.Verified.Agrees != nil && !*r.Verified.Agrees {
-				disagreements = append(disagreements, r)
-			}
-		}
-		rows = append(rows, row)
-	}
-	headers := []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}
-	if verified {
-		headers = []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
-	}
-	p.table(headers, rows)
-	for _, r := range disagreements {
-		fmt.Fprintln(p.out)
-		p.para(p.paint(injection.EffectBlocks, "DISAGREEMENT")+" "+escape(r.Namespace)+"/"+escape(r.Name)+": ", escape(r.Verified.Disagreement))
-	}
-	if len(disagreements) > 0 {
-		p.para("", reportHint)
-	}
-	if facts != nil {
-		fmt.Fprintln(p.out)
-		var srows [][]string
-		for _, s := range injection.Summarize(facts, reports) {
-			exp := fmt.Sprint(s.Expected)
-			if s.Unknown > 0 {
-				exp += fmt.Sprintf(" (+%d unknown)", s.Unknown)
-			}
-			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), exp,
-				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
-		}
-		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
-	}
-	if len(needs) > 0 {
-		fmt.Fprintln(p.out)
-		p.para(p.bold("Unknown:")+" ", "whether some pods would be injected if re-created; it needs permission to:")
-		for _, n := range needs {
-			p.para("  ", escape(n))
-		}
-		if hint := canIHint(needs); hint != "" {
-			p.para("  ", escape(hint))
-		}
-	}
-	if len(fixes) > 0 {
-		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
-		for _, f := range fixes {
-			for _, l := range strings.Split(f, "\n") {
-				p.fixLine("  ", escape(l))
-			}
-		}
-	}
-}
-
 // canIHint is the command that checks the first missing permission.
 func canIHint(needs []string) string {
 	f := strings.Fields(needs[0])
@@ -339,17 +245,26 @@ func jsonInner(s string) []byte {
 	return b[1 : len(b)-1]
 }
 
-func (e memoEncoder) item(r *injection.InjectionReport) any {
+// item is r for printList, encoded.
+func (e memoEncoder) item(r *injection.InjectionReport) (any, error) {
+	b, err := e.compact(r)
+	if err != nil {
+		return nil, err
+	}
+	return encodedItem(indentJSON(nil, b, "    ", "  ")), nil
+}
+
+// compact is r as compact JSON.
+func (e memoEncoder) compact(r *injection.InjectionReport) ([]byte, error) {
 	shared, name, owner, ok := r.MemoAnswer()
 	if !ok {
-		return r
+		return encodeReport(r)
 	}
 	b, ok := e[shared]
 	if !ok {
-		emptyLists(shared)
 		var err error
-		if b, err = json.MarshalIndent(shared, "    ", "  "); err != nil {
-			return r
+		if b, err = encodeReport(shared); err != nil {
+			return nil, err
 		}
 		e[shared] = b
 	}
@@ -357,5 +272,11 @@ func (e memoEncoder) item(r *injection.InjectionReport) any {
 	if bytes.Contains(b, memoOwnerJSON) {
 		b = bytes.ReplaceAll(b, memoOwnerJSON, jsonInner(owner))
 	}
-	return encodedItem(b)
+	return b, nil
+}
+
+// encodeReport is r as compact JSON, as printList encodes it.
+func encodeReport(r *injection.InjectionReport) ([]byte, error) {
+	emptyLists(r)
+	return json.Marshal(r)
 }

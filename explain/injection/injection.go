@@ -204,24 +204,31 @@ type NamespaceSummary struct {
 	Description string `json:"description"`
 }
 
-// SortReports puts mismatches first, then pods that are not injected, then
-// the rest, each by namespace and name.
-func SortReports(rs []*InjectionReport) {
-	rank := func(r *InjectionReport) int {
-		switch {
-		case r.IsMismatch() || r.CreationBlocked:
-			return 0
-		case r.Expected == nil:
-			return 1
-		case r.Injected != nil && !*r.Injected && !r.Ambient:
-			return 2
-		default:
-			return 3
-		}
+// Rank is where a report goes in a list of many (SortReports): 0 for a
+// mismatch or a pod that cannot be created, 1 for an unknown expectation, 2
+// for a pod that is not injected, 3 for the rest.
+func Rank(r *InjectionReport) int {
+	switch {
+	case r.IsMismatch() || r.CreationBlocked:
+		return 0
+	case r.Expected == nil:
+		return 1
+	case r.Injected != nil && !*r.Injected && !r.Ambient:
+		return 2
+	default:
+		return 3
 	}
+}
+
+// Ranks is the number of ranks Rank gives.
+const Ranks = 4
+
+// SortReports puts mismatches first, then pods that are not injected, then
+// the rest (Rank), each by namespace and name.
+func SortReports(rs []*InjectionReport) {
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
-		if ra, rb := rank(a), rank(b); ra != rb {
+		if ra, rb := Rank(a), Rank(b); ra != rb {
 			return ra < rb
 		}
 		if a.Namespace != b.Namespace {
@@ -233,29 +240,49 @@ func SortReports(rs []*InjectionReport) {
 
 // Summarize counts reports per namespace, in namespace order.
 func Summarize(f *ClusterFacts, rs []*InjectionReport) []NamespaceSummary {
-	by := map[string]*NamespaceSummary{}
-	var names []string
+	s := Summaries{}
 	for _, r := range rs {
-		s, ok := by[r.Namespace]
-		if !ok {
-			s = &NamespaceSummary{Namespace: r.Namespace}
-			by[r.Namespace] = s
-			names = append(names, r.Namespace)
-		}
-		s.Pods++
-		if r.Injected != nil && *r.Injected {
-			s.Injected++
-		}
-		switch {
-		case r.Expected == nil:
-			s.Unknown++
-		case *r.Expected:
-			s.Expected++
-		}
-		if r.IsMismatch() {
-			s.Mismatched++
-		}
+		s.Add(r)
 	}
+	return s.List(f)
+}
+
+// Summaries counts reports per namespace as they come (Add), and lists
+// the counts (List) as Summarize does.
+type Summaries struct {
+	by    map[string]*NamespaceSummary
+	names []string
+}
+
+// Add counts r.
+func (ss *Summaries) Add(r *InjectionReport) {
+	if ss.by == nil {
+		ss.by = map[string]*NamespaceSummary{}
+	}
+	s, ok := ss.by[r.Namespace]
+	if !ok {
+		s = &NamespaceSummary{Namespace: r.Namespace}
+		ss.by[r.Namespace] = s
+		ss.names = append(ss.names, r.Namespace)
+	}
+	s.Pods++
+	if r.Injected != nil && *r.Injected {
+		s.Injected++
+	}
+	switch {
+	case r.Expected == nil:
+		s.Unknown++
+	case *r.Expected:
+		s.Expected++
+	}
+	if r.IsMismatch() {
+		s.Mismatched++
+	}
+}
+
+// List is the namespaces' counts, in namespace order, described.
+func (ss *Summaries) List(f *ClusterFacts) []NamespaceSummary {
+	by, names := ss.by, append([]string(nil), ss.names...)
 	sort.Strings(names)
 	out := make([]NamespaceSummary, 0, len(names))
 	for _, n := range names {

@@ -1,0 +1,204 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// injectionSweep keeps, of each report of a sweep (or of a workload's pods),
+// only what is printed of it (sweptList), in the order SortReports gives:
+// for -o json|yaml its compact JSON, for the table its row with its fix, its
+// disagreement and what it needs. The namespaces' summary is counted as the
+// reports come.
+type injectionSweep struct {
+	o     *WhyInjectedOptions
+	p     *printer
+	facts *injection.ClusterFacts // nil: no summary (a workload's pods)
+	// verified gives the table its VERIFIED column.
+	verified  bool
+	list      *sweptList
+	summaries injection.Summaries
+	enc       memoEncoder
+	buf       []byte
+}
+
+// newInjectionSweep keeps reports for o's output; the table is printed
+// with p.
+func newInjectionSweep(o *WhyInjectedOptions, p *printer, facts *injection.ClusterFacts, verified bool) *injectionSweep {
+	return &injectionSweep{o: o, p: p, facts: facts, verified: verified, list: newSweptList(injection.Ranks), enc: memoEncoder{}}
+}
+
+// printPodRows prints one row per pod, mismatches first, then (with facts,
+// for a sweep) a summary per namespace and the commands that fix the
+// mismatches.
+func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) error {
+	s := newInjectionSweep(&WhyInjectedOptions{}, p, facts, anyVerified(reports))
+	for _, r := range reports {
+		if err := s.add(r); err != nil {
+			return err
+		}
+	}
+	return s.printTable()
+}
+
+// anyVerified tells whether --verify answered for any of the reports.
+func anyVerified(reports []*injection.InjectionReport) bool {
+	for _, r := range reports {
+		if r.Verified != nil || r.NotVerified != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// The fields of a kept table row after its cells.
+const (
+	rowFix = iota
+	rowDisagreeing
+	rowDisagreement
+	rowNeeds
+)
+
+// add keeps what is printed of r.
+func (s *injectionSweep) add(r *injection.InjectionReport) error {
+	rank := injection.Rank(r)
+	if s.o.Output != "" {
+		s.summaries.Add(r)
+		var b []byte
+		var err error
+		if s.o.Verify {
+			b, err = encodeReport(r)
+		} else {
+			b, err = s.enc.compact(r)
+		}
+		if err != nil {
+			return err
+		}
+		return s.list.add(rank, r.Namespace, r.Name, b)
+	}
+	sanitize(r)
+	s.summaries.Add(r)
+	p := s.p
+	expected := p.yesNo(r.Expected)
+	if r.Expected == nil {
+		expected = p.effect(injection.EffectUnknown)
+	}
+	name := r.Name
+	if r.Kind != "Pod" {
+		name = strings.ToLower(r.Kind) + "/" + r.Name
+	}
+	reason, fix := escape(r.Reason), ""
+	if r.IsMismatch() || r.CreationBlocked {
+		reason = p.effect(injection.EffectWarning) + ": " + reason
+		fix = r.Fix
+	}
+	cells := []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason}
+	if s.verified {
+		cells = append(cells[:5], proofCell(p, r), reason)
+	}
+	var who, disagreement string
+	if r.Verified != nil && r.Verified.Agrees != nil && !*r.Verified.Agrees {
+		who, disagreement = escape(r.Namespace)+"/"+escape(r.Name), r.Verified.Disagreement
+	}
+	s.buf = appendRow(s.buf[:0], cells...)
+	s.buf = appendRow(s.buf, fix, who, disagreement)
+	s.buf = appendRow(s.buf, r.Needs...)
+	return s.list.add(rank, r.Namespace, r.Name, s.buf)
+}
+
+// print prints a sweep's kept reports: for -o json|yaml a list with the
+// namespaces' summary and the incomplete facts, else the table.
+func (s *injectionSweep) print(incomplete []string) error {
+	switch {
+	case s.o.Output != "":
+		return s.list.printList(s.o.Out, s.o.Output, "InjectionReportList",
+			field{"summary", s.summaries.List(s.facts)}, field{"incomplete", incomplete})
+	case s.list.len() == 0:
+		fmt.Fprintln(s.o.ErrOut, "No pods found.")
+		return nil
+	}
+	return s.printTable()
+}
+
+// printTable is printPodRows of the kept reports.
+func (s *injectionSweep) printTable() error {
+	headers := []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}
+	if s.verified {
+		headers = []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
+	}
+	p, cells := s.p, len(headers)
+	rows := make([][]string, 0, s.list.len())
+	var fixes, needs []string
+	var disagreements [][2]string
+	seen, seenNeed := map[string]bool{}, map[string]bool{}
+	err := s.list.each(func(b []byte) error {
+		f, err := readRow(b)
+		if err != nil {
+			return err
+		}
+		if len(f) < cells+rowNeeds {
+			return fmt.Errorf("internal error: a kept row has %d fields", len(f))
+		}
+		rows = append(rows, f[:cells:cells])
+		more := f[cells:]
+		if fix := more[rowFix]; fix != "" && !seen[fix] {
+			seen[fix] = true
+			fixes = append(fixes, fix)
+		}
+		if more[rowDisagreeing] != "" {
+			disagreements = append(disagreements, [2]string{more[rowDisagreeing], more[rowDisagreement]})
+		}
+		for _, n := range more[rowNeeds:] {
+			if !seenNeed[n] {
+				seenNeed[n] = true
+				needs = append(needs, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.table(headers, rows)
+	for _, d := range disagreements {
+		fmt.Fprintln(p.out)
+		p.para(p.paint(injection.EffectBlocks, "DISAGREEMENT")+" "+d[0]+": ", escape(d[1]))
+	}
+	if len(disagreements) > 0 {
+		p.para("", reportHint)
+	}
+	if s.facts != nil {
+		fmt.Fprintln(p.out)
+		var srows [][]string
+		for _, s := range s.summaries.List(s.facts) {
+			exp := fmt.Sprint(s.Expected)
+			if s.Unknown > 0 {
+				exp += fmt.Sprintf(" (+%d unknown)", s.Unknown)
+			}
+			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), exp,
+				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
+		}
+		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
+	}
+	if len(needs) > 0 {
+		fmt.Fprintln(p.out)
+		p.para(p.bold("Unknown:")+" ", "whether some pods would be injected if re-created; it needs permission to:")
+		for _, n := range needs {
+			p.para("  ", escape(n))
+		}
+		if hint := canIHint(needs); hint != "" {
+			p.para("  ", escape(hint))
+		}
+	}
+	if len(fixes) > 0 {
+		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
+		for _, f := range fixes {
+			for _, l := range strings.Split(f, "\n") {
+				p.fixLine("  ", escape(l))
+			}
+		}
+	}
+	return nil
+}
