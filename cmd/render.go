@@ -109,7 +109,7 @@ func (p *printer) table(headers []string, rows [][]string) {
 	for j, r := range append([][]string{headers}, rows...) {
 		cellW[j] = make([]int, n)
 		for i := 0; i < n && i < len(r); i++ {
-			cellW[j][i] = lipgloss.Width(r[i])
+			cellW[j][i] = textWidth(r[i])
 			natural[i] = max(natural[i], cellW[j][i])
 			multiline = multiline || strings.Contains(r[i], "\n")
 		}
@@ -124,6 +124,17 @@ func (p *printer) table(headers []string, rows [][]string) {
 		return
 	}
 	p.wrapped(headers, rows, widths, cellW)
+}
+
+// textWidth is lipgloss.Width(s), the columns s takes on a terminal, without
+// its cost for text of printable ASCII only (one column a byte).
+func textWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return lipgloss.Width(s)
+		}
+	}
+	return len(s)
 }
 
 // padded prints a table whose every cell fits its column on one line: each

@@ -63,7 +63,7 @@ func (s *startupSweep) add(r *startup.StartupReport) error {
 // print writes the kept reports worst first, as print writes a sweep's reports.
 func (s *startupSweep) print() error {
 	if s.o.Output != "" {
-		return s.list.printList(s.o.Out, s.o.Output, "StartupReportList")
+		return s.list.printList(s.o.Out, s.o.Output, "StartupReportList", nil)
 	}
 	if s.list.len() == 0 {
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")

@@ -194,10 +194,19 @@ func (c *sweptClass) each(fn func(ns, name, b []byte) error) error {
 	return nil
 }
 
-// printList prints the items, each a report as compact JSON, as printList
-// prints a list of them; they are read back (and indented) on another core
-// while the list is written.
-func (l *sweptList) printList(w io.Writer, format, kind string, extra ...field) error {
+// printList prints the items as printList prints a list of reports: item
+// appends to dst the report an item encodes, as compact JSON, or indented
+// under "    " (nil: the items are compact JSON). The items are read back
+// on another core while the list is written.
+func (l *sweptList) printList(w io.Writer, format, kind string, item func(dst, b []byte, indented bool) ([]byte, error), extra ...field) error {
+	if item == nil {
+		item = func(dst, b []byte, indented bool) ([]byte, error) {
+			if indented {
+				return indentJSON(dst, b, "    ", "  "), nil
+			}
+			return append(dst, b...), nil
+		}
+	}
 	n := l.count
 	next := make(chan []byte)
 	done := make(chan struct{})
@@ -205,11 +214,9 @@ func (l *sweptList) printList(w io.Writer, format, kind string, extra ...field) 
 	go func() {
 		defer close(next)
 		readErr = l.each(func(b []byte) error {
-			var out []byte
-			if format == outputJSON {
-				out = indentJSON(nil, b, "    ", "  ")
-			} else {
-				out = append([]byte(nil), b...)
+			out, err := item(nil, b, format == outputJSON)
+			if err != nil {
+				return err
 			}
 			select {
 			case next <- out:

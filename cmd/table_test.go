@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"charm.land/lipgloss/v2"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // display is what a terminal shows of s: an SGR reset while no attribute is
@@ -88,4 +90,15 @@ func TestPaddedTableIsTablewriters(t *testing.T) {
 		}
 	}
 	t.Logf("%d tables compared", compared)
+}
+
+// textWidth measures as lipgloss.Width does: printable ASCII, colour,
+// wide and combining characters, control characters.
+func TestTextWidthIsLipglossWidth(t *testing.T) {
+	p := &printer{color: true}
+	for _, s := range []string{"", "shop/web-5d8f-x", "a b ~", p.effect(injection.EffectWarning) + ": x", "日本語", "e\u0301", "\x7f", "tab\there", "über"} {
+		if got, want := textWidth(s), lipgloss.Width(s); got != want {
+			t.Errorf("textWidth(%q) = %d, lipgloss.Width %d", s, got, want)
+		}
+	}
 }

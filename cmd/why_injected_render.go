@@ -21,7 +21,7 @@ func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bo
 		item := func(i int) any { return reports[i] }
 		var encErr error
 		if o.Output == outputJSON && !o.Verify {
-			enc := memoEncoder{}
+			enc := &memoEncoder{}
 			item = func(i int) any {
 				it, err := enc.item(reports[i])
 				if err != nil && encErr == nil {
@@ -227,12 +227,17 @@ func proofCell(p *printer, r *injection.InjectionReport) string {
 	return p.paint(injection.EffectBlocks, "DISAGREES")
 }
 
-// memoEncoder encodes, for a JSON list, each answer a sweep's pods share
-// (injection.Memo) once, and puts each pod's and owner's names into the
-// bytes: the list reads exactly as if every report had been encoded
-// (TestMemoEncoderEncodesAsJSON), at a small part of the cost. Only for
-// reports nobody changed after the memo made them (no --verify).
-type memoEncoder map[*injection.InjectionReport][]byte
+// memoEncoder encodes each answer a sweep's pods share (injection.Memo)
+// once, and puts each pod's and owner's names into the bytes: the list reads
+// exactly as if every report had been encoded (TestMemoEncoderEncodesAsJSON),
+// at a small part of the cost. Only for reports nobody changed after the
+// memo made them (no --verify).
+type memoEncoder struct {
+	ids map[*injection.InjectionReport]int
+	// compact and indented are the shared answers' encodings, by id
+	// (indented under "    ", as printList indents an item, when asked for).
+	compact, indented [][]byte
+}
 
 var (
 	memoNameJSON  = jsonInner(injection.MemoName)
@@ -246,33 +251,61 @@ func jsonInner(s string) []byte {
 }
 
 // item is r for printList, encoded.
-func (e memoEncoder) item(r *injection.InjectionReport) (any, error) {
-	b, err := e.compact(r)
+func (e *memoEncoder) item(r *injection.InjectionReport) (any, error) {
+	shared, name, owner, ok := r.MemoAnswer()
+	if !ok {
+		return r, nil
+	}
+	id, err := e.id(shared)
 	if err != nil {
 		return nil, err
 	}
-	return encodedItem(indentJSON(nil, b, "    ", "  ")), nil
+	return encodedItem(e.named(nil, id, name, owner, true)), nil
 }
 
-// compact is r as compact JSON.
-func (e memoEncoder) compact(r *injection.InjectionReport) ([]byte, error) {
-	shared, name, owner, ok := r.MemoAnswer()
-	if !ok {
-		return encodeReport(r)
+// id is the shared answer's number, encoded the first time it is asked for.
+func (e *memoEncoder) id(shared *injection.InjectionReport) (int, error) {
+	if id, ok := e.ids[shared]; ok {
+		return id, nil
 	}
-	b, ok := e[shared]
-	if !ok {
-		var err error
-		if b, err = encodeReport(shared); err != nil {
-			return nil, err
+	b, err := encodeReport(shared)
+	if err != nil {
+		return 0, err
+	}
+	if e.ids == nil {
+		e.ids = map[*injection.InjectionReport]int{}
+	}
+	e.ids[shared] = len(e.compact)
+	e.compact = append(e.compact, b)
+	e.indented = append(e.indented, nil)
+	return len(e.compact) - 1, nil
+}
+
+// named appends to dst the shared answer id (compact, or indented) with the
+// names of the pod and its owner put in.
+func (e *memoEncoder) named(dst []byte, id int, name, owner string, indented bool) []byte {
+	b := e.compact[id]
+	if indented {
+		if e.indented[id] == nil {
+			e.indented[id] = indentJSON(nil, b, "    ", "  ")
 		}
-		e[shared] = b
+		b = e.indented[id]
 	}
-	b = bytes.ReplaceAll(b, memoNameJSON, jsonInner(name))
-	if bytes.Contains(b, memoOwnerJSON) {
-		b = bytes.ReplaceAll(b, memoOwnerJSON, jsonInner(owner))
+	put := func(dst, b, old []byte, new string) []byte {
+		for {
+			i := bytes.Index(b, old)
+			if i < 0 {
+				return append(dst, b...)
+			}
+			dst = append(dst, b[:i]...)
+			dst = append(dst, jsonInner(new)...)
+			b = b[i+len(old):]
+		}
 	}
-	return b, nil
+	if !bytes.Contains(b, memoOwnerJSON) {
+		return put(dst, b, memoNameJSON, name)
+	}
+	return put(dst, put(nil, b, memoNameJSON, name), memoOwnerJSON, owner)
 }
 
 // encodeReport is r as compact JSON, as printList encodes it.

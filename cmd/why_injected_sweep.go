@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -27,7 +28,7 @@ type injectionSweep struct {
 // newInjectionSweep keeps reports for o's output; the table is printed
 // with p.
 func newInjectionSweep(o *WhyInjectedOptions, p *printer, facts *injection.ClusterFacts, verified bool) *injectionSweep {
-	return &injectionSweep{o: o, p: p, facts: facts, verified: verified, list: newSweptList(injection.Ranks), enc: memoEncoder{}}
+	return &injectionSweep{o: o, p: p, facts: facts, verified: verified, list: newSweptList(injection.Ranks)}
 }
 
 // printPodRows prints one row per pod, mismatches first, then (with facts,
@@ -53,6 +54,33 @@ func anyVerified(reports []*injection.InjectionReport) bool {
 	return false
 }
 
+// A kept report for -o json|yaml is itemJSON and its compact JSON, or
+// itemShared, the number of the memo's answer it shares (memoEncoder) and
+// the names of the pod and its owner.
+const (
+	itemJSON = iota
+	itemShared
+)
+
+// item appends the report a kept item encodes to dst.
+func (s *injectionSweep) item(dst, b []byte, indented bool) ([]byte, error) {
+	if len(b) > 0 && b[0] == itemShared {
+		id, n := binary.Uvarint(b[1:])
+		names, err := readRow(b[1+max(n, 0):])
+		if n <= 0 || err != nil || id >= uint64(len(s.enc.compact)) || len(names) != 2 {
+			return nil, fmt.Errorf("internal error: a kept report cannot be read back")
+		}
+		return s.enc.named(dst, int(id), names[0], names[1], indented), nil
+	}
+	if len(b) == 0 || b[0] != itemJSON {
+		return nil, fmt.Errorf("internal error: a kept report cannot be read back")
+	}
+	if indented {
+		return indentJSON(dst, b[1:], "    ", "  "), nil
+	}
+	return append(dst, b[1:]...), nil
+}
+
 // The fields of a kept table row after its cells.
 const (
 	rowFix = iota
@@ -66,17 +94,22 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 	rank := injection.Rank(r)
 	if s.o.Output != "" {
 		s.summaries.Add(r)
-		var b []byte
-		var err error
-		if s.o.Verify {
-			b, err = encodeReport(r)
+		shared, name, owner, ok := r.MemoAnswer()
+		if ok && !s.o.Verify {
+			id, err := s.enc.id(shared)
+			if err != nil {
+				return err
+			}
+			s.buf = binary.AppendUvarint(append(s.buf[:0], itemShared), uint64(id))
+			s.buf = appendRow(s.buf, name, owner)
 		} else {
-			b, err = s.enc.compact(r)
+			b, err := encodeReport(r)
+			if err != nil {
+				return err
+			}
+			s.buf = append(append(s.buf[:0], itemJSON), b...)
 		}
-		if err != nil {
-			return err
-		}
-		return s.list.add(rank, r.Namespace, r.Name, b)
+		return s.list.add(rank, r.Namespace, r.Name, s.buf)
 	}
 	sanitize(r)
 	s.summaries.Add(r)
@@ -113,7 +146,7 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 func (s *injectionSweep) print(incomplete []string) error {
 	switch {
 	case s.o.Output != "":
-		return s.list.printList(s.o.Out, s.o.Output, "InjectionReportList",
+		return s.list.printList(s.o.Out, s.o.Output, "InjectionReportList", s.item,
 			field{"summary", s.summaries.List(s.facts)}, field{"incomplete", incomplete})
 	case s.list.len() == 0:
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
