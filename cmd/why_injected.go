@@ -174,13 +174,13 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		reports, err = o.fromArgs(ctx, facts)
 		list = len(reports) != 1 || reports[0].Kind != "Pod"
 	case o.Verify:
-		reports, err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport) error {
+		err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport) error {
 			reports = append(reports, r)
 			return nil
 		})
 	default:
 		kept = o.newSweep(facts, false)
-		reports, err = o.sweep(ctx, facts, pre, kept.add)
+		err = o.sweep(ctx, facts, pre, kept.add)
 	}
 	if err != nil {
 		return err
@@ -266,20 +266,19 @@ func (o *WhyInjectedOptions) startSweep(ctx context.Context) *sweepReads {
 
 // sweep explains every pod of the namespace (or cluster) as the pods come
 // in, and gives each report to keep; pods that share everything the answer
-// depends on share one answer (injection.Memo). It returns the reports it
-// kept (none: keep has them).
-func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads, keep func(*injection.InjectionReport) error) (kept []*injection.InjectionReport, err error) {
+// depends on share one answer (injection.Memo).
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads, keep func(*injection.InjectionReport) error) error {
 	ns := o.sweepNamespace()
 	if ns != "" {
 		if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
-			return nil, err
+			return err
 		} else if !inspect.NamespaceExists(facts, ns) {
-			return nil, fmt.Errorf("namespace %q not found", ns)
+			return fmt.Errorf("namespace %q not found", ns)
 		}
 	}
 	<-pre.eventsIn
 	if pre.eventsErr != nil {
-		return nil, pre.eventsErr
+		return pre.eventsErr
 	}
 	for k, v := range pre.unknown.Unknown {
 		facts.Unknown[k] = v
@@ -287,7 +286,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 	// The table shows one row per pod: no factors; JSON and YAML keep the
 	// ones that decided something.
 	memo := injection.NewMemo(o.mesh, facts, true)
-	err = pre.pods.Each(func(pods []corev1.Pod) error {
+	err := pre.pods.Each(func(pods []corev1.Pod) error {
 		if ns == "" && facts.Unknown[injection.FactNamespaces] != "" || facts.NamespacesByGet {
 			if err := o.client.ResolveNamespaces(ctx, facts, podNamespaces(pods)...); err != nil {
 				return err
@@ -309,20 +308,20 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		return nil
 	})
 	if err != nil {
-		return nil, explainAPIError(err, "list pods")
+		return explainAPIError(err, "list pods")
 	}
 	if o.Selector == "" {
 		owners, err := o.blockedOwners(ctx, facts, pre.events)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range owners {
 			if err := keep(r); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // podNamespaces lists the distinct namespaces of pods, in order of appearance.

@@ -47,6 +47,19 @@ func TestWhyInjectedVerify(t *testing.T) {
 		}
 		checks++
 	}
+	// A namespace's sweep: its pod proven, as a JSON list with the summary and as the table.
+	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "-n", ns, "--verify", "-o", "json"))
+	if len(d.Items) != 1 || len(d.Summary) != 1 || d.Summary[0].Pods != 1 {
+		t.Fatalf("sweep --verify: %d items, summary %+v; want the pod and its namespace", len(d.Items), d.Summary)
+	}
+	if v := d.Items[0].Verified; v == nil || !v.Injected || v.Agrees == nil || !*v.Agrees {
+		t.Errorf("sweep --verify: %s verified %+v (not verified: %q)", d.Items[0].Name, v, d.Items[0].NotVerified)
+	}
+	table := mesh(t, c, "", "why-injected", "-n", ns, "--verify")
+	if lines := strings.Split(table.stdout, "\n"); !strings.Contains(lines[0], "VERIFIED") || len(lines) < 2 || !strings.Contains(lines[1], "agrees") {
+		t.Errorf("sweep --verify table: no proof in the VERIFIED column:\n%s", table.stdout)
+	}
+	checks += 2
 
 	// Manifests: one istiod refuses at admission (predicted: blocked), one in a
 	// namespace that does not exist yet (no proof possible, said).
