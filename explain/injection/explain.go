@@ -321,12 +321,6 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 	}
 
-	// Ambient.
-	ambient := isAmbient(nsLabels, w.Labels)
-	if v, ok := w.Labels[istioDataplaneLabel]; ok {
-		add("pod label istio.io/dataplane-mode", quote(v), EffectInfoOnly, podSource)
-	}
-
 	// What happened to a live pod.
 	var st istioStatus
 	if w.Pod != nil {
@@ -350,12 +344,20 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		} else {
 			add("sidecar.istio.io/status", "(not set)", EffectInfoOnly, "pod: not injected")
 		}
-		if v, ok := w.Pod.Annotations[istioRedirectionAnno]; ok {
-			add("ambient.istio.io/redirection", quote(v), EffectInfoOnly, "pod annotation written by istio-cni")
-			if v == "enabled" {
-				ambient = true
-			}
-		}
+	}
+
+	// Ambient, once what the pod has is known: istio-cni leaves pods with a
+	// sidecar out.
+	sidecar := injecting != nil
+	if w.Pod != nil {
+		sidecar = st.injected
+	}
+	amb := explainAmbient(f, w, nsLabels, sidecar, add)
+	ambient := amb.enrolled
+	r.AmbientCapture = amb.capture
+	if amb.unknown != "" {
+		ambient = amb.asked && !sidecar
+		r.AmbientCapture = EffectUnknown
 	}
 
 	// Pods that could not be created: the owner's FailedCreate events.
@@ -388,15 +390,20 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	} else if st.injected {
 		r.Revision = st.revision
 	}
-	if ambient && r.IsExpected() {
+	if (ambient || amb.asked) && r.IsExpected() {
 		r.Warnings = append(r.Warnings, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
 		ambient = false
+	} else if amb.asked && amb.excluded != "" && !st.injected {
+		r.Warnings = append(r.Warnings, "istio.io/dataplane-mode asks for ambient mode, but "+amb.excluded)
 	}
 	if st.injected {
 		ambient = false
 	}
 	r.Ambient = ambient
-	istioVerdict(r, w, st, evals, calls, blocked, nsLabels)
+	if !ambient {
+		r.AmbientCapture = ""
+	}
+	istioVerdict(r, w, st, evals, calls, blocked, nsLabels, amb)
 	if len(refused) > 0 {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
 		r.Fix = annotationFix(refused)

@@ -42,8 +42,13 @@ type ClusterFacts struct {
 	// NamespacesByGet is set when the namespaces were read one by one (the
 	// list was forbidden): only the namespaces a command needed are known.
 	NamespacesByGet bool
-	// ConfigMaps that may be mesh injector configurations, by "namespace/name".
+	// ConfigMaps that may be mesh injector configurations, or istio-cni's
+	// (ambient mode's), by "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// AmbientAgents are the pods of ambient mode's node agents (istio-cni's
+	// and ztunnel's: AmbientCNISelector, AmbientZtunnelSelector), read when
+	// istio-cni's ambient mode is on.
+	AmbientAgents []corev1.Pod
 	// Services that webhooks call, by "namespace/name".
 	Services map[string]*corev1.Service
 	// EndpointSlices by "namespace/service".
@@ -72,6 +77,7 @@ const (
 	FactControlPlanes  = "deployments"
 	FactNodes          = "nodes"
 	FactEvents         = "events"
+	FactAmbientAgents  = "ambient node agents"
 )
 
 // NamespaceSource tells where a workload's namespace labels came from.
@@ -132,8 +138,14 @@ type InjectionReport struct {
 	Webhook string `json:"webhook"`
 	// Sidecar is "native", "classic" or "" (how the proxy is, or would be, added).
 	Sidecar string `json:"sidecar,omitempty"`
-	// Ambient is set when the pod is (or would be) captured by ambient mode instead.
+	// Ambient is set when ambient mode enrolls the pod (or would enroll
+	// pods of the template) instead of giving it a sidecar.
 	Ambient bool `json:"ambient,omitempty"`
+	// AmbientCapture is what became of an enrolled pod: "captured",
+	// "pending" (ztunnel has not taken it), "not set up"; "will be
+	// captured" for a template; "unknown" when what decides it could not be
+	// read.
+	AmbientCapture string `json:"ambientCapture,omitempty"`
 	// CreationBlocked is set when the pod cannot be created at all (a webhook
 	// with failurePolicy Fail cannot be reached, or rejects it).
 	CreationBlocked bool     `json:"creationBlocked,omitempty"`

@@ -342,8 +342,10 @@ func TestIstioTemplateDecisions(t *testing.T) {
 				}
 			},
 			want: want{verdict: "does not exist, failurePolicy Ignore", factor: "webhook backend", effect: EffectSkip}},
-		{name: "ambient namespace: no sidecar expected", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"},
-			want: want{ambient: true, verdict: "ambient mode"}},
+		{name: "ambient namespace: no sidecar expected", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, facts: withAmbientCNI,
+			want: want{ambient: true, verdict: "ambient mode captures them through ztunnel", factor: "ambient enablement selector", effect: EffectInject}},
+		{name: "ambient namespace without istio-cni: nothing captures it", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"},
+			want: want{verdict: "will not be injected", warning: "no istio-cni with ambient mode is installed", factor: "istio-cni ambient configuration", effect: EffectWarning}},
 		{name: "ambient namespace, pod opts out of ambient", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, labels: map[string]string{"istio.io/dataplane-mode": "none"},
 			want: want{verdict: "no Istio webhook matches"}},
 		{name: "sidecar and ambient both: the sidecar wins", nsLabels: map[string]string{"istio-injection": "enabled", "istio.io/dataplane-mode": "ambient"},
@@ -459,9 +461,10 @@ func TestIstioLivePods(t *testing.T) {
 	})
 	t.Run("ambient enrolled pod", func(t *testing.T) {
 		f, w := livePod("mesh", map[string]string{"istio.io/dataplane-mode": "ambient"}, "", "", false)
+		withAmbientCNI(f)
 		w.Pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 		r := m.Explain(f, w)
-		check(t, r, want{ambient: true, verdict: "ambient mode"})
+		check(t, r, want{ambient: true, verdict: "ztunnel captures the pod's traffic in ambient mode"})
 		if r.IsMismatch() {
 			t.Error("ambient pod reported as mismatch")
 		}

@@ -24,6 +24,8 @@ type Memo struct {
 	compact bool
 	answers map[string]*InjectionReport
 	label   func(string) bool
+	// byNode: answers depend on the pod's node (memoByNode).
+	byNode bool
 	// namespace is the namespace whose answers the memo holds.
 	namespace string
 	key       strings.Builder
@@ -37,7 +39,8 @@ type Memo struct {
 // any of them).
 type memoKeyer interface {
 	memoLabels(f *ClusterFacts) func(key string) bool
-	memoKey(b *strings.Builder, w *Workload, label func(string) bool)
+	memoKey(b *strings.Builder, w *Workload, label func(string) bool, byNode bool)
+	memoByNode(f *ClusterFacts) bool
 }
 
 // NewMemo explains with mesh against facts, which must not change while it
@@ -47,6 +50,7 @@ func NewMemo(mesh Mesh, facts *ClusterFacts, compact bool) *Memo {
 	m := &Memo{mesh: mesh, facts: facts, compact: compact, answers: map[string]*InjectionReport{}}
 	if keyer, ok := mesh.(memoKeyer); ok {
 		m.label = keyer.memoLabels(facts)
+		m.byNode = keyer.memoByNode(facts)
 	}
 	return m
 }
@@ -78,7 +82,7 @@ func (m *Memo) Explain(w *Workload) *InjectionReport {
 		m.namespace = w.Namespace
 	}
 	m.key.Reset()
-	keyer.memoKey(&m.key, w, m.label)
+	keyer.memoKey(&m.key, w, m.label, m.byNode)
 	shared, ok := m.answers[m.key.String()]
 	if !ok {
 		m.Misses++
@@ -169,9 +173,9 @@ func named(r *InjectionReport, name, owner string) *InjectionReport {
 // what kind), its labels that label keeps (memoLabels), the annotations
 // Istio reads (all of them have "istio.io" in their key: add any other
 // here), hostNetwork, the node when the pod has no owner (native sidecars
-// are decided by that node), and the injected proxy as readIstioStatus
-// sees it.
-func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool) {
+// are decided by that node) or byNode (ambient mode's node agents), and the
+// injected proxy as readIstioStatus sees it.
+func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool, byNode bool) {
 	field := func(s string) {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')
@@ -199,6 +203,8 @@ func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool) {
 		field(w.Owner.Kind)
 	} else {
 		b.WriteString("-")
+	}
+	if w.Owner == nil || byNode {
 		field(w.Spec.NodeName)
 	}
 	sorted(w.Labels, label)
@@ -225,8 +231,13 @@ func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool) {
 	}
 }
 
+// memoByNode: with ambient mode on, an enrolled pod's answer names the node
+// agents on its node.
+func (Istio) memoByNode(f *ClusterFacts) bool { return ambientByNode(f) }
+
 // memoLabels keeps the label keys that a webhook's objectSelector or an
-// injector's neverInjectSelector/alwaysInjectSelector names, and those with
+// injector's neverInjectSelector/alwaysInjectSelector or an ambient
+// enablement selector names, and those with
 // "istio.io" in them (the labels Istio reads by name): no other label can
 // change the answer. When the webhooks or an injector's configuration are
 // not known, every label is kept.
@@ -252,6 +263,16 @@ func (Istio) memoLabels(f *ClusterFacts) func(string) bool {
 	for _, c := range f.Webhooks {
 		for i := range c.Webhooks {
 			add(c.Webhooks[i].ObjectSelector)
+		}
+	}
+	if cfg, unknown := ambientConfigOf(f); unknown != "" || cfg != nil && cfg.err != "" {
+		return nil
+	} else if cfg != nil {
+		for _, sel := range cfg.selectors {
+			reqs, _ := sel.pod.Requirements()
+			for _, r := range reqs {
+				keys[r.Key()] = true
+			}
 		}
 	}
 	for _, rev := range istioModelOf(f).revisions {

@@ -39,7 +39,7 @@ func memoPods(rng *rand.Rand, n int) []*Workload {
 			{"inject.istio.io/templates", pick("", "", "sidecar", "nosuch")},
 			{"sidecar.istio.io/nativeSidecar", pick("", "", "true", "false")},
 			{"proxy.istio.io/config", pick("", "", "holdApplicationUntilProxyStarts: true")},
-			{"ambient.istio.io/redirection", pick("", "", "enabled")},
+			{"ambient.istio.io/redirection", pick("", "", "enabled", "pending")},
 		} {
 			if a[1] != "" {
 				annotations[a[0]] = a[1]
@@ -208,13 +208,25 @@ func TestMemoAnswersAsExplainDoes(t *testing.T) {
 		{FactWebhooks: "forbidden: the user may not list mutatingwebhookconfigurations.admissionregistration.k8s.io"},
 		{FactConfigMaps: "forbidden: the user may not list configmaps (all namespaces)", FactNodes: "forbidden: the user may not list nodes"},
 		{"selects app": ""},
+		{"ambient": ""},
 	} {
 		_, selectsApp := unknown["selects app"]
-		if selectsApp {
+		_, ambient := unknown["ambient"]
+		if selectsApp || ambient {
 			unknown = nil
 		}
 		for _, compact := range []bool{false, true} {
 			f := memoFacts(unknown, selectsApp)
+			if ambient {
+				// istio-cni's ambient mode, its agents ready on node-1 and
+				// not on node-old, and an enablement selector on the app label.
+				withAmbientCNI(f)
+				cm := f.ConfigMaps["istio-system/istio-cni-config"]
+				cm.Data["AMBIENT_ENABLEMENT_SELECTOR"] += "- podSelector:\n    matchLabels:\n      app: api\n"
+				old := agentPod("istio-cni-node-old", "k8s-app", "istio-cni-node", false)
+				old.Spec.NodeName = "node-old"
+				f.AmbientAgents = append(f.AmbientAgents, old)
+			}
 			memo := NewMemo(Istio{}, f, compact)
 			compared := 0
 			for _, w := range pods {
@@ -239,7 +251,7 @@ func TestMemoAnswersAsExplainDoes(t *testing.T) {
 			if memo.Hits == 0 || memo.Hits+memo.Misses != compared {
 				t.Errorf("unknown %v: %d hits, %d misses for %d pods", unknown, memo.Hits, memo.Misses, compared)
 			}
-			t.Logf("unknown %v, selects app %v, compact %v: %d pods compared, %d answers computed, %d reused", unknown, selectsApp, compact, compared, memo.Misses, memo.Hits)
+			t.Logf("unknown %v, selects app %v, ambient %v, compact %v: %d pods compared, %d answers computed, %d reused", unknown, selectsApp, ambient, compact, compared, memo.Misses, memo.Hits)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 // istioVerdict fills r's verdict, short reason, fix and mismatch from what
 // was found.
-func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webhookEval, calls []webhookCall, blocked string, nsLabels map[string]string) {
+func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webhookEval, calls []webhookCall, blocked string, nsLabels map[string]string, amb ambientOutcome) {
 	sidecar := ""
 	if r.Sidecar != "" {
 		sidecar = ", as a " + r.Sidecar + " sidecar"
@@ -26,8 +26,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Mismatch = boolp(w.Pod != nil)
 		return
 	case r.Ambient && !r.IsExpected():
-		r.Verdict = "No sidecar: the pod is in ambient mode (istio.io/dataplane-mode=ambient); ztunnel captures its traffic, no sidecar is expected."
-		r.Reason = "ambient mode"
+		ambientVerdict(r, amb)
 		return
 	}
 
@@ -77,6 +76,28 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		case enable != "":
 			r.Fix = enable + "\n" + restart
 		}
+	}
+}
+
+// ambientVerdict says what ambient mode makes of a workload it enrolls
+// (or whose enrollment is unknown), which gets no sidecar.
+func ambientVerdict(r *InjectionReport, amb ambientOutcome) {
+	switch r.AmbientCapture {
+	case AmbientCaptured:
+		r.Verdict = "No sidecar, none expected: ztunnel captures the pod's traffic in ambient mode; " + amb.why + "."
+		r.Reason = "ambient mode: captured"
+	case AmbientWillCapture:
+		r.Verdict = "Pods created from this template get no sidecar: ambient mode captures them through ztunnel; " + amb.why + "."
+		r.Reason = "ambient mode: will be captured"
+	case AmbientPending, AmbientNotSetUp:
+		r.Mismatch = boolp(true)
+		r.Verdict = "No sidecar, none expected, but ztunnel does not capture the pod: " + amb.why + "."
+		r.Reason = "ambient mode, not captured: " + r.AmbientCapture
+		r.Fix = amb.fix
+	default:
+		r.Verdict = "No sidecar, none expected: the pod is in ambient mode (istio.io/dataplane-mode), but whether ztunnel captures it is unknown: " + amb.unknown + " could not be read."
+		r.Reason = "ambient mode: capture unknown"
+		r.Mismatch = nil
 	}
 }
 

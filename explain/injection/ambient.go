@@ -1,0 +1,376 @@
+package injection
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// Ambient mode: the istio-cni node agent, not a webhook, decides whether a
+// pod is captured. It reads its ConfigMap (rendered by Istio's istio-cni
+// chart: AMBIENT_ENABLED, AMBIENT_ENABLEMENT_SELECTOR, EXCLUDE_NAMESPACES),
+// leaves out hostNetwork pods and pods with a sidecar (the
+// sidecar.istio.io/status annotation), and enrolls a pod when any of its
+// enablement selectors (a pod selector and a namespace selector, both to
+// match) matches. Once it has written the pod's in-pod rules and ztunnel on
+// the node has taken the pod, it annotates the pod
+// ambient.istio.io/redirection=enabled; "pending" when the rules are written
+// but ztunnel has not taken it. istio.io/use-waypoint is istiod's (which
+// waypoint the pod's traffic goes through); it has no part in capture.
+const (
+	ambientEnabledKey   = "AMBIENT_ENABLED"
+	ambientSelectorKey  = "AMBIENT_ENABLEMENT_SELECTOR"
+	ambientExcludeKey   = "EXCLUDE_NAMESPACES"
+	istioUseWaypoint    = "istio.io/use-waypoint"
+	ambientCNIAppLabel  = "k8s-app"
+	ambientCNIAppValue  = "istio-cni-node"
+	ambientZtunnelLabel = "app"
+	ambientZtunnelValue = "ztunnel"
+)
+
+// Node agent pods, for the inspector: istio-cni's and ztunnel's.
+const (
+	AmbientCNISelector     = ambientCNIAppLabel + "=" + ambientCNIAppValue
+	AmbientZtunnelSelector = ambientZtunnelLabel + "=" + ambientZtunnelValue
+)
+
+// AmbientCapture values: what became of a pod ambient mode enrolls.
+const (
+	// AmbientCaptured: istio-cni set it up and ztunnel took it.
+	AmbientCaptured = "captured"
+	// AmbientPending: its rules are written; ztunnel has not taken it.
+	AmbientPending = "pending"
+	// AmbientNotSetUp: enrolled, but istio-cni has not set it up.
+	AmbientNotSetUp = "not set up"
+	// AmbientWillCapture: a template whose pods ambient mode will enroll.
+	AmbientWillCapture = "will be captured"
+)
+
+// ambientConfig is the istio-cni agent's ambient configuration.
+type ambientConfig struct {
+	source    string // "configmap <namespace>/<name>"
+	enabled   bool
+	selectors []ambientSelector
+	exclude   []string
+	err       string // the selectors could not be read: ambient unknown
+}
+
+type ambientSelector struct {
+	pod, ns         labels.Selector
+	podText, nsText string
+}
+
+// ambientConfigOf finds istio-cni's ConfigMap among the facts' ConfigMaps
+// (the one with AMBIENT_ENABLED; of several, an enabled one first, then by
+// name). It returns nil when there is none, and why when the ConfigMaps
+// could not be read.
+func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
+	var keys []string
+	for k, cm := range f.ConfigMaps {
+		if _, ok := cm.Data[ambientEnabledKey]; ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ei, ej := f.ConfigMaps[keys[i]].Data[ambientEnabledKey] == "true", f.ConfigMaps[keys[j]].Data[ambientEnabledKey] == "true"
+		if ei != ej {
+			return ei
+		}
+		return keys[i] < keys[j]
+	})
+	if len(keys) == 0 {
+		if why, unknown := f.Unknown[FactConfigMaps]; unknown {
+			return nil, why
+		}
+		return nil, ""
+	}
+	cm := f.ConfigMaps[keys[0]]
+	c := &ambientConfig{source: "configmap " + keys[0], enabled: cm.Data[ambientEnabledKey] == "true"}
+	for _, ns := range strings.Split(cm.Data[ambientExcludeKey], ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			c.exclude = append(c.exclude, ns)
+		}
+	}
+	var raw []struct {
+		PodSelector       *metav1.LabelSelector `json:"podSelector"`
+		NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data[ambientSelectorKey]), &raw); err != nil {
+		c.err = "its " + ambientSelectorKey + " cannot be read: " + err.Error()
+		return c, ""
+	}
+	compile := func(s *metav1.LabelSelector) (labels.Selector, string, error) {
+		if s == nil {
+			return labels.Everything(), "any", nil // an absent selector matches everything
+		}
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			return nil, "", err
+		}
+		if sel.Empty() {
+			return sel, "any", nil
+		}
+		return sel, sel.String(), nil
+	}
+	for _, r := range raw {
+		var s ambientSelector
+		var err error
+		if s.pod, s.podText, err = compile(r.PodSelector); err == nil {
+			s.ns, s.nsText, err = compile(r.NamespaceSelector)
+		}
+		if err != nil {
+			c.err = "its " + ambientSelectorKey + " has a selector that cannot be read: " + err.Error()
+			return c, ""
+		}
+		c.selectors = append(c.selectors, s)
+	}
+	return c, ""
+}
+
+// ambientAgents are the istio-cni and ztunnel pods on a node.
+type ambientAgents struct {
+	cni, ztunnel *corev1.Pod
+}
+
+func ambientAgentsOn(f *ClusterFacts, node string) ambientAgents {
+	var a ambientAgents
+	for i := range f.AmbientAgents {
+		p := &f.AmbientAgents[i]
+		if p.Spec.NodeName != node || node == "" {
+			continue
+		}
+		switch {
+		case p.Labels[ambientCNIAppLabel] == ambientCNIAppValue && (a.cni == nil || podReady(p)):
+			a.cni = p
+		case p.Labels[ambientZtunnelLabel] == ambientZtunnelValue && (a.ztunnel == nil || podReady(p)):
+			a.ztunnel = p
+		}
+	}
+	return a
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// agentState is "pod <namespace>/<name> ready" or "… not ready (<phase>)".
+func agentState(p *corev1.Pod) string {
+	if podReady(p) {
+		return "pod " + p.Namespace + "/" + p.Name + " ready"
+	}
+	return "pod " + p.Namespace + "/" + p.Name + " not ready (" + string(p.Status.Phase) + ")"
+}
+
+// ambientOutcome is what ambient mode makes of a workload.
+type ambientOutcome struct {
+	// enrolled: istio-cni's selectors take the pod (and nothing leaves it out).
+	enrolled bool
+	// asked: the dataplane-mode labels ask for ambient (whether or not it is installed).
+	asked bool
+	// unknown names what could not be read that enrollment depends on.
+	unknown string
+	// excluded says what keeps a pod the labels ask for out.
+	excluded string
+	// capture is one of the Ambient* states for an enrolled workload.
+	capture string
+	// why explains capture; fix is what sets it right ("" when nothing or unknown).
+	why, fix string
+}
+
+// explainAmbient adds the ambient factors of w in the node agent's order and
+// says what ambient mode makes of it. sidecar is whether the pod has (a
+// live pod) or would get (a template) a sidecar.
+func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, sidecar bool, add func(factor, value, effect, source string)) ambientOutcome {
+	var out ambientOutcome
+	nsMode, nsHas := nsLabels[istioDataplaneLabel]
+	podMode, podHas := w.Labels[istioDataplaneLabel]
+	out.asked = podMode == "ambient" || nsMode == "ambient" && podMode != "none"
+	cfg, cfgUnknown := ambientConfigOf(f)
+	if cfg == nil && cfgUnknown == "" && !nsHas && !podHas {
+		return out // no ambient here, nor asked for
+	}
+	podSource := "pod label"
+	if w.Pod == nil {
+		podSource = "template label"
+	}
+	if nsHas {
+		add("namespace label istio.io/dataplane-mode", quote(nsMode), EffectInfoOnly, "namespace "+w.Namespace)
+	}
+	if podHas {
+		add(podSource+" istio.io/dataplane-mode", quote(podMode), EffectInfoOnly, "overrides the namespace's")
+	}
+	if v, ok := w.Labels[istioUseWaypoint]; ok {
+		add(podSource+" istio.io/use-waypoint", quote(v), EffectInfoOnly, "istiod sends its traffic through that waypoint; no part in capture")
+	}
+	switch {
+	case cfgUnknown != "":
+		if out.asked {
+			out.unknown = "istio-cni's ConfigMap (" + cfgUnknown + ")"
+			add("istio-cni ambient configuration", "unknown", EffectUnknown, cfgUnknown)
+		}
+		return out
+	case cfg == nil:
+		if out.asked {
+			out.excluded = "no istio-cni with ambient mode is installed (no ConfigMap with " + ambientEnabledKey + ")"
+			add("istio-cni ambient configuration", "(none found)", EffectWarning, "no ConfigMap with "+ambientEnabledKey+": nothing captures the pod")
+		}
+		return out
+	case !cfg.enabled:
+		if out.asked {
+			out.excluded = "istio-cni's ambient mode is off (" + ambientEnabledKey + "=" + quote(f.ConfigMaps[strings.TrimPrefix(cfg.source, "configmap ")].Data[ambientEnabledKey]) + " in " + cfg.source + ")"
+			add(ambientEnabledKey, "false", EffectWarning, cfg.source+": nothing captures the pod")
+		}
+		return out
+	case cfg.err != "":
+		out.unknown = cfg.source + ": " + cfg.err
+		add("ambient enablement selectors", "unknown", EffectUnknown, cfg.source+": "+cfg.err)
+		return out
+	}
+	for _, ns := range cfg.exclude {
+		if ns == w.Namespace {
+			out.excluded = "istio-cni leaves namespace " + ns + " out (" + ambientExcludeKey + " in " + cfg.source + ")"
+			add(ambientExcludeKey, strings.Join(cfg.exclude, ","), effectIf(out.asked, EffectBlocks), cfg.source)
+			return out
+		}
+	}
+	if w.Spec.HostNetwork {
+		out.excluded = "a hostNetwork pod has no network namespace of its own to capture in"
+		if out.asked {
+			add("hostNetwork", "true", EffectBlocks, "istio-cni never captures a hostNetwork pod")
+		}
+		return out
+	}
+	if sidecar {
+		out.excluded = "a pod with a sidecar is not captured by ztunnel"
+		if out.asked {
+			what := "would be injected with a sidecar"
+			if w.Pod != nil {
+				what = "has a sidecar (sidecar.istio.io/status)"
+			}
+			add("sidecar", what, EffectBlocks, "istio-cni leaves pods with a sidecar to it")
+		}
+		return out
+	}
+	var matched *ambientSelector
+	for i := range cfg.selectors {
+		s := &cfg.selectors[i]
+		if s.pod.Matches(labels.Set(w.Labels)) && s.ns.Matches(labels.Set(nsLabels)) {
+			matched = s
+			break
+		}
+	}
+	if matched == nil {
+		if out.asked || len(cfg.selectors) > 0 && (nsHas || podHas) {
+			texts := make([]string, 0, len(cfg.selectors))
+			for _, s := range cfg.selectors {
+				texts = append(texts, "pod "+s.podText+" in namespace "+s.nsText)
+			}
+			add("ambient enablement selectors", "no match", effectIf(out.asked, EffectBlocks), cfg.source+": "+strings.Join(texts, "; "))
+			if out.asked {
+				out.excluded = "none of istio-cni's enablement selectors matches it (" + cfg.source + ")"
+			}
+		}
+		return out
+	}
+	out.enrolled = true
+	add("ambient enablement selector", "pod "+matched.podText+" in namespace "+matched.nsText, EffectInject, cfg.source+": istio-cni enrolls the pod")
+	if w.Pod == nil {
+		out.capture, out.why = AmbientWillCapture, "istio-cni enrolls its pods ("+cfg.source+")"
+		return out
+	}
+	agents := ambientAgentsOn(f, w.Pod.Spec.NodeName)
+	_, agentsUnknown := f.Unknown[FactAmbientAgents]
+	agentFactor := func(name string, p *corev1.Pod, effect string) {
+		switch {
+		case agentsUnknown:
+			add(name+" on node "+dash(w.Pod.Spec.NodeName), "unknown", EffectUnknown, f.Unknown[FactAmbientAgents])
+		case w.Pod.Spec.NodeName == "":
+			add(name+" on node", "(not scheduled)", EffectInfoOnly, "the pod is on no node yet")
+		case p == nil:
+			add(name+" on node "+w.Pod.Spec.NodeName, "(none)", effect, "no "+name+" pod runs there")
+		case !podReady(p):
+			add(name+" on node "+w.Pod.Spec.NodeName, agentState(p), effect, "pod status")
+		default:
+			add(name+" on node "+w.Pod.Spec.NodeName, agentState(p), EffectInfoOnly, "pod status")
+		}
+	}
+	v, annotated := w.Pod.Annotations[istioRedirectionAnno]
+	switch {
+	case v == "enabled":
+		out.capture = AmbientCaptured
+		out.why = "istio-cni set it up and ztunnel took it (ambient.istio.io/redirection=enabled)"
+		add("ambient.istio.io/redirection", quote(v), EffectInject, "pod annotation istio-cni writes once ztunnel has taken the pod")
+		agentFactor("ztunnel", agents.ztunnel, EffectWarning)
+		return out
+	case v == "pending":
+		out.capture = AmbientPending
+		add("ambient.istio.io/redirection", quote(v), EffectWarning, "pod annotation: istio-cni wrote the pod's rules, ztunnel has not taken it")
+		agentFactor("istio-cni", agents.cni, EffectInfoOnly)
+		agentFactor("ztunnel", agents.ztunnel, EffectBlocks)
+		out.why = "istio-cni wrote the pod's rules, but ztunnel on its node has not taken it (ambient.istio.io/redirection=pending)"
+		switch {
+		case agentsUnknown:
+		case agents.ztunnel == nil:
+			out.why += "; no ztunnel pod runs on node " + w.Pod.Spec.NodeName
+			out.fix = "kubectl get daemonset -A -l " + AmbientZtunnelSelector + "   # ztunnel must run on node " + w.Pod.Spec.NodeName
+		case !podReady(agents.ztunnel):
+			out.why += "; ztunnel " + agentState(agents.ztunnel)
+			out.fix = fmt.Sprintf("kubectl describe pod %s -n %s   # ztunnel must be ready to take the pod; istio-cni retries by itself", agents.ztunnel.Name, agents.ztunnel.Namespace)
+		}
+		return out
+	}
+	if annotated {
+		add("ambient.istio.io/redirection", quote(v), EffectWarning, "pod annotation: a value istio-cni does not write")
+	} else {
+		add("ambient.istio.io/redirection", "(not set)", EffectWarning, "pod annotation istio-cni writes when it has set the pod up")
+	}
+	out.capture = AmbientNotSetUp
+	agentFactor("istio-cni", agents.cni, EffectBlocks)
+	agentFactor("ztunnel", agents.ztunnel, EffectWarning)
+	out.why = "ambient mode enrolls it, but istio-cni has not set it up (no ambient.istio.io/redirection=enabled)"
+	switch {
+	case agentsUnknown || w.Pod.Spec.NodeName == "":
+	case agents.cni == nil:
+		out.why += "; no istio-cni pod runs on node " + w.Pod.Spec.NodeName
+		out.fix = "kubectl get daemonset -A -l " + AmbientCNISelector + "   # istio-cni must run on node " + w.Pod.Spec.NodeName
+	case !podReady(agents.cni):
+		out.why += "; istio-cni " + agentState(agents.cni)
+		out.fix = fmt.Sprintf("kubectl describe pod %s -n %s   # once istio-cni is ready it sets the pod up by itself", agents.cni.Name, agents.cni.Namespace)
+	default:
+		out.why += "; istio-cni on its node is ready, so setting it up failed (its logs say why: kubectl logs " + agents.cni.Name + " -n " + agents.cni.Namespace + ")"
+		out.fix = restartCommand(w)
+	}
+	return out
+}
+
+func effectIf(cond bool, e string) string {
+	if cond {
+		return e
+	}
+	return EffectInfoOnly
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ambientByNode tells whether answers depend on the pod's node: when
+// istio-cni's ambient mode is on (or its configuration unknown), an
+// enrolled pod's answer names the node agents on its node.
+func ambientByNode(f *ClusterFacts) bool {
+	cfg, unknown := ambientConfigOf(f)
+	return unknown != "" || cfg != nil && cfg.enabled
+}
