@@ -76,7 +76,7 @@ func TestAmbientCapture(t *testing.T) {
 			redirection("enabled")(p)
 		}, ambient: true, capture: AmbientCaptured, mismatch: "false"},
 		{name: "pending: ztunnel not ready", nsLabels: ambientNS, pod: redirection("pending"),
-			facts: func(f *ClusterFacts) { f.AmbientAgents[1] = agentPod("ztunnel-fghij", "app", "ztunnel", false) },
+			facts:   func(f *ClusterFacts) { f.AmbientAgents[1] = agentPod("ztunnel-fghij", "app", "ztunnel", false) },
 			ambient: true, capture: AmbientPending, mismatch: "true", verdict: "ztunnel on its node has not taken it", fix: "kubectl describe pod ztunnel-fghij -n istio-system",
 			factor: "ztunnel on node node-1", effect: EffectBlocks},
 		{name: "not set up: no istio-cni on the node", nsLabels: ambientNS, facts: func(f *ClusterFacts) { f.AmbientAgents = f.AmbientAgents[1:] },
