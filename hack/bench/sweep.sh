@@ -28,6 +28,8 @@ set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 RUNS=${RUNS:-7} SCALE=${SCALE:-10k} CHECK=${CHECK:-0}
 bench_cluster
+# The commit the measured binary was built from (bench_cluster built it now).
+built=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!README.md' || echo -dirty)
 go build -o "$OUT_BIN/listfloor" ./hack/bench/listfloor
 FLOOR=$OUT_BIN/listfloor
 minor=$("$KUBECTL" version -o json | jq -r '.serverVersion.minor' | tr -dc 0-9)
@@ -85,7 +87,7 @@ measure_state() { # STATE
     fi
   done
   echo
-  echo "== $state: $total pods; Kubernetes 1.$minor; median of $RUNS rounds; kubectl-mesh $(git rev-parse --short HEAD)"
+  echo "== $state: $total pods; Kubernetes 1.$minor; median of $RUNS rounds; kubectl-mesh built from $built"
   echo
   echo "| command | median | min–max | peak RSS | × raw | × like-for-like |"
   echo "|---|---|---|---|---|---|"
