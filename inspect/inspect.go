@@ -90,9 +90,9 @@ func unknown(f *injection.ClusterFacts, kind, verb string, err error) error {
 }
 
 // MeshFacts reads what injection decisions depend on: the mutating webhook
-// configurations, every namespace, the injector ConfigMaps, the Services and
-// EndpointSlices the webhooks call, the control-plane Deployments and the
-// nodes' kubelet versions.
+// configurations, every namespace, the injector and istio-cni ConfigMaps, the Services and
+// EndpointSlices the webhooks call, the control-plane Deployments, the
+// nodes' kubelet versions, and with ambient mode on, its node agents' pods.
 func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error) {
 	f := &injection.ClusterFacts{
 		Namespaces:      map[string]*corev1.Namespace{},
@@ -162,7 +162,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	sort.Strings(namespaces)
 	addCMs := func(items []corev1.ConfigMap) {
 		for i := range items {
-			if strings.HasPrefix(items[i].Name, "istio-sidecar-injector") {
+			if strings.HasPrefix(items[i].Name, "istio-sidecar-injector") || injection.IsAmbientConfig(&items[i]) {
 				f.ConfigMaps[items[i].Namespace+"/"+items[i].Name] = &items[i]
 			}
 		}
@@ -226,6 +226,33 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		}
 	} else {
 		f.ControlPlanes = deps.Items
+	}
+	// Ambient mode's node agents, when istio-cni's ambient mode is on (or
+	// its configuration could not be read).
+	if injection.AmbientMayCapture(f) {
+		var cni, zt *corev1.PodList
+		var cniErr, ztErr error
+		all(
+			func() {
+				cni, cniErr = c.Proto.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: injection.AmbientCNISelector})
+			},
+			func() {
+				zt, ztErr = c.Proto.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: injection.AmbientZtunnelSelector})
+			},
+		)
+		for _, l := range []struct {
+			pods     *corev1.PodList
+			err      error
+			selector string
+		}{{cni, cniErr, injection.AmbientCNISelector}, {zt, ztErr, injection.AmbientZtunnelSelector}} {
+			if l.err != nil {
+				if err := unknown(f, injection.FactAmbientAgents, "list pods -l "+l.selector+" (all namespaces)", l.err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			f.AmbientAgents = append(f.AmbientAgents, l.pods.Items...)
+		}
 	}
 	if nodeErr != nil {
 		if err := unknown(f, injection.FactNodes, "list nodes", nodeErr); err != nil {

@@ -72,7 +72,7 @@ type ambientSelector struct {
 func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
 	var keys []string
 	for k, cm := range f.ConfigMaps {
-		if _, ok := cm.Data[ambientEnabledKey]; ok {
+		if IsAmbientConfig(cm) {
 			keys = append(keys, k)
 		}
 	}
@@ -192,9 +192,9 @@ type ambientOutcome struct {
 // live pod) or would get (a template) a sidecar.
 func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, sidecar bool, add func(factor, value, effect, source string)) ambientOutcome {
 	var out ambientOutcome
-	nsMode, nsHas := nsLabels[istioDataplaneLabel]
+	_, nsHas := nsLabels[istioDataplaneLabel]
 	podMode, podHas := w.Labels[istioDataplaneLabel]
-	out.asked = podMode == "ambient" || nsMode == "ambient" && podMode != "none"
+	out.asked = podMode == "ambient" || nsLabels[istioDataplaneLabel] == "ambient" && podMode != "none"
 	cfg, cfgUnknown := ambientConfigOf(f)
 	if cfg == nil && cfgUnknown == "" && !nsHas && !podHas {
 		return out // no ambient here, nor asked for
@@ -203,9 +203,7 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 	if w.Pod == nil {
 		podSource = "template label"
 	}
-	if nsHas {
-		add("namespace label istio.io/dataplane-mode", quote(nsMode), EffectInfoOnly, "namespace "+w.Namespace)
-	}
+	// The namespace's label is among the namespace's factors already.
 	if podHas {
 		add(podSource+" istio.io/dataplane-mode", quote(podMode), EffectInfoOnly, "overrides the namespace's")
 	}
@@ -367,10 +365,17 @@ func dash(s string) string {
 	return s
 }
 
-// ambientByNode tells whether answers depend on the pod's node: when
-// istio-cni's ambient mode is on (or its configuration unknown), an
-// enrolled pod's answer names the node agents on its node.
-func ambientByNode(f *ClusterFacts) bool {
+// AmbientMayCapture tells whether istio-cni's ambient mode is on, or its
+// configuration unknown: then an enrolled pod's answer names the node
+// agents on its node (AmbientAgents is needed, and answers depend on the
+// pod's node).
+func AmbientMayCapture(f *ClusterFacts) bool {
 	cfg, unknown := ambientConfigOf(f)
 	return unknown != "" || cfg != nil && cfg.enabled
+}
+
+// IsAmbientConfig tells whether cm is istio-cni's configuration (it has AMBIENT_ENABLED).
+func IsAmbientConfig(cm *corev1.ConfigMap) bool {
+	_, ok := cm.Data[ambientEnabledKey]
+	return ok
 }

@@ -156,3 +156,36 @@ func TestAmbientCapture(t *testing.T) {
 func redirection(v string) func(p *corev1.Pod) {
 	return func(p *corev1.Pod) { p.Annotations["ambient.istio.io/redirection"] = v }
 }
+
+// A namespace's summary counts the pods ambient mode enrolls, those
+// ztunnel took and those it did not, and says so.
+func TestAmbientSummary(t *testing.T) {
+	yes, no := true, false
+	pod := func(ns string, injected bool, capture string, mismatch bool) *InjectionReport {
+		r := &InjectionReport{Namespace: ns, Injected: &injected, Expected: &no, Mismatch: &mismatch, AmbientCapture: capture, Ambient: capture != ""}
+		if injected {
+			r.Expected = &yes
+		}
+		return r
+	}
+	f := &ClusterFacts{Namespaces: map[string]*corev1.Namespace{}}
+	got := Summarize(f, []*InjectionReport{
+		pod("all", false, AmbientCaptured, false), pod("all", false, AmbientCaptured, false),
+		pod("mixed", true, "", false), pod("mixed", false, AmbientCaptured, false),
+		pod("broken", false, AmbientCaptured, false), pod("broken", false, AmbientPending, true), pod("broken", false, AmbientNotSetUp, true), pod("broken", true, "", true),
+	})
+	want := map[string]string{
+		"all":    "ambient mode: all captured by ztunnel",
+		"mixed":  "1 pod injected, the rest captured by ztunnel (ambient mode)",
+		"broken": "1 pod differs from what it would get if re-created; 2 pods in ambient mode not captured by ztunnel",
+	}
+	for _, s := range got {
+		if s.Description != want[s.Namespace] {
+			t.Errorf("%s: %q, want %q", s.Namespace, s.Description, want[s.Namespace])
+		}
+	}
+	if b := got[1]; b.Namespace != "broken" || b.Ambient != 3 || b.AmbientCaptured != 1 || b.AmbientNotCaptured != 2 || b.Mismatched != 3 {
+		t.Errorf("broken: %+v", b)
+	}
+	t.Logf("%d namespaces summarised", len(got))
+}

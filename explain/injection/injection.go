@@ -2,6 +2,7 @@ package injection
 
 import (
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -210,10 +211,17 @@ type NamespaceSummary struct {
 	Mismatched int    `json:"mismatched"`
 	// Unknown counts pods whose expected state could not be decided; they
 	// count in neither Expected nor Mismatched.
-	Unknown     int    `json:"unknown"`
-	Labels      string `json:"labels"`
-	Revision    string `json:"revision,omitempty"`
-	Description string `json:"description"`
+	Unknown int `json:"unknown"`
+	// Ambient counts the pods ambient mode enrolls; AmbientCaptured, those
+	// ztunnel has taken.
+	Ambient         int `json:"ambient,omitempty"`
+	AmbientCaptured int `json:"ambientCaptured,omitempty"`
+	// AmbientNotCaptured counts the enrolled pods istio-cni or ztunnel has
+	// not set up ("pending", "not set up"); they count in Mismatched too.
+	AmbientNotCaptured int    `json:"ambientNotCaptured,omitempty"`
+	Labels             string `json:"labels"`
+	Revision           string `json:"revision,omitempty"`
+	Description        string `json:"description"`
 }
 
 // Rank is where a report goes in a list of many (SortReports): 0 for a
@@ -290,6 +298,15 @@ func (ss *Summaries) Add(r *InjectionReport) {
 	if r.IsMismatch() {
 		s.Mismatched++
 	}
+	if r.Ambient {
+		s.Ambient++
+		switch r.AmbientCapture {
+		case AmbientCaptured:
+			s.AmbientCaptured++
+		case AmbientPending, AmbientNotSetUp:
+			s.AmbientNotCaptured++
+		}
+	}
 }
 
 // List is the namespaces' counts, in namespace order, described.
@@ -302,14 +319,25 @@ func (ss *Summaries) List(f *ClusterFacts) []NamespaceSummary {
 		if ns := f.Namespaces[n]; ns != nil {
 			s.Labels = injectionLabels(ns.Labels)
 		}
+		var wrong []string
+		if n := s.Mismatched - s.AmbientNotCaptured; n > 0 {
+			wrong = append(wrong, pluralize(n, "pod differs", "pods differ")+" from what it would get if re-created")
+		}
+		if s.AmbientNotCaptured > 0 {
+			wrong = append(wrong, pluralize(s.AmbientNotCaptured, "pod", "pods")+" in ambient mode not captured by ztunnel")
+		}
+		if len(wrong) > 0 && s.Unknown > 0 {
+			wrong = append(wrong, pluralize(s.Unknown, "pod", "pods")+" unknown")
+		}
 		switch {
-		case s.Mismatched > 0 && s.Unknown > 0:
-			s.Description = pluralize(s.Mismatched, "pod differs", "pods differ") + " from what it would get if re-created; " +
-				pluralize(s.Unknown, "pod", "pods") + " unknown"
-		case s.Mismatched > 0:
-			s.Description = pluralize(s.Mismatched, "pod differs", "pods differ") + " from what it would get if re-created"
+		case len(wrong) > 0:
+			s.Description = strings.Join(wrong, "; ")
 		case s.Unknown > 0:
 			s.Description = "unknown whether " + pluralize(s.Unknown, "pod", "pods") + " would be injected if re-created"
+		case s.Ambient == s.Pods && s.AmbientCaptured == s.Pods:
+			s.Description = "ambient mode: all captured by ztunnel"
+		case s.Ambient > 0 && s.Injected+s.Ambient == s.Pods && s.AmbientCaptured == s.Ambient:
+			s.Description = pluralize(s.Injected, "pod", "pods") + " injected, the rest captured by ztunnel (ambient mode)"
 		case s.Injected == s.Pods:
 			s.Description = "all injected"
 		case s.Injected == 0 && s.Expected == 0:

@@ -233,7 +233,7 @@ func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool, b
 
 // memoByNode: with ambient mode on, an enrolled pod's answer names the node
 // agents on its node.
-func (Istio) memoByNode(f *ClusterFacts) bool { return ambientByNode(f) }
+func (Istio) memoByNode(f *ClusterFacts) bool { return AmbientMayCapture(f) }
 
 // memoLabels keeps the label keys that a webhook's objectSelector or an
 // injector's neverInjectSelector/alwaysInjectSelector or an ambient
