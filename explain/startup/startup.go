@@ -110,6 +110,10 @@ type StartupReport struct {
 	// StartOrder names the containers by when they (first) started.
 	StartOrder []string    `json:"startOrder"`
 	Native     bool        `json:"nativeSidecar"`
+	// Ambient is set for a pod in ambient mode (no sidecar): its
+	// ambient.istio.io/redirection annotation, or Istio's CNI plugin
+	// handing its sandbox to the istio-cni node agent, says so.
+	Ambient bool `json:"ambient,omitempty"`
 	Hold       bool        `json:"holdApplicationUntilProxyStarts"`
 	Hazards    []Hazard    `json:"hazards"`
 	Events     []EventLine `json:"events"`
@@ -324,7 +328,14 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 			}
 		}
 	}
-	if r.Mesh == "" {
+	if _, ok := p.Annotations[ambientRedirection]; ok || ambientSandboxEvent(r.Events) != nil {
+		r.Ambient = proxy == nil
+	}
+	switch {
+	case r.Ambient:
+		r.Mesh = "istio"
+		r.Notes = append(r.Notes, "ambient mode: no sidecar; istio-cni sets the pod's capture up as its network is created, and ztunnel on the node carries its traffic")
+	case r.Mesh == "":
 		r.Notes = append(r.Notes, "no mesh container (istio-init, istio-validation, istio-proxy) in this pod: the timeline shows its own containers")
 	}
 
@@ -349,7 +360,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	r.InitResult = initResult(r.InitContainers)
 	startupHazards(r, f, proxy)
 	switch {
-	case r.Mesh == "":
+	case r.Mesh == "" || r.Ambient && len(r.Hazards) == 0:
 		r.OrderVerdict = "no sidecar"
 	case len(r.Hazards) == 0:
 		r.OrderVerdict = "ok"
@@ -466,6 +477,9 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 				fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck))
 		}
 	}
+	if r.Ambient {
+		ambientHazards(r, f, add)
+	}
 	if proxy == nil {
 		return
 	}
@@ -546,4 +560,59 @@ func StartupSeverity(r *StartupReport) int {
 		return 1
 	}
 	return 0
+}
+
+// Ambient mode: the kubelet's CNI chain runs Istio's plugin, which hands a
+// pod that ambient mode enrolls to the istio-cni node agent on the node
+// (failing the pod's sandbox when it cannot: the pod stays in
+// ContainerCreating, the kubelet retries); the agent writes the pod's rules,
+// gives the pod to ztunnel and annotates it ambient.istio.io/redirection:
+// "enabled", or "pending" while ztunnel has not taken it.
+const (
+	ambientRedirection = "ambient.istio.io/redirection"
+	// What Istio's CNI plugin says when it cannot reach the node agent, and
+	// the agent when no ztunnel is connected to it.
+	cniAgentUnreachable = "failed to contact node Istio CNI agent"
+	noZtunnel           = "no ztunnel connection"
+)
+
+// ambientSandboxEvent is the last event of a sandbox that Istio's CNI
+// plugin failed, or nil.
+func ambientSandboxEvent(events []EventLine) *EventLine {
+	var last *EventLine
+	for i := range events {
+		if e := &events[i]; e.Reason == "FailedCreatePodSandBox" && strings.Contains(e.Message, "istio-cni") {
+			last = e
+		}
+	}
+	return last
+}
+
+func ambientHazards(r *StartupReport, f StartupFacts, add func(id, container, msg, fix string)) {
+	node := "its node"
+	agents := "kubectl get pods -A -o wide -l 'k8s-app in (istio-cni-node)'; kubectl get pods -A -o wide -l app=ztunnel"
+	if r.Node != "" {
+		node = "node " + r.Node
+		agents = "kubectl get pods -A -o wide -l k8s-app=istio-cni-node --field-selector spec.nodeName=" + r.Node +
+			"; kubectl get pods -A -o wide -l app=ztunnel --field-selector spec.nodeName=" + r.Node
+	}
+	if e := ambientSandboxEvent(r.Events); e != nil && r.Phase == string(corev1.PodPending) {
+		times := fmt.Sprintf("%d times, last at %s", e.Count, e.Time.UTC().Format(time.RFC3339))
+		switch {
+		case strings.Contains(e.Message, noZtunnel):
+			add("ambient-no-ztunnel", "", "the pod's network cannot be set up ("+times+"): the istio-cni agent on "+node+" has no ztunnel connected, so it cannot hand the pod over",
+				agents+"   # ztunnel must run and be ready there; the kubelet retries the sandbox by itself")
+		case strings.Contains(e.Message, cniAgentUnreachable):
+			add("ambient-cni-not-ready", "", "the pod's network cannot be set up ("+times+"): Istio's CNI plugin could not reach the istio-cni agent on "+node+" — the pod was created before the agent was ready there",
+				agents+"   # once istio-cni is ready there the kubelet's next try succeeds by itself")
+		default:
+			add("ambient-cni-failed", "", "the pod's network cannot be set up ("+times+"): Istio's CNI plugin failed: "+e.Message,
+				"kubectl logs -n <istio-cni namespace> -l k8s-app=istio-cni-node   # the agent on "+node+" says why")
+		}
+		return
+	}
+	if f.Pod.Annotations[ambientRedirection] == "pending" {
+		add("ambient-pending", "", "istio-cni wrote the pod's capture rules, but ztunnel on "+node+" has not taken the pod (ambient.istio.io/redirection=pending): its connections are redirected to ztunnel's ports, where nothing serves them yet",
+			agents+"   # istio-cni retries once ztunnel there is ready")
+	}
 }

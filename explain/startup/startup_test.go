@@ -213,3 +213,68 @@ func TestStartup(t *testing.T) {
 		})
 	}
 }
+
+// sandboxFailed is the kubelet's event for a sandbox whose CNI chain failed
+// in Istio's plugin with err (containerd's wording around the plugin's).
+func sandboxFailed(err string, count int32) corev1.Event {
+	return corev1.Event{Reason: "FailedCreatePodSandBox", LastTimestamp: at(30), Count: count,
+		Message: `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "0f3c": plugin type="istio-cni" name="istio-cni" failed (add): ` + err}
+}
+
+// Ambient pods (no sidecar): the CNI readiness race (the plugin could not
+// reach the node agent, or the agent had no ztunnel), another plugin
+// failure, a pod ztunnel has not taken, and a healthy one.
+func TestAmbientStartup(t *testing.T) {
+	unreachable := `istio-cni cmdAdd failed to contact node Istio CNI agent: Post "http://dummy/cmdadd": dial unix /var/run/istio-cni/pluginevent.sock: connect: no such file or directory`
+	noZtunnel := `istio-cni cmdAdd failed to contact node Istio CNI agent: unable to push CNI event (status code 500): failed to add pod to mesh: no ztunnel connection`
+	creating := []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	cases := []struct {
+		name       string
+		pending    bool
+		annotation string
+		events     []corev1.Event
+		hazards    string
+		message    string
+		fix        string
+		verdict    string
+	}{
+		{name: "agent not ready", pending: true, events: []corev1.Event{sandboxFailed(unreachable, 7)},
+			hazards: "ambient-cni-not-ready@", message: "could not reach the istio-cni agent on node node-1", fix: "--field-selector spec.nodeName=node-1"},
+		{name: "no ztunnel", pending: true, events: []corev1.Event{sandboxFailed(noZtunnel, 3)},
+			hazards: "ambient-no-ztunnel@", message: "has no ztunnel connected", fix: "-l app=ztunnel --field-selector spec.nodeName=node-1"},
+		{name: "another plugin failure", pending: true, events: []corev1.Event{sandboxFailed("istio-cni cmdAdd failed to check if pod is ambient: timeout", 1)},
+			hazards: "ambient-cni-failed@", message: "failed to check if pod is ambient", fix: "-l k8s-app=istio-cni-node"},
+		{name: "ztunnel has not taken it", annotation: "pending",
+			hazards: "ambient-pending@", message: "ambient.istio.io/redirection=pending", fix: "-l app=ztunnel"},
+		{name: "captured", annotation: "enabled", verdict: "no sidecar"},
+	}
+	checked := 0
+	for _, tc := range cases {
+		s := podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{running("app", 2, true)}}
+		if tc.pending {
+			s.phase, s.st = corev1.PodPending, creating
+		}
+		p := shape(s)
+		if tc.annotation != "" {
+			p.Annotations = map[string]string{"ambient.istio.io/redirection": tc.annotation}
+		}
+		r := AnalyzeStartup(StartupFacts{Pod: p, Events: tc.events, Now: t0.Add(time.Minute)})
+		if !r.Ambient || r.Mesh != "istio" || hazardIDs(r) != tc.hazards {
+			t.Errorf("%s: ambient %v, mesh %q, hazards %q; want %q", tc.name, r.Ambient, r.Mesh, hazardIDs(r), tc.hazards)
+			continue
+		}
+		if tc.hazards != "" && (!strings.Contains(r.Hazards[0].Message, tc.message) || !strings.Contains(r.Hazards[0].Fix, tc.fix)) {
+			t.Errorf("%s: %+v", tc.name, r.Hazards[0])
+		}
+		if tc.verdict != "" && r.OrderVerdict != tc.verdict {
+			t.Errorf("%s: order verdict %q", tc.name, r.OrderVerdict)
+		}
+		checked++
+	}
+	// A sidecar pod whose events mention istio-cni is not an ambient pod.
+	p := shape(podShape{inits: []corev1.Container{c("istio-validation")}, containers: []corev1.Container{c("app"), c("istio-proxy")}, phase: corev1.PodPending})
+	if r := AnalyzeStartup(StartupFacts{Pod: p, Events: []corev1.Event{sandboxFailed(unreachable, 1)}, Now: t0}); r.Ambient {
+		t.Error("a pod with a sidecar reported as ambient")
+	}
+	t.Logf("%d ambient pods checked", checked+1)
+}
