@@ -108,15 +108,15 @@ type StartupReport struct {
 	InitContainers []ContainerStartup `json:"initContainers"`
 	Containers     []ContainerStartup `json:"containers"`
 	// StartOrder names the containers by when they (first) started.
-	StartOrder []string    `json:"startOrder"`
-	Native     bool        `json:"nativeSidecar"`
+	StartOrder []string `json:"startOrder"`
+	Native     bool     `json:"nativeSidecar"`
 	// Ambient is set for a pod in ambient mode (no sidecar): its
 	// ambient.istio.io/redirection annotation, or Istio's CNI plugin
 	// handing its sandbox to the istio-cni node agent, says so.
-	Ambient bool `json:"ambient,omitempty"`
-	Hold       bool        `json:"holdApplicationUntilProxyStarts"`
-	Hazards    []Hazard    `json:"hazards"`
-	Events     []EventLine `json:"events"`
+	Ambient bool        `json:"ambient,omitempty"`
+	Hold    bool        `json:"holdApplicationUntilProxyStarts"`
+	Hazards []Hazard    `json:"hazards"`
+	Events  []EventLine `json:"events"`
 	// InitResult is "completed", "running", "failed", "crash-looping" or "none".
 	InitResult string `json:"initResult"`
 	// OrderVerdict says in a few words whether the order is safe.
