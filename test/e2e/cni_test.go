@@ -11,10 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 )
@@ -150,4 +153,81 @@ func run(t *testing.T, name string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// The CNI readiness race of ambient mode, with Istio's real CNI plugin: a
+// pod that ambient mode enrolls (the plugin reads it and its namespace from
+// the real apiserver and matches the chart's enablement selectors) while no
+// istio-cni node agent listens on the node. The plugin fails the sandbox; the
+// kubelet here does not run Istio's plugin in its chain, so the test writes
+// the kubelet's FailedCreatePodSandBox event itself (a stand-in, with the
+// plugin's own error in containerd's wording). startup must name the race
+// and the fix.
+func TestAmbientCNIRace(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	plugin := filepath.Join(c.IstioBinDir, "istio-cni")
+	if _, err := os.Stat(plugin); err != nil {
+		t.Fatalf("istio-cni not built (hack/cluster/build-istio.sh): %v", err)
+	}
+	ctx := context.Background()
+	ns := c.Namespace(t, "amb-race", map[string]string{"istio.io/dataplane-mode": "ambient"})
+	runDir := t.TempDir() // the agent's run directory, without its socket: no agent
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "istio-cni-kubeconfig"), kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pod := appPod("web", nil, nil)
+	pod.Spec.SchedulerName = "kmesh-unscheduled"
+	created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := renderAmbient(t, c)
+	var selectors []map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["AMBIENT_ENABLEMENT_SELECTOR"]), &selectors); err != nil {
+		t.Fatal(err)
+	}
+	conf, _ := json.Marshal(map[string]any{
+		"cniVersion": "1.0.0", "name": "kmeshnet", "type": "istio-cni",
+		"cni_agent_run_dir": runDir, "plugin_log_level": "info", "ambient_enabled": true,
+		"enablement_selectors": selectors, "exclude_namespaces": strings.Split(cm.Data["EXCLUDE_NAMESPACES"], ","),
+		"prevResult": map[string]any{"cniVersion": "1.0.0", "ips": []map[string]any{{"address": "10.213.98.10/24"}}},
+	})
+	cmd := exec.Command(plugin)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CNI_COMMAND=ADD", "CNI_CONTAINERID=kmesh-race",
+		"CNI_NETNS=/var/run/netns/kmesh-race-none", "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni",
+		"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=" + ns + ";K8S_POD_NAME=web"}
+	cmd.Stdin = strings.NewReader(string(conf))
+	out, err := cmd.Output()
+	var cniErr struct {
+		Msg string `json:"msg"`
+	}
+	if err == nil || json.Unmarshal(out, &cniErr) != nil || !strings.Contains(cniErr.Msg, "failed to contact node Istio CNI agent") {
+		t.Fatalf("istio-cni ADD without an agent: err %v, output %s", err, out)
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-"}, Type: corev1.EventTypeWarning,
+		Reason: "FailedCreatePodSandBox", Count: 4, FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "kubelet"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web", UID: created.UID, APIVersion: "v1"},
+		Message:        `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "kmesh-race": plugin type="istio-cni" name="kmeshnet" failed (add): ` + cniErr.Msg}
+	if _, err := c.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var r startup.StartupReport
+	res := mesh(t, c, "", "startup", "web", "-n", ns, "-o", "json")
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("startup -o json: %v\n%s\n%s", err, res.stdout, res.stderr)
+	}
+	if !r.Ambient || len(r.Hazards) != 1 || r.Hazards[0].ID != "ambient-cni-not-ready" || !strings.Contains(r.Hazards[0].Message, "4 times") {
+		t.Errorf("startup of a pod the plugin could not hand to the agent: ambient %v, hazards %+v", r.Ambient, r.Hazards)
+	}
+	human := mesh(t, c, "", "startup", "web", "-n", ns)
+	if !strings.Contains(human.stdout, "could not reach the istio-cni agent") || !strings.Contains(human.stdout, "k8s-app=istio-cni-node") {
+		t.Errorf("startup does not say the race and its fix:\n%s", human.stdout)
+	}
+	testreport.Count(t, "ambient CNI race: Istio's CNI plugin failed the sandbox without its agent (%q); startup named it", cniErr.Msg)
 }
