@@ -100,8 +100,9 @@ inet istio-proxy-* tables, both families, annotated, traced and compared
 with what the arguments call for in that mode).
 
 Trace SPEC:
-  out:IP:PORT[/tcp|udp][,uid=N][,gid=N]       a connection the pod opens (default uid 0)
-  in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME]  a connection into the pod
+  out:IP:PORT[/tcp|udp][,uid=N][,gid=N][,mark=N]  a connection the pod opens (default uid 0; mark: its
+                                                  socket's SO_MARK, e.g. 0x539 for ztunnel's own)
+  in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME]    a connection into the pod
 IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 (--pod-ip) leaves through lo.`,
 		Example: `  # Audit every pod of a namespace: drift, DNS and capture, worst first
@@ -171,7 +172,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace, and for --expect-args: they decide whether istio-iptables writes IPv6 rules)")
 	c.Flags().StringVar(&o.ExpectArgs, "expect-args", "", "istio-iptables arguments to compare the rules with, shell-quoted as in a pod spec")
 	c.Flags().StringArrayVar(&o.Nameservers, "nameserver", nil, "The pod's DNS servers, for DNS capture rules (repeatable)")
-	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
+	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
 	return c

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -46,6 +48,18 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	if image == "" {
 		image = imageOf(pod, o.Container)
 	}
+	_, ambient := pod.Annotations[ambientRedirection]
+	if image == "" && ambient && o.Container == "" {
+		// An ambient pod has no proxy container: the istio-cni agent on its
+		// node has the tools, and its image is on the node already.
+		agent, err := ic.AmbientAgent(ctx, pod.Spec.NodeName)
+		switch {
+		case err != nil:
+			return usageErrorf("pod %s is in ambient mode and has no istio-proxy container; the istio-cni agent's image on node %s could not be looked up (%v): give an image with iptables with --image", name, pod.Spec.NodeName, explainAPIError(err, "list pods -l "+injection.AmbientCNISelector))
+		case agent != nil && len(agent.Spec.Containers) > 0:
+			image = agent.Spec.Containers[0].Image
+		}
+	}
 	if image == "" {
 		if o.Container != "" {
 			return usageErrorf("pod %s has no container %q", name, o.Container)
@@ -61,7 +75,41 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 		return err
 	}
 	o.live = res
-	return o.useLive(pod, res)
+	if err := o.useLive(pod, res); err != nil {
+		return err
+	}
+	return o.expectAmbient(ctx, ic, pod)
+}
+
+// ambientRedirection is the annotation istio-cni's agent gives a pod it
+// captures in ambient mode.
+const ambientRedirection = "ambient.istio.io/redirection"
+
+// expectAmbient sets what a pod's ambient in-pod rules are compared with:
+// istio-cni's ConfigMap and the pod's annotations. Unread, nothing is
+// compared, and the note says why.
+func (o *IptablesOptions) expectAmbient(ctx context.Context, ic *inspect.Client, pod *corev1.Pod) error {
+	ambient := false
+	for _, d := range o.input.Dumps {
+		ambient = ambient || capture.IsAmbientInPod(d)
+	}
+	if !ambient || o.input.ExpectArgs != nil {
+		return nil
+	}
+	cm, err := ic.IstioCNIConfig(ctx)
+	switch {
+	case apierrors.IsForbidden(err):
+		o.input.Notes = append(o.input.Notes, "istio-cni's ConfigMap could not be read ("+explainAPIError(err, "list configmaps -l istio.io/rev (all namespaces)").Error()+"): the in-pod rules are not compared with what it calls for")
+	case err != nil:
+		return err
+	case cm == nil:
+		o.input.Notes = append(o.input.Notes, "no istio-cni ConfigMap (with AMBIENT_ENABLED) was found: the in-pod rules are not compared")
+	default:
+		a := capture.AmbientConfigFor(cm.Data, pod.Annotations)
+		a.Source = strings.Replace(a.Source, "istio-cni's ConfigMap", "istio-cni's ConfigMap "+cm.Namespace+"/"+cm.Name, 1)
+		o.input.Ambient = a
+	}
+	return nil
 }
 
 func imageOf(p *corev1.Pod, container string) string {

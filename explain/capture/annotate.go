@@ -31,11 +31,17 @@ var meshPorts = map[int]string{
 type PodContext struct {
 	Ports    map[int]string
 	ProxyUID string
+	// Ambient: the rules are ambient mode's in-pod rules (IsAmbientInPod):
+	// 15001, 15006 and 15053 are ztunnel's, not the sidecar's.
+	Ambient bool
 }
 
 func portName(port int, ctx *PodContext) string {
 	if ctx != nil {
 		if n, ok := ctx.Ports[port]; ok {
+			return n
+		}
+		if n, ok := ambientPorts[port]; ok && ctx.Ambient {
 			return n
 		}
 	}
@@ -126,11 +132,20 @@ func annotateRule(table string, r *Rule, ctx *PodContext) string {
 	if m.GID != "" {
 		what = append(what, not(m.NotGID, "sent by "+describeOwner("gid", m.GID, ctx)))
 	}
+	ambient := ctx != nil && ctx.Ambient
 	if m.Mark != "" {
-		what = append(what, not(m.NotMark, "marked "+m.Mark))
+		mark := "marked " + m.Mark
+		if ambient && m.Mark == ambientMark {
+			mark += " (ztunnel's own)"
+		}
+		what = append(what, not(m.NotMark, mark))
 	}
 	if m.ConnMark != "" {
-		what = append(what, not(m.NotConnMark, "on connections marked "+m.ConnMark))
+		mark := "on connections marked " + m.ConnMark
+		if ambient && m.ConnMark == ambientConnMark {
+			mark += " (made by ztunnel)"
+		}
+		what = append(what, not(m.NotConnMark, mark))
 	}
 	if len(m.CTState) > 0 {
 		what = append(what, not(m.NotCTState, "in state "+strings.Join(m.CTState, "/")))
@@ -147,7 +162,11 @@ func annotateRule(table string, r *Rule, ctx *PodContext) string {
 	if m.Comment != "" {
 		s += " [" + m.Comment + "]"
 	}
-	if why := istioMeaning(table, r); why != "" {
+	why := istioMeaning(table, r)
+	if ambient {
+		why = ambientMeaning(table, r)
+	}
+	if why != "" {
 		s += " — " + why
 	}
 	return s
@@ -184,8 +203,11 @@ func describeTarget(r *Rule, ctx *PodContext) string {
 		}
 		return "set packet mark " + v
 	case "CONNMARK":
-		if strings.Contains(strings.Join(r.TargetArgs, " "), "--save-mark") {
+		switch {
+		case strings.Contains(strings.Join(r.TargetArgs, " "), "--save-mark"):
 			return "save the packet mark on the connection"
+		case r.TargetArg("--set-xmark") != "":
+			return "mark the connection " + r.TargetArg("--set-xmark")
 		}
 		return "restore the connection's mark onto the packet"
 	case "CT":

@@ -509,9 +509,12 @@ func ruleKey(table string, r *Rule) string {
 			target += " " + markNorm(r.TargetArg("--set-mark")+"/0xffffffff")
 		}
 	case "CONNMARK":
-		if strings.Contains(strings.Join(r.TargetArgs, " "), "--save-mark") {
+		switch {
+		case strings.Contains(strings.Join(r.TargetArgs, " "), "--save-mark"):
 			target += " save"
-		} else {
+		case r.TargetArg("--set-xmark") != "":
+			target += " set " + markNorm(r.TargetArg("--set-xmark"))
+		default:
 			target += " restore"
 		}
 	case "CT":

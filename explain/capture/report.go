@@ -45,6 +45,10 @@ type CaptureInput struct {
 	ExpectArgs  []string // istio-iptables arguments, nil for no comparison
 	ExpectEnv   map[string]string
 	ExpectFrom  string
+	// Ambient, for a pod in ambient mode (no sidecar), is what istio-cni
+	// writes its in-pod rules from (AmbientConfigFor): the dumps are
+	// compared with ExpectedAmbientRules. nil: no comparison.
+	Ambient     *AmbientConfig
 	Nameservers []string
 	Traces      []string
 	// Notes are said with the report (e.g. both backends hold rules).
@@ -58,9 +62,22 @@ type CaptureInput struct {
 // arguments call for, and traces each connection.
 func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 	rep := &CaptureReport{Dumps: in.Dumps, Traces: []*Trace{}, Notes: append([]string(nil), in.Notes...)}
+	ambient := false
+	for _, d := range in.Dumps {
+		ambient = ambient || IsAmbientInPod(d)
+	}
+	ctx := in.Context
+	if ambient {
+		c := PodContext{Ambient: true}
+		if ctx != nil {
+			c.Ports, c.ProxyUID = ctx.Ports, ctx.ProxyUID
+		}
+		ctx = &c
+		rep.Notes = append(rep.Notes, "ambient mode: these are istio-cni's in-pod rules; ztunnel, on the node, serves ports 15001, 15006, 15008 and 15053 inside the pod")
+	}
 	istio := false
 	for _, d := range in.Dumps {
-		d.Annotate(in.Context)
+		d.Annotate(ctx)
 		for _, t := range d.Tables {
 			for _, c := range t.Chains {
 				if strings.HasPrefix(c.Name, "ISTIO_") || strings.HasPrefix(c.Name, "PROXY_INIT_") {
@@ -78,7 +95,26 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 	if !istio {
 		rep.Notes = append(rep.Notes, "no Istio (ISTIO_*) or Linkerd (PROXY_INIT_*) chains: this pod's traffic is not captured by a sidecar")
 	}
-	if in.ExpectArgs != nil {
+	switch {
+	case in.Ambient != nil && in.Ambient.NativeNftables:
+		rep.Notes = append(rep.Notes, "istio-cni writes this pod's rules as native nftables (NATIVE_NFTABLES): kubectl-mesh does not compare those yet")
+	case in.Ambient != nil:
+		rep.Expected = in.Ambient.Source
+		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+		for _, d := range in.Dumps {
+			if d.Backend == BackendNative {
+				continue
+			}
+			dr, err := CompareRules(d, ExpectedAmbientRules(in.Ambient, d.Family == "ipv6"))
+			if err != nil {
+				return nil, err
+			}
+			rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+			rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+			rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+		}
+	}
+	if in.ExpectArgs != nil && in.Ambient == nil {
 		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
 		if err != nil {
 			return nil, err

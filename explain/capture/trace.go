@@ -22,7 +22,8 @@ type Packet struct {
 
 // ParseTraceSpec reads a --trace SPEC:
 //
-//	out:IP:PORT[/tcp|udp][,uid=N][,gid=N]      a connection the pod opens
+//	out:IP:PORT[/tcp|udp][,uid=N][,gid=N][,mark=N] a connection the pod opens
+//	                                            (mark: its socket's SO_MARK, as ztunnel's 0x539)
 //	in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME] a connection into the pod
 //
 // IPv6 addresses are written in brackets ([fd00::1]:443). podIPs are the
@@ -30,7 +31,7 @@ type Packet struct {
 // leaves through lo.
 func ParseTraceSpec(spec string, podIPs []netip.Addr) (*Packet, error) {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("--trace %q: %s (want out:IP:PORT[/tcp|udp][,uid=N][,gid=N] or in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME])", spec, fmt.Sprintf(format, a...))
+		return fmt.Errorf("--trace %q: %s (want out:IP:PORT[/tcp|udp][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME])", spec, fmt.Sprintf(format, a...))
 	}
 	dir, rest, ok := strings.Cut(spec, ":")
 	if !ok || (dir != "out" && dir != "in") {
@@ -80,6 +81,12 @@ func ParseTraceSpec(spec string, podIPs []netip.Addr) (*Packet, error) {
 				return nil, bad("gid %q", v)
 			}
 			p.GID = v
+		case k == "mark" && p.Outbound:
+			m, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				return nil, bad("mark %q", v)
+			}
+			p.mark = uint32(m)
 		case k == "src" && !p.Outbound:
 			a, err := netip.ParseAddr(strings.Trim(v, "[]"))
 			if err != nil {

@@ -65,11 +65,10 @@ type ambientSelector struct {
 	podText, nsText string
 }
 
-// ambientConfigOf finds istio-cni's ConfigMap among the facts' ConfigMaps
+// AmbientConfigMap is istio-cni's ConfigMap among the facts' ConfigMaps
 // (the one with AMBIENT_ENABLED; of several, an enabled one first, then by
-// name). It returns nil when there is none, and why when the ConfigMaps
-// could not be read.
-func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
+// "namespace/name"), and its key; nil when there is none.
+func AmbientConfigMap(f *ClusterFacts) (*corev1.ConfigMap, string) {
 	var keys []string
 	for k, cm := range f.ConfigMaps {
 		if IsAmbientConfig(cm) {
@@ -84,13 +83,23 @@ func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
 		return keys[i] < keys[j]
 	})
 	if len(keys) == 0 {
+		return nil, ""
+	}
+	return f.ConfigMaps[keys[0]], keys[0]
+}
+
+// ambientConfigOf reads istio-cni's ConfigMap (AmbientConfigMap). It
+// returns nil when there is none, and why when the ConfigMaps could not be
+// read.
+func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
+	cm, key := AmbientConfigMap(f)
+	if cm == nil {
 		if why, unknown := f.Unknown[FactConfigMaps]; unknown {
 			return nil, why
 		}
 		return nil, ""
 	}
-	cm := f.ConfigMaps[keys[0]]
-	c := &ambientConfig{source: "configmap " + keys[0], enabled: cm.Data[ambientEnabledKey] == "true"}
+	c := &ambientConfig{source: "configmap " + key, enabled: cm.Data[ambientEnabledKey] == "true"}
 	for _, ns := range strings.Split(cm.Data[ambientExcludeKey], ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			c.exclude = append(c.exclude, ns)

@@ -217,3 +217,82 @@ func nodeOf(t *testing.T, c *testcluster.Cluster, ns, pod string) string {
 	}
 	return p.Spec.NodeName
 }
+
+// iptables on an ambient pod: its in-pod rules written in its own network
+// namespace, as istio-cni's agent writes them, by istio-cni's own rule
+// writer (hack/tools/istio/inpod, built from Istio's module, run from an init
+// container of the pod: the agent itself needs ztunnel to run), the pod then
+// annotated as the agent annotates it. kubectl-mesh reads them with the
+// istio-cni agent's image (a stand-in pod on the node carrying the
+// DaemonSet's labels and the proxy image, which has iptables), recognises
+// ambient mode, compares them with what istio-cni's ConfigMap (rendered
+// from Istio's ambient profile) and the pod's annotations call for, and
+// traces a connection to ztunnel.
+func TestIptablesAmbientPod(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "amb-ipt", map[string]string{"istio.io/dataplane-mode": "ambient"})
+	agentsNS := c.Namespace(t, "amb-ipt-cni", nil)
+	cm, templates := renderAmbient(t, c)
+	cm.Namespace, cm.ResourceVersion = agentsNS, ""
+	if _, err := c.Client.CoreV1().ConfigMaps(agentsNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().ConfigMaps(agentsNS).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+	})
+
+	root, dir := int64(0), corev1.HostPathDirectory
+	pod := appPod("web", nil, map[string]string{"ambient.istio.io/dns-capture": "false"})
+	pod.Spec.Volumes = []corev1.Volume{{Name: "istio-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: c.IstioBinDir, Type: &dir}}}}
+	pod.Spec.InitContainers = []corev1.Container{{Name: "inpod", Image: c.ProxyImage, ImagePullPolicy: corev1.PullNever,
+		Command:         []string{"/istio-bin/inpod", "-dns=" + cm.Data["AMBIENT_DNS_CAPTURE"], "-ipv6=" + cm.Data["AMBIENT_IPV6"], "-pod-dns=off"},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "istio-bin", MountPath: "/istio-bin", ReadOnly: true}},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, ns, "web", 120*time.Second, "running", testcluster.Running)
+	patch := `{"metadata":{"annotations":{"ambient.istio.io/redirection":"enabled"}}}`
+	if _, err := c.Client.CoreV1().Pods(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	checks := 0
+
+	// No proxy container, no istio-cni pod on the node: it asks for an image.
+	if r := mesh(t, c, "", "iptables", "web", "-n", ns); r.code == 0 || !strings.Contains(r.stderr, "--image") {
+		t.Errorf("without an istio-cni pod on the node: exit %d, %s", r.code, r.stderr)
+	}
+	checks++
+
+	// The istio-cni agent's stand-in on the node: its image reads the rules.
+	agent := appPod("istio-cni-node-standin", templates["istio-cni-node"].Labels, nil)
+	agent.Spec.Containers[0].Image = c.ProxyImage
+	agent.Spec.Containers[0].Command = []string{"sleep", "3600"}
+	if _, err := c.Client.CoreV1().Pods(agentsNS).Create(ctx, agent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPod(t, agentsNS, agent.Name, 120*time.Second, "running", testcluster.Running)
+	r := mesh(t, c, "", "iptables", "web", "-n", ns, "--trace", "out:10.96.0.10:443", "--trace", "out:10.96.0.10:53/udp", "-o", "json")
+	d := decode[captureDoc](t, r)
+	if r.code != 0 || d.Drift == nil || len(d.Drift.Missing)+len(d.Drift.Extra)+len(d.Drift.Reordered) != 0 ||
+		!strings.Contains(d.Expected, "istio-cni's ConfigMap "+agentsNS+"/istio-cni-config") || !strings.Contains(d.Expected, "ambient.istio.io/dns-capture") {
+		t.Errorf("exit %d, expected from %q, drift %+v (%s)", r.code, d.Expected, d.Drift, r.stderr)
+	}
+	checks++
+	if len(d.Traces) != 2 || d.Traces[0].Verdict != "redirect" || d.Traces[0].Port != 15001 || d.Traces[1].Port != 0 {
+		t.Errorf("traces: %+v", d.Traces)
+	}
+	checks++
+	if ru := ruleOf(d, "nat", "-A ISTIO_OUTPUT ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j REDIRECT --to-ports 15001"); ru == nil || !strings.Contains(ru.Annotation, "ztunnel outbound") {
+		t.Errorf("the outbound rule is not read as ztunnel's: %+v", ru)
+	}
+	checks++
+	human := mesh(t, c, "", "iptables", "web", "-n", ns)
+	if !strings.Contains(human.stdout, "ambient mode") || !strings.Contains(human.stdout, "Drift: none") {
+		t.Errorf("human output:\n%s", human.stdout)
+	}
+	checks++
+	testreport.Count(t, "iptables on an ambient pod with istio-cni's own in-pod rules: %d checks", checks)
+}

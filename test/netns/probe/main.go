@@ -3,7 +3,9 @@
 // IP_TRANSPARENT for TPROXY), or connects and prints what answered.
 //
 //	probe listen NAME [-transparent] PORT…
-//	probe connect tcp|udp HOST PORT
+//	probe connect tcp|udp HOST PORT [MARK]
+//
+// MARK sets the connecting socket's SO_MARK (as ztunnel marks its own).
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,10 +32,14 @@ func main() {
 	case "listen":
 		listen(os.Args[2], os.Args[3:])
 	case "connect":
-		if len(os.Args) != 5 {
+		if len(os.Args) != 5 && len(os.Args) != 6 {
 			os.Exit(2)
 		}
-		os.Exit(connect(os.Args[2], os.Args[3], os.Args[4]))
+		mark := ""
+		if len(os.Args) == 6 {
+			mark = os.Args[5]
+		}
+		os.Exit(connect(os.Args[2], os.Args[3], os.Args[4], mark))
 	}
 }
 
@@ -122,8 +129,23 @@ func listen(name string, args []string) {
 	select {}
 }
 
-func connect(proto, host, port string) int {
-	c, err := net.DialTimeout(proto, net.JoinHostPort(strings.Trim(host, "[]"), port), 2*time.Second)
+func connect(proto, host, port, mark string) int {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if mark != "" {
+		m, err := strconv.ParseUint(mark, 0, 32)
+		if err != nil {
+			fmt.Println("error: mark", mark)
+			return 2
+		}
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_MARK, int(m)) }); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	c, err := d.Dial(proto, net.JoinHostPort(strings.Trim(host, "[]"), port))
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
