@@ -39,12 +39,12 @@ type LiveSource struct {
 
 // CaptureInput are the facts the report is built from.
 type CaptureInput struct {
-	Dumps       []*Ruleset
-	Context     *PodContext
-	PodIPs      []netip.Addr
-	ExpectArgs  []string // istio-iptables arguments, nil for no comparison
-	ExpectEnv   map[string]string
-	ExpectFrom  string
+	Dumps      []*Ruleset
+	Context    *PodContext
+	PodIPs     []netip.Addr
+	ExpectArgs []string // istio-iptables arguments, nil for no comparison
+	ExpectEnv  map[string]string
+	ExpectFrom string
 	// Ambient, for a pod in ambient mode (no sidecar), is what istio-cni
 	// writes its in-pod rules from (AmbientConfigFor): the dumps are
 	// compared with ExpectedAmbientRules. nil: no comparison.
