@@ -325,14 +325,8 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 		agentFactor("istio-cni", agents.cni, EffectInfoOnly)
 		agentFactor("ztunnel", agents.ztunnel, EffectBlocks)
 		out.why = "istio-cni wrote the pod's rules, but ztunnel on its node has not taken it (ambient.istio.io/redirection=pending)"
-		switch {
-		case agentsUnknown:
-		case agents.ztunnel == nil:
-			out.why += "; no ztunnel pod runs on node " + w.Pod.Spec.NodeName
-			out.fix = "kubectl get daemonset -A -l " + AmbientZtunnelSelector + "   # ztunnel must run on node " + w.Pod.Spec.NodeName
-		case !podReady(agents.ztunnel):
-			out.why += "; ztunnel " + agentState(agents.ztunnel)
-			out.fix = fmt.Sprintf("kubectl describe pod %s -n %s   # ztunnel must be ready to take the pod; istio-cni retries by itself", agents.ztunnel.Name, agents.ztunnel.Namespace)
+		if !agentsUnknown {
+			out.notRunning("ztunnel", AmbientZtunnelSelector, agents.ztunnel, w.Pod.Spec.NodeName, "ztunnel must be ready to take the pod; istio-cni retries by itself")
 		}
 		return out
 	}
@@ -345,19 +339,29 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 	agentFactor("istio-cni", agents.cni, EffectBlocks)
 	agentFactor("ztunnel", agents.ztunnel, EffectWarning)
 	out.why = "ambient mode enrolls it, but istio-cni has not set it up (no ambient.istio.io/redirection=enabled)"
-	switch {
-	case agentsUnknown || w.Pod.Spec.NodeName == "":
-	case agents.cni == nil:
-		out.why += "; no istio-cni pod runs on node " + w.Pod.Spec.NodeName
-		out.fix = "kubectl get daemonset -A -l " + AmbientCNISelector + "   # istio-cni must run on node " + w.Pod.Spec.NodeName
-	case !podReady(agents.cni):
-		out.why += "; istio-cni " + agentState(agents.cni)
-		out.fix = fmt.Sprintf("kubectl describe pod %s -n %s   # once istio-cni is ready it sets the pod up by itself", agents.cni.Name, agents.cni.Namespace)
-	default:
+	if !agentsUnknown && w.Pod.Spec.NodeName != "" &&
+		!out.notRunning("istio-cni", AmbientCNISelector, agents.cni, w.Pod.Spec.NodeName, "once istio-cni is ready it sets the pod up by itself") {
 		out.why += "; istio-cni on its node is ready, so setting it up failed (its logs say why: kubectl logs " + agents.cni.Name + " -n " + agents.cni.Namespace + ")"
 		out.fix = restartCommand(w)
 	}
 	return out
+}
+
+// notRunning adds to the outcome why the node agent called name (its pods:
+// selector) is missing or not ready on node, and the command that shows it
+// (whose comment is then); false when it runs and is ready.
+func (out *ambientOutcome) notRunning(name, selector string, p *corev1.Pod, node, then string) bool {
+	switch {
+	case p == nil:
+		out.why += "; no " + name + " pod runs on node " + node
+		out.fix = "kubectl get daemonset -A -l " + selector + "   # " + name + " must run on node " + node
+	case !podReady(p):
+		out.why += "; " + name + " " + agentState(p)
+		out.fix = fmt.Sprintf("kubectl describe pod %s -n %s   # %s", p.Name, p.Namespace, then)
+	default:
+		return false
+	}
+	return true
 }
 
 func effectIf(cond bool, e string) string {

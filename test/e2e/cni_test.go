@@ -34,20 +34,9 @@ import (
 func TestIstioCNIPlugin(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
-	plugin := filepath.Join(c.IstioBinDir, "istio-cni")
-	if _, err := os.Stat(plugin); err != nil {
-		t.Fatalf("istio-cni not built (hack/cluster/build-istio.sh): %v", err)
-	}
+	plugin, runDir := cniPlugin(t, c)
 	ctx := context.Background()
 	ns := c.Namespace(t, "cni", map[string]string{"istio.io/rev": "cni"})
-	runDir := t.TempDir()
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(runDir, "istio-cni-kubeconfig"), kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	dns := `{"proxyMetadata": {"ISTIO_META_DNS_CAPTURE": "true"}}`
 	cases := []struct {
 		name        string
@@ -145,6 +134,25 @@ func TestIstioCNIPlugin(t *testing.T) {
 	testreport.Count(t, "%d pods injected by real istiod for the CNI plugin, %d rules written by Istio's istio-cni, 0 drift", len(cases), rules)
 }
 
+// cniPlugin is Istio's CNI plugin, and a run directory for it holding the
+// kubeconfig it reads pods with (as the agent's install leaves it).
+func cniPlugin(t *testing.T, c *testcluster.Cluster) (plugin, runDir string) {
+	t.Helper()
+	plugin = filepath.Join(c.IstioBinDir, "istio-cni")
+	if _, err := os.Stat(plugin); err != nil {
+		t.Fatalf("istio-cni not built (hack/cluster/build-istio.sh): %v", err)
+	}
+	runDir = t.TempDir()
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "istio-cni-kubeconfig"), kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return plugin, runDir
+}
+
 // run runs a command of the host and returns its output, failing the test on error.
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
@@ -166,20 +174,9 @@ func run(t *testing.T, name string, args ...string) string {
 func TestAmbientCNIRace(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
-	plugin := filepath.Join(c.IstioBinDir, "istio-cni")
-	if _, err := os.Stat(plugin); err != nil {
-		t.Fatalf("istio-cni not built (hack/cluster/build-istio.sh): %v", err)
-	}
+	plugin, runDir := cniPlugin(t, c) // the agent's run directory, without its socket: no agent
 	ctx := context.Background()
 	ns := c.Namespace(t, "amb-race", map[string]string{"istio.io/dataplane-mode": "ambient"})
-	runDir := t.TempDir() // the agent's run directory, without its socket: no agent
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(runDir, "istio-cni-kubeconfig"), kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	pod := appPod("web", nil, nil)
 	pod.Spec.SchedulerName = "kmesh-unscheduled"
 	created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
