@@ -15,16 +15,43 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 [ -x "$REPO_ROOT/_output/bin/kubectl-mesh" ] || make -C "$REPO_ROOT" build >/dev/null
 
 log "installing the demo mesh and workloads"
-namespaces=(shop legacy payments ledger plain ambient)
+namespaces=(shop legacy payments ledger plain ambient istio-cni)
 kubectl delete namespace "${namespaces[@]}" --ignore-not-found --wait=true --timeout=120s >/dev/null
 install_mesh
 kubectl apply --server-side -f "$DEMO/workloads.yaml" >/dev/null
+# Ambient mode: istio-cni's ConfigMap as Istio's ambient profile renders it, in
+# a namespace of its own. Its node agent cannot run here (it hands pods to
+# ztunnel, which is Rust): its own rule writer does (hack/tools/istio/inpod,
+# from Istio's module) in an init container of ambient-app, with the
+# ConfigMap's settings; a stand-in carries the agent's labels on the node
+# (its image, the proxy image, has the iptables tools); and the pod is
+# annotated as the agent annotates a pod no ztunnel has taken: pending.
+release=$(istio_release)
+kubectl create namespace istio-cni --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+"$ISTIO_BIN/istioctl" manifest generate --set profile=ambient 2>/dev/null |
+  awk '/^---/ { if (doc ~ /\nkind: ConfigMap\n/ && doc ~ /\n  name: istio-cni-config\n/) print "---\n" doc; doc = ""; next } { doc = doc $0 "\n" }
+       END { if (doc ~ /\nkind: ConfigMap\n/ && doc ~ /\n  name: istio-cni-config\n/) print "---\n" doc }' |
+  sed 's/^  namespace: istio-system$/  namespace: istio-cni/' | kubectl apply --server-side -f - >/dev/null
+dns=$(kubectl -n istio-cni get configmap istio-cni-config -o jsonpath='{.data.AMBIENT_DNS_CAPTURE}')
+ipv6=$(kubectl -n istio-cni get configmap istio-cni-config -o jsonpath='{.data.AMBIENT_IPV6}')
+kubectl -n istio-cni run istio-cni-node-standin --image="$PROXY_IMAGE_REPO:$release" --image-pull-policy=Never \
+  --labels=k8s-app=istio-cni-node,istio.io/dataplane-mode=none --command -- sleep infinity >/dev/null
+kubectl -n ambient patch deploy ambient-app --type=json -p "$(cat <<JSON
+[{"op": "add", "path": "/spec/template/spec/volumes", "value": [{"name": "istio-bin", "hostPath": {"path": "$ISTIO_BIN", "type": "Directory"}}]},
+ {"op": "add", "path": "/spec/template/spec/initContainers", "value": [{"name": "inpod", "image": "$PROXY_IMAGE_REPO:$release",
+  "imagePullPolicy": "Never", "command": ["/istio-bin/inpod", "-dns=$dns", "-ipv6=$ipv6"],
+  "volumeMounts": [{"name": "istio-bin", "mountPath": "/istio-bin", "readOnly": true}],
+  "securityContext": {"runAsUser": 0, "capabilities": {"add": ["NET_ADMIN", "NET_RAW"]}}}]}]
+JSON
+)" >/dev/null
 # billing's pod exists before its namespace is labelled: it stays without a sidecar.
 kubectl -n legacy rollout status deploy/billing --timeout=120s >/dev/null
 kubectl label namespace legacy istio-injection=enabled --overwrite >/dev/null
 for d in shop/backend shop/frontend shop/debug-tools payments/payments-api ledger/ledger plain/reports plain/metrics ambient/ambient-app; do
   kubectl -n "${d%/*}" rollout status "deploy/${d#*/}" --timeout=120s >/dev/null
 done
+ambient=$(kubectl -n ambient get pod -l app=ambient-app --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+kubectl -n ambient patch pod "$ambient" --subresource=status --type=merge -p '{"metadata":{"annotations":{"ambient.istio.io/redirection":"pending"}}}' >/dev/null
 backend=$(kubectl -n shop get pod -l app=backend -o jsonpath='{.items[0].status.podIP}')
 kubectl -n shop set env deploy/frontend BACKEND="$backend" >/dev/null
 kubectl -n shop rollout status deploy/frontend --timeout=120s >/dev/null
@@ -43,6 +70,10 @@ kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0
 frontend=$(kubectl -n shop get pod -l app=frontend --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
 say "kubectl mesh iptables -n shop $frontend --via node --interval 6s --trace out:$backend:8080"
 kubectl mesh iptables -n shop "$frontend" --via node --interval 6s --trace "out:$backend:8080" || true
+say "kubectl mesh why-injected -n ambient $ambient"
+kubectl mesh why-injected -n ambient "$ambient" || true
+say "kubectl mesh iptables -n ambient $ambient --trace out:$backend:8080"
+kubectl mesh iptables -n ambient "$ambient" --trace "out:$backend:8080" || true
 say "kubectl mesh startup -A"
 kubectl mesh startup -A || true
 say "kubectl mesh startup -n shop deploy/broken-init"

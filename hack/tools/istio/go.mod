@@ -8,8 +8,6 @@ module github.com/kubectl-mesh/kubectl-mesh/hack/tools/istio
 
 go 1.26.0
 
-require istio.io/istio v0.0.0-20260827124520-eed52ebb66ad
-
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
@@ -184,6 +182,7 @@ require (
 	helm.sh/helm/v4 v4.2.0 // indirect
 	istio.io/api v1.31.0-rc.0.0.20260824154656-b943409680a7 // indirect
 	istio.io/client-go v1.31.0-rc.0.0.20260824155257-512e1cfc6c15 // indirect
+	istio.io/istio v0.0.0-20260827124520-eed52ebb66ad
 	k8s.io/api v0.36.1 // indirect
 	k8s.io/apiextensions-apiserver v0.36.1 // indirect
 	k8s.io/apimachinery v0.36.1 // indirect
