@@ -102,9 +102,13 @@ func boolAnnotation(v string) (b, ok bool) {
 	return false, false
 }
 
-// IsAmbientInPod tells whether rs holds ambient mode's in-pod rules (the
-// chain ISTIO_PRERT, which sidecar capture never writes).
+// IsAmbientInPod tells whether rs holds ambient mode's in-pod rules: the
+// chain ISTIO_PRERT (which sidecar capture never writes), or istio-cni's
+// inet istio-ambient-* tables.
 func IsAmbientInPod(rs *Ruleset) bool {
+	if rs.Ambient {
+		return true
+	}
 	for _, t := range rs.Tables {
 		for _, c := range t.Chains {
 			if c.Name == ambientPrerouting {
@@ -172,7 +176,7 @@ func ambientMeaning(table string, r *Rule) string {
 		return s == ambientProbeSNAT+"/32" || s == ambientProbeSNATv6+"/128"
 	}
 	switch {
-	case r.Chain != ambientPrerouting && r.Chain != ambientOutput:
+	case r.Chain != ambientPrerouting && r.Chain != "ISTIO_PREROUTING" && r.Chain != ambientOutput:
 		return ""
 	case table == "mangle" && r.Target == "CONNMARK" && r.TargetArg("--set-xmark") != "":
 		return "connections ztunnel makes into the pod are remembered, so that their replies are not captured"
@@ -191,11 +195,70 @@ func ambientMeaning(table string, r *Rule) string {
 	case r.Target == "REDIRECT" && r.TargetArg("--to-ports") == "15053":
 		return "DNS capture: the pod's queries go to ztunnel's DNS proxy"
 	case r.Target == "REDIRECT" && r.TargetArg("--to-ports") == "15001" && m.In != "":
-		return "traffic from a virtual interface (istio.io/reroute-virtual-interfaces) is captured as outbound"
+		return "TCP from a virtual interface (istio.io/reroute-virtual-interfaces) is captured as outbound"
+	case r.Target == "RETURN" && m.In != "":
+		return "nothing else from a virtual interface is captured as inbound"
 	case r.Target == "REDIRECT" && r.TargetArg("--to-ports") == "15001":
 		return "all other outbound TCP goes to ztunnel (ztunnel's own, marked, is not captured)"
 	case r.Target == "REDIRECT" && r.TargetArg("--to-ports") == "15006":
 		return "all other inbound TCP, except HBONE to 15008, goes to ztunnel's plaintext inbound port"
 	}
 	return ""
+}
+
+// ExpectedAmbientNftRules derives the in-pod rules istio-cni writes for a in
+// native nftables mode (inet tables istio-ambient-nat, -mangle, -raw), as
+// the IPv4 and IPv6 views ParseNftRuleset gives. One inet table serves both
+// families: rules naming no address apply to IPv6 whatever a.IPv6 says;
+// only the IPv6 variants of address rules follow it.
+func ExpectedAmbientNftRules(a *AmbientConfig) (v4, v6 map[string][]*Rule, err error) {
+	var chains []nftChainRules
+	chain := func(table, name string, rules ...string) {
+		chains = append(chains, nftChainRules{table, name, rules})
+	}
+	both := func(v4rule, v6rule string) []string {
+		if a.IPv6 {
+			return []string{v4rule, v6rule}
+		}
+		return []string{v4rule}
+	}
+	const notZtunnel = "meta mark & 0x00000fff != 0x00000539"
+	hooks := func(table string) {
+		chain(table, "prerouting", "jump istio-prerouting")
+		chain(table, "output", "jump istio-output")
+	}
+
+	hooks("nat")
+	var pre []string
+	for _, vif := range a.VirtualInterfaces {
+		pre = append(pre, `iifname "`+vif+`" meta l4proto tcp redirect to :15001`, `iifname "`+vif+`" meta l4proto tcp return`)
+	}
+	if !a.BypassInbound {
+		pre = append(pre, both("meta l4proto tcp ip saddr "+ambientProbeSNAT+" accept", "meta l4proto tcp ip6 saddr "+ambientProbeSNATv6+" accept")...)
+		pre = append(pre, both("ip daddr != 127.0.0.1 tcp dport != 15008 "+notZtunnel+" redirect to :15006",
+			"ip6 daddr != ::1 tcp dport != 15008 "+notZtunnel+" redirect to :15006")...)
+	}
+	chain("nat", "istio-prerouting", pre...)
+	out := both("meta l4proto tcp ip daddr "+ambientProbeSNAT+" accept", "meta l4proto tcp ip6 daddr "+ambientProbeSNATv6+" accept")
+	if a.RedirectDNS {
+		out = append(out, `oifname != "lo" `+notZtunnel+" udp dport 53 redirect to :15053")
+		out = append(out, both("ip daddr != 127.0.0.1 tcp dport 53 "+notZtunnel+" redirect to :15053",
+			"ip6 daddr != ::1 tcp dport 53 "+notZtunnel+" redirect to :15053")...)
+	}
+	out = append(out, "meta l4proto tcp meta mark & 0x00000fff == 0x00000111 accept")
+	out = append(out, both(`oifname "lo" ip daddr != 127.0.0.1 accept`, `oifname "lo" ip6 daddr != ::1 accept`)...)
+	out = append(out, both("meta l4proto tcp ip daddr != 127.0.0.1 "+notZtunnel+" redirect to :15001",
+		"meta l4proto tcp ip6 daddr != ::1 "+notZtunnel+" redirect to :15001")...)
+	chain("nat", "istio-output", out...)
+
+	hooks("mangle")
+	chain("mangle", "istio-prerouting", "meta mark & 0x00000fff == 0x00000539 ct mark set ct mark & 0xfffff111 | 0x00000111")
+	chain("mangle", "istio-output", "ct mark & 0x00000fff == 0x00000111 meta mark set ct mark")
+
+	if a.RedirectDNS {
+		hooks("raw")
+		chain("raw", "istio-prerouting", "udp sport 53 "+notZtunnel+" ct zone set 1")
+		chain("raw", "istio-output", "udp dport 53 meta mark & 0x00000fff == 0x00000539 ct zone set 1")
+	}
+	return nftViews(chains)
 }

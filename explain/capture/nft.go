@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -16,6 +17,20 @@ const BackendNative = "nftables (native)"
 // nftTablePrefix names the tables Istio's native nftables mode writes (inet
 // istio-proxy-nat, istio-proxy-mangle, istio-proxy-raw).
 const nftTablePrefix = "istio-proxy-"
+
+// nftAmbientPrefix names the tables istio-cni's agent writes in an ambient
+// pod in native nftables mode (inet istio-ambient-nat, -mangle, -raw).
+const nftAmbientPrefix = "istio-ambient-"
+
+// nftIstioPrefix is the prefix of an Istio table's name, "" for another's.
+func nftIstioPrefix(table string) string {
+	for _, p := range []string{nftTablePrefix, nftAmbientPrefix} {
+		if strings.HasPrefix(table, p) {
+			return p
+		}
+	}
+	return ""
+}
 
 // ParseNftRuleset reads `nft list ruleset` and returns Istio's native
 // nftables tables as two rulesets, one per IP family, in the shape of an
@@ -63,8 +78,9 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 			f := strings.Fields(strings.TrimSuffix(line, "{"))
 			switch {
 			case len(f) == 3 && f[0] == "table" && depth == 1:
-				if f[1] == "inet" && strings.HasPrefix(f[2], nftTablePrefix) {
-					name := strings.TrimPrefix(f[2], nftTablePrefix)
+				if prefix := nftIstioPrefix(f[2]); f[1] == "inet" && prefix != "" {
+					name := strings.TrimPrefix(f[2], prefix)
+					v4.Ambient, v6.Ambient = v4.Ambient || prefix == nftAmbientPrefix, v6.Ambient || prefix == nftAmbientPrefix
 					t4, t6 = &Table{Name: name}, &Table{Name: name}
 					v4.Tables = append(v4.Tables, t4)
 					v6.Tables = append(v6.Tables, t6)
@@ -186,6 +202,20 @@ func parseNftRule(line string) (*Rule, string, error) {
 	// value reads "[!=] VALUE" after a selector.
 	value := func(i *int) (string, bool, error) {
 		neg := false
+		if *i+3 < len(toks) && toks[*i+1] == "&" {
+			// "& MASK [==|!=] VALUE": a masked mark, as iptables' VALUE/MASK.
+			mask := toks[*i+2]
+			*i += 2
+			if toks[*i+1] == "==" || toks[*i+1] == "!=" {
+				neg = toks[*i+1] == "!="
+				*i++
+			}
+			if *i+1 >= len(toks) {
+				return "", false, fmt.Errorf("%s & %s needs a value", toks[*i-2], mask)
+			}
+			*i++
+			return nftMark(toks[*i]) + "/" + nftMark(mask), neg, nil
+		}
 		if *i+1 < len(toks) && toks[*i+1] == "!=" {
 			neg = true
 			*i++
@@ -306,6 +336,16 @@ func parseNftRule(line string) (*Rule, string, error) {
 				return nil, "", err
 			}
 			m.Mark, m.NotMark = nftMark(v), neg
+		case t == "ct" && i+8 < len(toks) && toks[i+1] == "mark" && toks[i+2] == "set" && toks[i+3] == "ct" && toks[i+4] == "mark" && toks[i+5] == "&" && toks[i+7] == "|":
+			// ct mark set ct mark & KEEP | SET: iptables' CONNMARK --set-xmark
+			// SET/MASK, MASK the bits not kept or set.
+			keep, err1 := strconv.ParseUint(toks[i+6], 0, 32)
+			set, err2 := strconv.ParseUint(toks[i+8], 0, 32)
+			if err1 != nil || err2 != nil {
+				return nil, "", fmt.Errorf("ct mark set: %s & %s | %s", toks[i+4], toks[i+6], toks[i+8])
+			}
+			target("CONNMARK", "--set-xmark", fmt.Sprintf("0x%x/0x%x", set, (^keep|set)&0xffffffff))
+			i += 8
 		case t == "ct" && i+2 < len(toks) && toks[i+1] == "mark" && toks[i+2] == "set":
 			// ct mark set meta mark | ct mark set mark
 			j := i + 3

@@ -298,21 +298,39 @@ func ExpectedNftRules(c *CaptureConfig, nameservers []string) (v4, v6 map[string
 			}
 		}
 	}
-	v4, v6 = map[string][]*Rule{}, map[string][]*Rule{}
+	written := make([]nftChainRules, 0, len(order))
 	for _, k := range order {
-		for _, text := range chains[k] {
+		written = append(written, nftChainRules{k.table, k.chain, chains[k]})
+	}
+	return nftViews(written)
+}
+
+// nftChainRules are the rules of one chain of an inet table, in order, as
+// nft prints them.
+type nftChainRules struct {
+	table, chain string
+	rules        []string
+}
+
+// nftViews parses the rules of inet tables into their IPv4 and IPv6 views
+// (a rule with IPv4 addresses belongs to the IPv4 view only, one with IPv6
+// addresses to the IPv6 view only, any other to both), table → rules.
+func nftViews(chains []nftChainRules) (v4, v6 map[string][]*Rule, err error) {
+	v4, v6 = map[string][]*Rule{}, map[string][]*Rule{}
+	for _, c := range chains {
+		for _, text := range c.rules {
 			r, family, err := parseNftRule(text)
 			if err != nil {
 				return nil, nil, fmt.Errorf("internal: expected nft rule %q: %v", text, err)
 			}
-			r.Table, r.Chain = k.table, nftBaseChain(k.chain)
+			r.Table, r.Chain = c.table, nftBaseChain(c.chain)
 			if family != "ipv6" {
 				cp := *r
-				v4[k.table] = append(v4[k.table], &cp)
+				v4[c.table] = append(v4[c.table], &cp)
 			}
 			if family != "ipv4" {
 				cp := *r
-				v6[k.table] = append(v6[k.table], &cp)
+				v6[c.table] = append(v6[c.table], &cp)
 			}
 		}
 	}

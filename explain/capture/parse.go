@@ -20,6 +20,8 @@ type Ruleset struct {
 	// Warnings are the dump's "# Warning: …" lines (e.g. iptables-nft-save
 	// saying that legacy tables exist too).
 	Warnings []string `json:"warnings,omitempty"`
+	// Ambient is set for ambient mode's in-pod rules (IsAmbientInPod).
+	Ambient bool `json:"ambient,omitempty"`
 }
 
 // Table is one table (nat, mangle, raw, filter) of a dump.

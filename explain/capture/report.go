@@ -95,23 +95,9 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 	if !istio {
 		rep.Notes = append(rep.Notes, "no Istio (ISTIO_*) or Linkerd (PROXY_INIT_*) chains: this pod's traffic is not captured by a sidecar")
 	}
-	switch {
-	case in.Ambient != nil && in.Ambient.NativeNftables:
-		rep.Notes = append(rep.Notes, "istio-cni writes this pod's rules as native nftables (NATIVE_NFTABLES): kubectl-mesh does not compare those yet")
-	case in.Ambient != nil:
-		rep.Expected = in.Ambient.Source
-		rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
-		for _, d := range in.Dumps {
-			if d.Backend == BackendNative {
-				continue
-			}
-			dr, err := CompareRules(d, ExpectedAmbientRules(in.Ambient, d.Family == "ipv6"))
-			if err != nil {
-				return nil, err
-			}
-			rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
-			rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
-			rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+	if in.Ambient != nil {
+		if err := compareAmbient(rep, in); err != nil {
+			return nil, err
 		}
 	}
 	if in.ExpectArgs != nil && in.Ambient == nil {
@@ -170,6 +156,44 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		rep.ConnectionsSummary = ConnectionSummary(rep.Connections)
 	}
 	return rep, nil
+}
+
+// compareAmbient fills the report's drift for ambient mode's in-pod rules:
+// each dump against what istio-cni writes in its backend (iptables, or
+// native nftables).
+func compareAmbient(rep *CaptureReport, in CaptureInput) error {
+	rep.Expected = in.Ambient.Source
+	rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+	nft4, nft6, err := ExpectedAmbientNftRules(in.Ambient)
+	if err != nil {
+		return err
+	}
+	native := false
+	for _, d := range in.Dumps {
+		var dr *Drift
+		switch {
+		case d.Backend == BackendNative:
+			native = true
+			want := nft4
+			if d.Family == "ipv6" {
+				want = nft6
+			}
+			dr = CompareNftRules(d, want)
+		case d.RuleCount() == 0 && in.Ambient.NativeNftables:
+			continue // the iptables view of a pod whose rules are in nftables
+		default:
+			if dr, err = CompareRules(d, ExpectedAmbientRules(in.Ambient, d.Family == "ipv6")); err != nil {
+				return err
+			}
+		}
+		rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+		rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+		rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+	}
+	if in.Ambient.NativeNftables && !native {
+		rep.Notes = append(rep.Notes, "istio-cni's ConfigMap asks for native nftables (NATIVE_NFTABLES), but the pod's rules are iptables rules: the agent falls back to iptables where iptables artifacts already exist or nft lacks JSON support")
+	}
+	return nil
 }
 
 // compareNative fills the report's drift for Istio's native nftables mode:

@@ -22,6 +22,19 @@ type ambientCase struct {
 	annotations map[string]string
 	dns         bool // DNS is captured
 	inbound     bool // inbound is captured
+	nftables    bool // native nftables (NATIVE_NFTABLES)
+}
+
+// nftCase is c in native nftables mode.
+func nftCase(c ambientCase) ambientCase {
+	c.name, c.nftables = "nftables-"+c.name, true
+	c.flags = append([]string{"-nftables"}, c.flags...)
+	cni := map[string]string{"NATIVE_NFTABLES": "true"}
+	for k, v := range c.cni {
+		cni[k] = v
+	}
+	c.cni = cni
+	return c
 }
 
 var ambientCases = []ambientCase{
@@ -57,7 +70,11 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 	requireRoot(t)
 	inpod := istioInpod(t)
 	rules, conns := 0, 0
-	for _, tc := range ambientCases {
+	cases := append([]ambientCase{}, ambientCases...)
+	for _, c := range ambientCases {
+		cases = append(cases, nftCase(c))
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t)
 			run(t, append([]string{"ip", "netns", "exec", p.pod, inpod}, tc.flags...)...)
@@ -65,28 +82,54 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 			p.listen(t, p.world, "world", 0, false, "443", "8080", "53")
 
 			a := capture.AmbientConfigFor(tc.cni, tc.annotations)
+			if a.NativeNftables != tc.nftables {
+				t.Fatalf("NATIVE_NFTABLES read as %v", a.NativeNftables)
+			}
 			dumps := map[bool]*capture.Ruleset{}
+			var nft4, nft6 *capture.Ruleset
+			if tc.nftables {
+				raw := run(t, "ip", "netns", "exec", p.pod, "nft", "list", "ruleset")
+				var ok bool
+				var err error
+				if nft4, nft6, ok, err = capture.ParseNftRuleset([]byte(raw)); err != nil || !ok {
+					t.Fatalf("nft list ruleset: ok %v, %v\n%s", ok, err, raw)
+				}
+			}
 			for _, v6 := range []bool{false, true} {
 				save := "iptables-nft-save"
 				if v6 {
 					save = "ip6tables-nft-save"
 				}
 				raw := run(t, "ip", "netns", "exec", p.pod, save, "-c")
-				rs, err := capture.ParseSave([]byte(raw))
-				if err != nil {
+				var rs *capture.Ruleset
+				var drift *capture.Drift
+				var err error
+				if tc.nftables {
+					if strings.Contains(raw, "ISTIO_") {
+						t.Errorf("%s: iptables rules beside the nftables ones:\n%s", save, raw)
+					}
+				} else if rs, err = capture.ParseSave([]byte(raw)); err != nil {
 					t.Fatalf("parse %s: %v\n%s", save, err, raw)
 				}
-				dumps[v6] = rs
-				want := capture.ExpectedAmbientRules(a, v6)
-				drift, err := capture.CompareRules(rs, want)
-				if err != nil {
-					t.Fatal(err)
+				switch {
+				case tc.nftables:
+					save, rs = "nft list ruleset ("+map[bool]string{false: "ipv4", true: "ipv6"}[v6]+")", map[bool]*capture.Ruleset{false: nft4, true: nft6}[v6]
+					want4, want6, err := capture.ExpectedAmbientNftRules(a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					drift = capture.CompareNftRules(rs, map[bool]map[string][]*capture.Rule{false: want4, true: want6}[v6])
+				default:
+					if drift, err = capture.CompareRules(rs, capture.ExpectedAmbientRules(a, v6)); err != nil {
+						t.Fatal(err)
+					}
+					if n := rs.RuleCount(); (n == 0) != (v6 && !a.IPv6) {
+						t.Errorf("%s: %d rules", save, n)
+					}
 				}
+				dumps[v6] = rs
 				if len(drift.Missing)+len(drift.Extra)+len(drift.Reordered) > 0 {
 					t.Errorf("%s: expected from %s, istio-cni wrote otherwise:\nmissing %q\nextra %q\nreordered %q\n%s", save, a.Source, drift.Missing, drift.Extra, drift.Reordered, raw)
-				}
-				if n := rs.RuleCount(); (n == 0) != (v6 && !a.IPv6) {
-					t.Errorf("%s: %d rules", save, n)
 				}
 				rules += rs.RuleCount()
 				if rs.RuleCount() > 0 && !capture.IsAmbientInPod(rs) {
@@ -148,10 +191,9 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 				wantPort := 0
 				switch {
 				case c.mark != "" || c.dst == podV4 && c.out || c.port == 15008:
-				case c.port == 53 && c.out:
-					if tc.dns {
-						wantPort = 15053
-					}
+				case c.port == 53 && c.out && tc.dns:
+					wantPort = 15053
+				case c.port == 53 && c.proto == "udp":
 				case c.out:
 					wantPort = 15001
 				case tc.inbound:
@@ -164,5 +206,5 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 			}
 		})
 	}
-	testreport.Count(t, "%d ambient configurations written by istio-cni's own rule writer (%d rules), equal to what kubectl-mesh expects; %d real connections landed where --trace said", len(ambientCases), rules, conns)
+	testreport.Count(t, "%d ambient configurations (iptables and native nftables) written by istio-cni's own rule writer (%d rules), equal to what kubectl-mesh expects; %d real connections landed where --trace said", len(cases), rules, conns)
 }
