@@ -61,6 +61,8 @@ func printStartup(p *printer, r *startup.StartupReport) {
 	switch {
 	case r.Mesh == "":
 		mode = "no sidecar"
+	case r.Ambient:
+		mode = "ambient mode, no sidecar"
 	case r.Native:
 		mode = "native sidecar"
 	case r.Hold:

@@ -35,5 +35,10 @@ func (c *Client) AmbientAgent(ctx context.Context, node string) (*corev1.Pod, er
 	if err != nil || len(l.Items) == 0 {
 		return nil, err
 	}
+	for i := range l.Items {
+		if p := &l.Items[i]; p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return p, nil
+		}
+	}
 	return &l.Items[0], nil
 }

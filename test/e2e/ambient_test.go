@@ -12,8 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -127,9 +129,7 @@ func TestWhyInjectedAmbient(t *testing.T) {
 			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 		}
-		if _, err := c.Client.CoreV1().Pods(agentsNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		standIn(t, c, agentsNS, p)
 	}
 	agent("istio-cni-node-standin", templates["istio-cni-node"], true)
 	agent("ztunnel-standin", templates["ztunnel"], false)
@@ -270,9 +270,7 @@ func TestIptablesAmbientPod(t *testing.T) {
 	agent := appPod("istio-cni-node-standin", templates["istio-cni-node"].Labels, nil)
 	agent.Spec.Containers[0].Image = c.ProxyImage
 	agent.Spec.Containers[0].Command = []string{"sleep", "3600"}
-	if _, err := c.Client.CoreV1().Pods(agentsNS).Create(ctx, agent, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	standIn(t, c, agentsNS, agent)
 	c.WaitPod(t, agentsNS, agent.Name, 120*time.Second, "running", testcluster.Running)
 	r := mesh(t, c, "", "iptables", "web", "-n", ns, "--trace", "out:10.96.0.10:443", "--trace", "out:10.96.0.10:53/udp", "-o", "json")
 	d := decode[captureDoc](t, r)
@@ -295,4 +293,23 @@ func TestIptablesAmbientPod(t *testing.T) {
 	}
 	checks++
 	testreport.Count(t, "iptables on an ambient pod with istio-cni's own in-pod rules: %d checks", checks)
+}
+
+// standIn creates a node agent's stand-in pod, and deletes it when the test
+// ends, waiting until it is gone: the next test must not find it on the
+// node while its namespace is still being deleted.
+func standIn(t *testing.T, c *testcluster.Cluster, ns string, p *corev1.Pod) {
+	t.Helper()
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		ctx := context.Background()
+		_ = c.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
 }

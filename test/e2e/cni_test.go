@@ -223,7 +223,8 @@ func TestAmbientCNIRace(t *testing.T) {
 		t.Errorf("startup of a pod the plugin could not hand to the agent: ambient %v, hazards %+v", r.Ambient, r.Hazards)
 	}
 	human := mesh(t, c, "", "startup", "web", "-n", ns)
-	if !strings.Contains(human.stdout, "could not reach the istio-cni agent") || !strings.Contains(human.stdout, "k8s-app=istio-cni-node") {
+	if !strings.Contains(human.stdout, "could not reach the istio-cni agent") || !strings.Contains(human.stdout, "istio-cni-node") ||
+		!strings.Contains(human.stdout, "(ambient mode, no sidecar)") {
 		t.Errorf("startup does not say the race and its fix:\n%s", human.stdout)
 	}
 	testreport.Count(t, "ambient CNI race: Istio's CNI plugin failed the sandbox without its agent (%q); startup named it", cniErr.Msg)
