@@ -28,7 +28,11 @@ func startupRow(p *printer, r *startup.StartupReport) []string {
 	if len(r.Hazards) > 0 {
 		var ids []string
 		for _, h := range r.Hazards {
-			ids = append(ids, h.ID+"("+h.Container+")")
+			id := h.ID
+			if h.Container != "" {
+				id += "(" + h.Container + ")"
+			}
+			ids = append(ids, id)
 		}
 		hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
 	}

@@ -213,17 +213,17 @@ func (rs *Ruleset) Trace(p *Packet) *Trace {
 			break
 		}
 	}
-	tr.Summary = traceSummary(tr, p)
+	tr.Summary = traceSummary(tr, p, &PodContext{Ambient: IsAmbientInPod(rs)})
 	return tr
 }
 
-func traceSummary(tr *Trace, p *Packet) string {
+func traceSummary(tr *Trace, p *Packet, ctx *PodContext) string {
 	what := fmt.Sprintf("%s %s to %s", map[bool]string{true: "outbound", false: "inbound"}[p.Outbound], strings.ToUpper(p.Proto), netip.AddrPortFrom(p.Dst, p.DPort))
 	switch tr.Verdict {
 	case "redirect":
-		return fmt.Sprintf("%s is redirected to port %d (%s)", what, tr.Port, portName(tr.Port, nil))
+		return fmt.Sprintf("%s is redirected to port %d (%s)", what, tr.Port, portName(tr.Port, ctx))
 	case "tproxy":
-		return fmt.Sprintf("%s is diverted by TPROXY to port %d (%s)", what, tr.Port, portName(tr.Port, nil))
+		return fmt.Sprintf("%s is diverted by TPROXY to port %d (%s)", what, tr.Port, portName(tr.Port, ctx))
 	case "drop":
 		return what + " is dropped"
 	case "dnat":

@@ -35,7 +35,7 @@ kubectl create namespace istio-cni --dry-run=client -o yaml | kubectl apply -f -
 dns=$(kubectl -n istio-cni get configmap istio-cni-config -o jsonpath='{.data.AMBIENT_DNS_CAPTURE}')
 ipv6=$(kubectl -n istio-cni get configmap istio-cni-config -o jsonpath='{.data.AMBIENT_IPV6}')
 kubectl -n istio-cni run istio-cni-node-standin --image="$PROXY_IMAGE_REPO:$release" --image-pull-policy=Never \
-  --labels=k8s-app=istio-cni-node,istio.io/dataplane-mode=none --command -- sleep infinity >/dev/null
+  --labels=k8s-app=istio-cni-node,istio.io/dataplane-mode=none,sidecar.istio.io/inject=false --command -- sleep infinity >/dev/null
 kubectl -n ambient patch deploy ambient-app --type=json -p "$(cat <<JSON
 [{"op": "add", "path": "/spec/template/spec/volumes", "value": [{"name": "istio-bin", "hostPath": {"path": "$ISTIO_BIN", "type": "Directory"}}]},
  {"op": "add", "path": "/spec/template/spec/initContainers", "value": [{"name": "inpod", "image": "$PROXY_IMAGE_REPO:$release",
@@ -50,7 +50,9 @@ kubectl label namespace legacy istio-injection=enabled --overwrite >/dev/null
 for d in shop/backend shop/frontend shop/debug-tools payments/payments-api ledger/ledger plain/reports plain/metrics ambient/ambient-app; do
   kubectl -n "${d%/*}" rollout status "deploy/${d#*/}" --timeout=120s >/dev/null
 done
-ambient=$(kubectl -n ambient get pod -l app=ambient-app --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+# The pod of the patched template (the first one may still be terminating).
+ambient=$(kubectl -n ambient get pod -l app=ambient-app --field-selector=status.phase=Running \
+  -o jsonpath='{range .items[?(@.spec.initContainers[0].name=="inpod")]}{.metadata.name}{"\n"}{end}' | head -1)
 kubectl -n ambient patch pod "$ambient" --subresource=status --type=merge -p '{"metadata":{"annotations":{"ambient.istio.io/redirection":"pending"}}}' >/dev/null
 backend=$(kubectl -n shop get pod -l app=backend -o jsonpath='{.items[0].status.podIP}')
 kubectl -n shop set env deploy/frontend BACKEND="$backend" >/dev/null

@@ -279,7 +279,7 @@ func TestIptablesAmbientPod(t *testing.T) {
 		t.Errorf("exit %d, expected from %q, drift %+v (%s)", r.code, d.Expected, d.Drift, r.stderr)
 	}
 	checks++
-	if len(d.Traces) != 2 || d.Traces[0].Verdict != "redirect" || d.Traces[0].Port != 15001 || d.Traces[1].Port != 0 {
+	if len(d.Traces) != 2 || d.Traces[0].Verdict != "redirect" || d.Traces[0].Port != 15001 || !strings.Contains(d.Traces[0].Summary, "ztunnel outbound") || d.Traces[1].Port != 0 {
 		t.Errorf("traces: %+v", d.Traces)
 	}
 	checks++
