@@ -23,6 +23,7 @@ type ambientCase struct {
 	dns         bool // DNS is captured
 	inbound     bool // inbound is captured
 	nftables    bool // native nftables (NATIVE_NFTABLES)
+	legacy      bool // the iptables-legacy backend
 }
 
 // nftCase is c in native nftables mode.
@@ -49,6 +50,10 @@ var ambientCases = []ambientCase{
 		annotations: map[string]string{"ambient.istio.io/dns-capture": "false"}, inbound: true},
 	{name: "virtual-interfaces", flags: []string{"-virtual-interfaces=tap0,tap1"}, cni: map[string]string{"AMBIENT_DNS_CAPTURE": "true", "AMBIENT_IPV6": "true"},
 		annotations: map[string]string{"istio.io/reroute-virtual-interfaces": "tap0,tap1"}, dns: true, inbound: true},
+	{name: "legacy-backend", flags: []string{"-iptables-binary=legacy"}, cni: map[string]string{"AMBIENT_DNS_CAPTURE": "true", "AMBIENT_IPV6": "true"},
+		dns: true, inbound: true, legacy: true},
+	{name: "legacy-bypass-inbound-dns-off", flags: []string{"-iptables-binary=legacy", "-ingress", "-dns=false"}, cni: map[string]string{"AMBIENT_DNS_CAPTURE": "false", "AMBIENT_IPV6": "true"},
+		annotations: map[string]string{"ambient.istio.io/bypass-inbound-capture": "true"}, legacy: true},
 }
 
 // istioInpod is hack/tools/istio/inpod, built by build-istio.sh beside
@@ -72,7 +77,9 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 	rules, conns := 0, 0
 	cases := append([]ambientCase{}, ambientCases...)
 	for _, c := range ambientCases {
-		cases = append(cases, nftCase(c))
+		if !c.legacy {
+			cases = append(cases, nftCase(c))
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,9 +103,10 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 				}
 			}
 			for _, v6 := range []bool{false, true} {
-				save := "iptables-nft-save"
+				backend := map[bool]string{false: "nft", true: "legacy"}[tc.legacy]
+				save := "iptables-" + backend + "-save"
 				if v6 {
-					save = "ip6tables-nft-save"
+					save = "ip6tables-" + backend + "-save"
 				}
 				raw := run(t, "ip", "netns", "exec", p.pod, save, "-c")
 				var rs *capture.Ruleset
@@ -110,6 +118,8 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 					}
 				} else if rs, err = capture.ParseSave([]byte(raw)); err != nil {
 					t.Fatalf("parse %s: %v\n%s", save, err, raw)
+				} else if rs.Backend != backend {
+					t.Errorf("%s: backend %q", save, rs.Backend)
 				}
 				switch {
 				case tc.nftables:
@@ -206,5 +216,5 @@ func TestAmbientInPodRulesAgainstTheKernel(t *testing.T) {
 			}
 		})
 	}
-	testreport.Count(t, "%d ambient configurations (iptables and native nftables) written by istio-cni's own rule writer (%d rules), equal to what kubectl-mesh expects; %d real connections landed where --trace said", len(cases), rules, conns)
+	testreport.Count(t, "%d ambient configurations (iptables nft and legacy, native nftables) written by istio-cni's own rule writer (%d rules), equal to what kubectl-mesh expects; %d real connections landed where --trace said", len(cases), rules, conns)
 }

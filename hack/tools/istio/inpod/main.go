@@ -3,13 +3,15 @@
 // agent runs in each enrolled pod's namespace), built from Istio's module:
 // the test bed's way to have the real rules where no node agent can run.
 //
-//	ip netns exec NS inpod [-dns] [-ipv6] [-ingress] [-virtual-interfaces a,b] [-nftables]
+//	ip netns exec NS inpod [-dns] [-ipv6] [-ingress] [-virtual-interfaces a,b] [-nftables] [-iptables-binary legacy]
 //
 // -dns, -ipv6: the agent's global AMBIENT_DNS_CAPTURE and AMBIENT_IPV6;
 // -pod-dns on|off: the pod's ambient.istio.io/dns-capture; -ingress: the
 // pod's ambient.istio.io/bypass-inbound-capture; -virtual-interfaces: its
 // istio.io/reroute-virtual-interfaces; -nftables: the agent's
-// NATIVE_NFTABLES. The probe SNAT addresses are the agent's defaults.
+// NATIVE_NFTABLES; -iptables-binary: the iptables variant to use (the agent
+// detects it; "legacy" forces iptables-legacy). The probe SNAT addresses are
+// the agent's defaults.
 package main
 
 import (
@@ -33,6 +35,7 @@ func main() {
 	ingress := flag.Bool("ingress", false, "ambient.istio.io/bypass-inbound-capture")
 	virt := flag.String("virtual-interfaces", "", "istio.io/reroute-virtual-interfaces")
 	nft := flag.Bool("nftables", false, "NATIVE_NFTABLES")
+	binary := flag.String("iptables-binary", "", "force an iptables variant (legacy or nft)")
 	flag.Parse()
 
 	cfg := &config.AmbientConfig{
@@ -51,7 +54,7 @@ func main() {
 	case "off":
 		ov.DNSProxy = config.PodDNSDisabled
 	}
-	deps := &dep.RealDependencies{}
+	deps := &dep.RealDependencies{ForceIptablesBinary: *binary}
 	_, pod, err := trafficmanager.NewTrafficRuleManager(&trafficmanager.TrafficRuleManagerConfig{
 		NativeNftables: *nft, HostConfig: cfg, PodConfig: cfg, HostDeps: deps, PodDeps: deps, NlDeps: iptables.RealNlDeps(),
 	})

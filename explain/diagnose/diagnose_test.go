@@ -1,0 +1,152 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+func at(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
+
+// pod is an injected pod: istio-init done, the proxy and the app running
+// and ready; change alters it.
+func pod(change func(p *corev1.Pod)) *corev1.Pod {
+	yes := true
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", CreationTimestamp: at(0)},
+		Spec: corev1.PodSpec{NodeName: "node-1", InitContainers: []corev1.Container{{Name: "istio-init"}},
+			Containers: []corev1.Container{{Name: "istio-proxy"}, {Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "istio-init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: at(1), FinishedAt: at(2)}}}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "istio-proxy", Ready: true, Started: &yes, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}},
+				{Name: "app", Ready: true, Started: &yes, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}},
+			}},
+	}
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pilot-agent", "wait"}}}}
+	if change != nil {
+		change(p)
+	}
+	return p
+}
+
+func injected(change func(r *injection.InjectionReport)) *injection.InjectionReport {
+	yes, no := true, false
+	r := &injection.InjectionReport{Namespace: "shop", Name: "web-1", Kind: "Pod", Injected: &yes, Expected: &yes, Mismatch: &no,
+		Verdict: "Injected by revision default; re-created now, it would be injected the same way."}
+	if change != nil {
+		change(r)
+	}
+	return r
+}
+
+// Planted faults, each found as the right first failing check with its fix,
+// and a healthy pod that fails none; unknown is never a pass.
+func TestDiagnoseFirstFailingCheck(t *testing.T) {
+	yes, no := true, false
+	drift := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{"-A ISTIO_OUTPUT -d 10.96.0.0/12 -j RETURN"}, Extra: []string{}}}
+	clean := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}}}
+	bypass := &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}},
+		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: "bypassing the proxy"}}}
+	cases := []struct {
+		name        string
+		inj         *injection.InjectionReport
+		pod         *corev1.Pod
+		events      []corev1.Event
+		capture     *capture.CaptureReport
+		connections bool
+		first       string
+		fix         string
+		worst       string
+	}{
+		{name: "healthy", inj: injected(nil), pod: pod(nil), worst: Pass},
+		{name: "healthy, rules and connections read", inj: injected(nil), pod: pod(nil), capture: clean, connections: true, worst: Pass},
+		{name: "namespace labelled after the pod was created", inj: injected(func(r *injection.InjectionReport) {
+			r.Injected, r.Mismatch, r.Fix = &no, &yes, "kubectl rollout restart deployment/web -n shop"
+		}), pod: pod(nil), first: CheckInjection, fix: "rollout restart", worst: Fail},
+		{name: "refused at admission", inj: injected(func(r *injection.InjectionReport) {
+			r.Injected, r.CreationBlocked, r.Fix = nil, true, "kubectl get endpointslices -n istio-system"
+		}), first: CheckInjection, fix: "endpointslices", worst: Fail},
+		{name: "istio-init failing", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-init", RestartCount: 3,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)}}}
+			p.Status.ContainerStatuses = nil
+		}), first: CheckInit, fix: "kubectl logs web-1 -n shop -c istio-init", worst: Fail},
+		{name: "app before a slow proxy, no hold (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = nil
+			p.Status.ContainerStatuses[0].State.Running.StartedAt = at(9)
+		}), worst: Warning},
+		{name: "proxy never ready", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].Ready = false
+		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c istio-proxy", worst: Fail},
+		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
+		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, worst: Fail},
+		{name: "ambient pod no ztunnel took", inj: injected(func(r *injection.InjectionReport) {
+			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientPending
+			r.Fix = "kubectl get daemonset -A -l app=ztunnel"
+		}), pod: pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+			p.Annotations = map[string]string{"ambient.istio.io/redirection": "pending"}
+		}), first: CheckStart, fix: "-l app=ztunnel", worst: Fail},
+		{name: "ambient pod, CNI agent not ready", inj: injected(func(r *injection.InjectionReport) {
+			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientNotSetUp
+		}), pod: pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], nil
+			p.Status.Phase = corev1.PodPending
+		}), events: []corev1.Event{{Reason: "FailedCreatePodSandBox", Count: 3, LastTimestamp: at(5),
+			Message: `failed to setup network for sandbox "x": plugin type="istio-cni" failed (add): istio-cni cmdAdd failed to contact node Istio CNI agent: connection refused`}},
+			first: CheckInit, fix: "k8s-app=istio-cni-node", worst: Fail},
+		{name: "ambient pod istio-cni never set up (silently)", inj: injected(func(r *injection.InjectionReport) {
+			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientNotSetUp
+			r.Fix = "kubectl rollout restart deployment/web -n shop"
+		}), pod: pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		}), first: CheckCapture, fix: "rollout restart", worst: Fail},
+		{name: "webhooks unreadable: unknown, not pass", inj: injected(func(r *injection.InjectionReport) {
+			r.Expected, r.Mismatch, r.Needs = nil, nil, []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)"}
+		}), pod: pod(nil), worst: Unknown},
+	}
+	checked := 0
+	for _, tc := range cases {
+		var s *startup.StartupReport
+		if tc.pod != nil {
+			s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(time.Minute)})
+		}
+		d := Diagnose(Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections})
+		if d.First != tc.first || !strings.Contains(d.Fix, tc.fix) || d.Worst() != tc.worst {
+			var lines []string
+			for _, c := range d.Checks {
+				lines = append(lines, c.Name+" "+c.Status+": "+c.Evidence)
+			}
+			t.Errorf("%s: first %q fix %q worst %q; want %q %q %q\n  %s", tc.name, d.First, d.Fix, d.Worst(), tc.first, tc.fix, tc.worst, strings.Join(lines, "\n  "))
+			continue
+		}
+		if len(d.Checks) != 5 || d.Checks[0].Name != CheckInjection || d.Checks[4].Name != CheckConnections {
+			t.Errorf("%s: checks %+v", tc.name, d.Checks)
+		}
+		for _, c := range d.Checks {
+			if c.Status == NotChecked && !strings.Contains(c.Evidence, "not") {
+				t.Errorf("%s: %s not checked without saying so: %q", tc.name, c.Name, c.Evidence)
+			}
+			if c.Status == Unknown && c.Name == CheckInjection && len(c.Needs) == 0 {
+				t.Errorf("%s: unknown injection names no permission", tc.name)
+			}
+		}
+		checked++
+	}
+	t.Logf("%d planted faults and healthy pods diagnosed", checked)
+}
