@@ -342,21 +342,14 @@ func (o *StartupOptions) resolve(ctx context.Context) ([]corev1.Pod, bool, error
 	return pods, len(pods) == 1, nil
 }
 
+// sortStartup puts reports in the order a sweep prints them (startupSweep's
+// classes): worst first, then by namespace and name.
 func sortStartup(rs []*startup.StartupReport) {
 	sort.SliceStable(rs, func(i, j int) bool {
-		return startupBefore(startup.StartupSeverity(rs[i]), rs[i].Namespace, rs[i].Name,
-			startup.StartupSeverity(rs[j]), rs[j].Namespace, rs[j].Name)
+		a, b := startup.StartupSeverity(rs[i]), startup.StartupSeverity(rs[j])
+		if a != b {
+			return a > b
+		}
+		return keyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name)
 	})
-}
-
-// startupBefore is the order of a sweep's reports: worst first, then by
-// namespace and name.
-func startupBefore(sevA int, nsA, nameA string, sevB int, nsB, nameB string) bool {
-	if sevA != sevB {
-		return sevA > sevB
-	}
-	if nsA != nsB {
-		return nsA < nsB
-	}
-	return nameA < nameB
 }

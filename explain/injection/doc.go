@@ -11,7 +11,9 @@
 // effect and where it was found; whether the pod was and would be injected,
 // by which revision and webhook, as which kind of sidecar; the verdict, the
 // fix and any mismatch. SortReports and Summarize order and count reports
-// for the many-pods view.
+// for the many-pods view (Rank and Summaries do it as reports come, for a
+// sweep that keeps none). With ambient mode, whether istio-cni's agent
+// enrolls the pod and what became of it (AmbientCapture).
 //
 // A Mesh is one service mesh's injection model. Istio implements it: the
 // apiserver's choice of webhook from Istio's selectors, then istiod's own
