@@ -20,7 +20,7 @@ type AuditLine struct {
 	Namespace string `json:"namespace"`
 	Pod       string `json:"pod"`
 	Node      string `json:"node"`
-	// Mesh is how the pod is meshed: "istio sidecar", "istio sidecar (CNI)", "none".
+	// Mesh is how the pod is meshed: "istio sidecar", "istio sidecar (CNI)", "istio ambient", "none".
 	Mesh string `json:"mesh"`
 	capture.AuditSummary
 	// Error says why the pod's rules could not be read (then nothing else is known).
@@ -74,10 +74,23 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		return nil
 	}
 	nodes := make([]string, 0, len(byNode))
-	for n := range byNode {
+	ambient := false
+	for n, pods := range byNode {
 		nodes = append(nodes, n)
+		for _, p := range pods {
+			_, ok := p.Annotations[ambientRedirection]
+			ambient = ambient || ok
+		}
 	}
 	sort.Strings(nodes)
+	// Ambient pods are compared with what istio-cni's ConfigMap calls for:
+	// read once (unread, they are not compared, and each line says so).
+	fleet := fleetFacts{client: client}
+	if ambient {
+		if fleet.cni, fleet.cniUnread, err = istioCNIConfig(ctx, client); err != nil {
+			return err
+		}
+	}
 
 	runner := &nsexec.Runner{Client: client.Kube}
 	progress := newProgress(o.ErrOut, len(nodes), selected)
@@ -91,7 +104,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		go func(node string, pods []*corev1.Pod) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			got := o.auditNode(ctx, runner, node, pods)
+			got := o.auditNode(ctx, runner, fleet, node, pods)
 			mu.Lock()
 			lines = append(lines, got...)
 			mu.Unlock()
@@ -182,11 +195,28 @@ func (l *AuditLine) rank() int {
 }
 
 // auditNode reads every pod of node with one node pod and explains each.
-func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, node string, pods []*corev1.Pod) []*AuditLine {
+// fleetFacts are what the audit reads once for every node: istio-cni's
+// ConfigMap, for ambient pods (cniUnread says why it is not there).
+type fleetFacts struct {
+	client    *inspect.Client
+	cni       *corev1.ConfigMap
+	cniUnread string
+}
+
+func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, node string, pods []*corev1.Pod) []*AuditLine {
 	image := o.Image
+	ambient := false
 	for _, p := range pods {
 		if image == "" {
 			image = imageOf(p, "")
+		}
+		_, ok := p.Annotations[ambientRedirection]
+		ambient = ambient || ok
+	}
+	if image == "" && ambient {
+		// Only ambient pods here: the istio-cni agent's image has the tools.
+		if agent, err := fleet.client.AmbientAgent(ctx, node); err == nil && agent != nil && len(agent.Spec.Containers) > 0 {
+			image = agent.Spec.Containers[0].Image
 		}
 	}
 	lines := make([]*AuditLine, 0, len(pods))
@@ -228,6 +258,13 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 			in.Context = &capture.PodContext{ProxyUID: "1337"}
 		}
 		in.Conntrack, in.Sockets = "", "" // the audit reads rules, not flows
+		if _, ok := p.Annotations[ambientRedirection]; ok && in.ExpectArgs == nil {
+			if fleet.cni != nil {
+				in.Ambient = ambientExpectation(fleet.cni, p)
+			} else {
+				in.Notes = append(in.Notes, fleet.cniUnread+": the in-pod rules are not compared")
+			}
+		}
 		kept := in.Notes[:0]
 		for _, n := range in.Notes {
 			if !strings.HasPrefix(n, "the connection tracking table") {
@@ -292,7 +329,7 @@ func meshOf(p *corev1.Pod) string {
 		return "istio sidecar"
 	case proxy:
 		return "istio sidecar (CNI)"
-	case p.Annotations["ambient.istio.io/redirection"] == "enabled":
+	case p.Annotations[ambientRedirection] != "":
 		return "istio ambient"
 	}
 	return "none"

@@ -96,20 +96,39 @@ func (o *IptablesOptions) expectAmbient(ctx context.Context, ic *inspect.Client,
 	if !ambient || o.input.ExpectArgs != nil {
 		return nil
 	}
-	cm, err := ic.IstioCNIConfig(ctx)
+	cm, unread, err := istioCNIConfig(ctx, ic)
 	switch {
-	case apierrors.IsForbidden(err):
-		o.input.Notes = append(o.input.Notes, "istio-cni's ConfigMap could not be read ("+explainAPIError(err, "list configmaps -l istio.io/rev (all namespaces)").Error()+"): the in-pod rules are not compared with what it calls for")
 	case err != nil:
 		return err
 	case cm == nil:
-		o.input.Notes = append(o.input.Notes, "no istio-cni ConfigMap (with AMBIENT_ENABLED) was found: the in-pod rules are not compared")
+		o.input.Notes = append(o.input.Notes, unread+": the in-pod rules are not compared")
 	default:
-		a := capture.AmbientConfigFor(cm.Data, pod.Annotations)
-		a.Source = strings.Replace(a.Source, "istio-cni's ConfigMap", "istio-cni's ConfigMap "+cm.Namespace+"/"+cm.Name, 1)
-		o.input.Ambient = a
+		o.input.Ambient = ambientExpectation(cm, pod)
 	}
 	return nil
+}
+
+// istioCNIConfig reads istio-cni's ConfigMap, what ambient pods' in-pod
+// rules are compared with; without it, unread says why.
+func istioCNIConfig(ctx context.Context, ic *inspect.Client) (cm *corev1.ConfigMap, unread string, err error) {
+	cm, err = ic.IstioCNIConfig(ctx)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, "istio-cni's ConfigMap could not be read (" + explainAPIError(err, "list configmaps -l istio.io/rev (all namespaces)").Error() + ")", nil
+	case err != nil:
+		return nil, "", err
+	case cm == nil:
+		return nil, "no istio-cni ConfigMap (with AMBIENT_ENABLED) was found", nil
+	}
+	return cm, "", nil
+}
+
+// ambientExpectation is what istio-cni's ConfigMap cm and the pod's
+// annotations call for, saying which ConfigMap.
+func ambientExpectation(cm *corev1.ConfigMap, pod *corev1.Pod) *capture.AmbientConfig {
+	a := capture.AmbientConfigFor(cm.Data, pod.Annotations)
+	a.Source = strings.Replace(a.Source, "istio-cni's ConfigMap", "istio-cni's ConfigMap "+cm.Namespace+"/"+cm.Name, 1)
+	return a
 }
 
 func imageOf(p *corev1.Pod, container string) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -290,6 +291,23 @@ func TestIptablesAmbientPod(t *testing.T) {
 	human := mesh(t, c, "", "iptables", "web", "-n", ns)
 	if !strings.Contains(human.stdout, "ambient mode") || !strings.Contains(human.stdout, "Drift: none") {
 		t.Errorf("human output:\n%s", human.stdout)
+	}
+	checks++
+
+	// The fleet audit of the namespace: one node pod, the same comparison.
+	fl := mesh(t, c, "", "iptables", "-n", ns, "-o", "json")
+	var audit struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Pod, Mesh, Inbound, Outbound, DNS, Error string
+			Drift                                    *bool
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(fl.stdout), &audit); err != nil || fl.code != 0 || len(audit.Items) != 1 {
+		t.Fatalf("fleet audit: exit %d, %v, %d lines\n%s\n%s", fl.code, err, len(audit.Items), fl.stdout, fl.stderr)
+	}
+	if l := audit.Items[0]; l.Mesh != "istio ambient" || l.Drift == nil || *l.Drift || l.Outbound != "captured (15001)" || l.Inbound != "captured (15006)" || l.DNS != "not captured" || l.Error != "" {
+		t.Errorf("fleet audit line: %+v", l)
 	}
 	checks++
 	testreport.Count(t, "iptables on an ambient pod with istio-cni's own in-pod rules: %d checks", checks)
