@@ -178,14 +178,30 @@ var (
 	startWarnings = []string{"app-before-proxy-ready", "init-after-capture"}
 )
 
-func initCheck(s *startup.StartupReport, target string) Check {
-	c := Check{Name: CheckInit, Detail: "kubectl mesh startup " + target}
+// fromHazards starts a check read from the startup report: not checked
+// without one, failed or warned by the hazards of the kinds given (ok is
+// then true: the check is decided).
+func fromHazards(name string, s *startup.StartupReport, target string, fails, warns []string) (c Check, ok bool) {
+	c = Check{Name: name, Detail: "kubectl mesh startup " + target}
 	if s == nil {
 		c.Status, c.Evidence = NotChecked, "not read"
-		return c
+		return c, true
 	}
-	if msgs, fix := hazardsOf(s, initHazards...); len(msgs) > 0 {
-		c.Status, c.Evidence, c.Fix = Fail, strings.Join(msgs, "; "), fix
+	for _, k := range []struct {
+		status string
+		kinds  []string
+	}{{Fail, fails}, {Warning, warns}} {
+		if msgs, fix := hazardsOf(s, k.kinds...); len(msgs) > 0 {
+			c.Status, c.Evidence, c.Fix = k.status, strings.Join(msgs, "; "), fix
+			return c, true
+		}
+	}
+	return c, false
+}
+
+func initCheck(s *startup.StartupReport, target string) Check {
+	c, ok := fromHazards(CheckInit, s, target, initHazards, nil)
+	if ok {
 		return c
 	}
 	if len(s.Incomplete) > 0 && (s.InitResult == "running" || s.Phase == "Pending") {
@@ -208,17 +224,8 @@ func initCheck(s *startup.StartupReport, target string) Check {
 }
 
 func startCheck(s *startup.StartupReport, target string) Check {
-	c := Check{Name: CheckStart, Detail: "kubectl mesh startup " + target}
-	if s == nil {
-		c.Status, c.Evidence = NotChecked, "not read"
-		return c
-	}
-	if msgs, fix := hazardsOf(s, startFailures...); len(msgs) > 0 {
-		c.Status, c.Evidence, c.Fix = Fail, strings.Join(msgs, "; "), fix
-		return c
-	}
-	if msgs, fix := hazardsOf(s, startWarnings...); len(msgs) > 0 {
-		c.Status, c.Evidence, c.Fix = Warning, strings.Join(msgs, "; "), fix
+	c, ok := fromHazards(CheckStart, s, target, startFailures, startWarnings)
+	if ok {
 		return c
 	}
 	c.Status = Pass

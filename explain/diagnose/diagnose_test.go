@@ -39,6 +39,17 @@ func pod(change func(p *corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+// ambientPod is pod without Istio's containers (ambient mode); change alters it.
+func ambientPod(change func(p *corev1.Pod)) *corev1.Pod {
+	return pod(func(p *corev1.Pod) {
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		if change != nil {
+			change(p)
+		}
+	})
+}
+
 func injected(change func(r *injection.InjectionReport)) *injection.InjectionReport {
 	yes, no := true, false
 	r := &injection.InjectionReport{Namespace: "shop", Name: "web-1", Kind: "Pod", Injected: &yes, Expected: &yes, Mismatch: &no,
@@ -95,27 +106,20 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "ambient pod no ztunnel took", inj: injected(func(r *injection.InjectionReport) {
 			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientPending
 			r.Fix = "kubectl get daemonset -A -l app=ztunnel"
-		}), pod: pod(func(p *corev1.Pod) {
-			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
-			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		}), pod: ambientPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"ambient.istio.io/redirection": "pending"}
 		}), first: CheckStart, fix: "-l app=ztunnel", worst: Fail},
 		{name: "ambient pod, CNI agent not ready", inj: injected(func(r *injection.InjectionReport) {
 			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientNotSetUp
-		}), pod: pod(func(p *corev1.Pod) {
-			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
-			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], nil
-			p.Status.Phase = corev1.PodPending
+		}), pod: ambientPod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses, p.Status.Phase = nil, corev1.PodPending
 		}), events: []corev1.Event{{Reason: "FailedCreatePodSandBox", Count: 3, LastTimestamp: at(5),
 			Message: `failed to setup network for sandbox "x": plugin type="istio-cni" failed (add): istio-cni cmdAdd failed to contact node Istio CNI agent: connection refused`}},
 			first: CheckInit, fix: "k8s-app=istio-cni-node", worst: Fail},
 		{name: "ambient pod istio-cni never set up (silently)", inj: injected(func(r *injection.InjectionReport) {
 			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientNotSetUp
 			r.Fix = "kubectl rollout restart deployment/web -n shop"
-		}), pod: pod(func(p *corev1.Pod) {
-			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
-			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
-		}), first: CheckCapture, fix: "rollout restart", worst: Fail},
+		}), pod: ambientPod(nil), first: CheckCapture, fix: "rollout restart", worst: Fail},
 		{name: "webhooks unreadable: unknown, not pass", inj: injected(func(r *injection.InjectionReport) {
 			r.Expected, r.Mismatch, r.Needs = nil, nil, []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)"}
 		}), pod: pod(nil), worst: Unknown},
