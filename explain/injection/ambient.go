@@ -88,10 +88,17 @@ func AmbientConfigMap(f *ClusterFacts) (*corev1.ConfigMap, string) {
 	return f.ConfigMaps[keys[0]], keys[0]
 }
 
-// ambientConfigOf reads istio-cni's ConfigMap (AmbientConfigMap). It
+// ambientConfigOf is istio-cni's configuration (parseAmbientConfig), read
+// once per facts.
+func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
+	m := istioModelOf(f)
+	return m.ambient, m.ambientUnknown
+}
+
+// parseAmbientConfig reads istio-cni's ConfigMap (AmbientConfigMap). It
 // returns nil when there is none, and why when the ConfigMaps could not be
 // read.
-func ambientConfigOf(f *ClusterFacts) (*ambientConfig, string) {
+func parseAmbientConfig(f *ClusterFacts) (*ambientConfig, string) {
 	cm, key := AmbientConfigMap(f)
 	if cm == nil {
 		if why, unknown := f.Unknown[FactConfigMaps]; unknown {
@@ -383,7 +390,9 @@ func dash(s string) string {
 // agents on its node (AmbientAgents is needed, and answers depend on the
 // pod's node).
 func AmbientMayCapture(f *ClusterFacts) bool {
-	cfg, unknown := ambientConfigOf(f)
+	// Not through the cached model: the inspector asks while it still
+	// fills the facts.
+	cfg, unknown := parseAmbientConfig(f)
 	return unknown != "" || cfg != nil && cfg.enabled
 }
 

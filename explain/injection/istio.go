@@ -273,6 +273,10 @@ func stringsOf(ops []admissionregistrationv1.OperationType) []string {
 type istioModel struct {
 	revisions map[string]*istioRevision
 	webhooks  []compiledWebhook
+	// ambient is istio-cni's configuration (nil: none; ambientUnknown: why
+	// it could not be read).
+	ambient        *ambientConfig
+	ambientUnknown string
 }
 
 type compiledWebhook struct {
@@ -285,6 +289,7 @@ func istioModelOf(f *ClusterFacts) *istioModel {
 		return f.istio
 	}
 	m := &istioModel{revisions: istioRevisions(f)}
+	m.ambient, m.ambientUnknown = parseAmbientConfig(f)
 	configs := append([]admissionregistrationv1.MutatingWebhookConfiguration(nil), f.Webhooks...)
 	sort.Slice(configs, func(i, j int) bool { return configs[i].Name < configs[j].Name })
 	for _, c := range configs {
