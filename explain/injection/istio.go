@@ -762,10 +762,3 @@ func readIstioStatus(p *corev1.Pod) istioStatus {
 	}
 	return s
 }
-
-func isAmbient(nsLabels, podLabels map[string]string) bool {
-	if podLabels[istioDataplaneLabel] == "ambient" {
-		return true
-	}
-	return nsLabels[istioDataplaneLabel] == "ambient" && podLabels[istioDataplaneLabel] != "none"
-}
