@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -27,6 +28,8 @@ type AuditLine struct {
 	Error string `json:"error,omitempty"`
 	// Report is the pod's full capture report (JSON/YAML only).
 	Report *capture.CaptureReport `json:"report,omitempty"`
+	// needs is the permission whose lack is the Error, when it is one.
+	needs string
 }
 
 // fleetNodes is how many nodes are read at once.
@@ -73,48 +76,9 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		fmt.Fprintln(o.ErrOut, "No running pods found.")
 		return nil
 	}
-	nodes := make([]string, 0, len(byNode))
-	ambient := false
-	for n, pods := range byNode {
-		nodes = append(nodes, n)
-		for _, p := range pods {
-			_, ok := p.Annotations[ambientRedirection]
-			ambient = ambient || ok
-		}
-	}
-	sort.Strings(nodes)
-	// Ambient pods are compared with what istio-cni's ConfigMap calls for:
-	// read once (unread, they are not compared, and each line says so).
-	fleet := fleetFacts{client: client}
-	if ambient {
-		if fleet.cni, fleet.cniUnread, err = istioCNIConfig(ctx, client); err != nil {
-			return err
-		}
-	}
-
-	runner := &nsexec.Runner{Client: client.Kube}
-	progress := newProgress(o.ErrOut, len(nodes), selected)
-	var mu sync.Mutex
-	var lines []*AuditLine
-	sem := make(chan struct{}, fleetNodes)
-	var wg sync.WaitGroup
-	for _, node := range nodes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(node string, pods []*corev1.Pod) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			got := o.auditNode(ctx, runner, fleet, node, pods)
-			mu.Lock()
-			lines = append(lines, got...)
-			mu.Unlock()
-			progress.done(len(pods))
-		}(node, byNode[node])
-	}
-	wg.Wait()
-	progress.clear()
-	if ctx.Err() != nil {
-		return ctx.Err()
+	lines, nodes, err := o.readFleet(ctx, client, byNode, false)
+	if err != nil {
+		return err
 	}
 	sort.SliceStable(lines, func(i, j int) bool {
 		a, b := lines[i], lines[j]
@@ -165,11 +129,65 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 			portOf(l.Inbound), portOf(l.Outbound), portOf(l.DNS), escape(dash(hazards))})
 	}
 	p.para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
-		len(lines), len(nodes), len(nodes), drifted, failed))
+		len(lines), nodes, nodes, drifted, failed))
 	fmt.Fprintln(p.out)
 	p.table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
 	p.para("", "INBOUND, OUTBOUND, DNS: the proxy port a connection to the app's port, to an outside address and to the DNS server goes to, or no (not captured)")
 	return nil
+}
+
+// readFleet reads the rules of the pods of each node of byNode with one
+// node pod per node, a few nodes at once, and explains each pod's;
+// connections keeps each pod's connection-tracking table in its report.
+// It returns a line per pod, in no order, and how many nodes were read.
+func (o *IptablesOptions) readFleet(ctx context.Context, client *inspect.Client, byNode map[string][]*corev1.Pod, connections bool) ([]*AuditLine, int, error) {
+	nodes := make([]string, 0, len(byNode))
+	ambient := false
+	selected := 0
+	for n, pods := range byNode {
+		nodes = append(nodes, n)
+		selected += len(pods)
+		for _, p := range pods {
+			_, ok := p.Annotations[ambientRedirection]
+			ambient = ambient || ok
+		}
+	}
+	sort.Strings(nodes)
+	// Ambient pods are compared with what istio-cni's ConfigMap calls for:
+	// read once (unread, they are not compared, and each line says so).
+	fleet := fleetFacts{client: client, connections: connections}
+	if ambient {
+		var err error
+		if fleet.cni, fleet.cniUnread, err = istioCNIConfig(ctx, client); err != nil {
+			return nil, 0, err
+		}
+	}
+
+	runner := &nsexec.Runner{Client: client.Kube}
+	progress := newProgress(o.ErrOut, len(nodes), selected)
+	var mu sync.Mutex
+	var lines []*AuditLine
+	sem := make(chan struct{}, fleetNodes)
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(node string, pods []*corev1.Pod) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			got := o.auditNode(ctx, runner, fleet, node, pods)
+			mu.Lock()
+			lines = append(lines, got...)
+			mu.Unlock()
+			progress.done(len(pods))
+		}(node, byNode[node])
+	}
+	wg.Wait()
+	progress.clear()
+	if ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	return lines, len(nodes), nil
 }
 
 // portOf shows "captured (15006)" as "15006" and "not captured" as "no" in
@@ -196,11 +214,13 @@ func (l *AuditLine) rank() int {
 
 // auditNode reads every pod of node with one node pod and explains each.
 // fleetFacts are what the audit reads once for every node: istio-cni's
-// ConfigMap, for ambient pods (cniUnread says why it is not there).
+// ConfigMap, for ambient pods (cniUnread says why it is not there); and
+// whether the pods' connections are explained too.
 type fleetFacts struct {
-	client    *inspect.Client
-	cni       *corev1.ConfigMap
-	cniUnread string
+	client      *inspect.Client
+	cni         *corev1.ConfigMap
+	cniUnread   string
+	connections bool
 }
 
 func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, node string, pods []*corev1.Pod) []*AuditLine {
@@ -220,9 +240,10 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		}
 	}
 	lines := make([]*AuditLine, 0, len(pods))
+	need := ""
 	fail := func(why string) []*AuditLine {
 		for _, p := range pods {
-			lines = append(lines, &AuditLine{Namespace: p.Namespace, Pod: p.Name, Node: node, Mesh: meshOf(p), Error: why})
+			lines = append(lines, &AuditLine{Namespace: p.Namespace, Pod: p.Name, Node: node, Mesh: meshOf(p), Error: why, needs: need})
 		}
 		return lines
 	}
@@ -231,6 +252,10 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 	}
 	dumps, _, err := runner.DumpNode(ctx, node, o.NodeNS, image, pods, o.Timeout)
 	if err != nil {
+		var perm *nsexec.PermissionError
+		if errors.As(err, &perm) {
+			need = perm.Need
+		}
 		return fail("node pod: " + err.Error())
 	}
 	for _, p := range pods {
@@ -257,7 +282,9 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		if in.Context == nil {
 			in.Context = &capture.PodContext{ProxyUID: "1337"}
 		}
-		in.Conntrack, in.Sockets = "", "" // the audit reads rules, not flows
+		if !fleet.connections {
+			in.Conntrack, in.Sockets = "", "" // the audit reads rules, not flows
+		}
 		if _, ok := p.Annotations[ambientRedirection]; ok && in.ExpectArgs == nil {
 			if fleet.cni != nil {
 				in.Ambient = ambientExpectation(fleet.cni, p)
@@ -267,7 +294,7 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		}
 		kept := in.Notes[:0]
 		for _, n := range in.Notes {
-			if !strings.HasPrefix(n, "the connection tracking table") {
+			if fleet.connections || !strings.HasPrefix(n, "the connection tracking table") {
 				kept = append(kept, n)
 			}
 		}

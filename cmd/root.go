@@ -22,6 +22,7 @@ const (
 	ExitError      = 1 // the command failed (cluster unreachable, object not found, …)
 	ExitUsage      = 2 // bad flags or arguments
 	ExitIncomplete = 3 // an answer was given, but part of it could not be determined
+	ExitProblem    = 4 // diagnose found a problem (a check failed)
 	// ExitInterrupted is what a shell reports for a command ended by Ctrl-C
 	// (128 + SIGINT), as kubectl's own commands end.
 	ExitInterrupted = 130
@@ -52,6 +53,12 @@ type IncompleteError struct{ Err error }
 func (e *IncompleteError) Error() string { return e.Err.Error() }
 func (e *IncompleteError) Unwrap() error { return e.Err }
 
+// ProblemError ends a diagnosis that found a problem; it exits with ExitProblem.
+type ProblemError struct{ Err error }
+
+func (e *ProblemError) Error() string { return e.Err.Error() }
+func (e *ProblemError) Unwrap() error { return e.Err }
+
 // NewRootCmd builds `kubectl mesh` with every subcommand. The kubectl
 // connection flags (--kubeconfig, --context, -n, --as, …) are persistent, so
 // they work on every subcommand.
@@ -63,7 +70,8 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Diagnose service-mesh pods: injection, startup order and traffic capture",
 		Long: `kubectl mesh explains what a service mesh did to a pod, and why.
 
-Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
+Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
+4 diagnose found a problem.`,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl mesh",
 		},
@@ -104,6 +112,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete.`,
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
 	root.AddCommand(NewIptablesCmd(configFlags, streams))
 	root.AddCommand(NewStartupCmd(configFlags, streams))
+	root.AddCommand(NewDiagnoseCmd(configFlags, streams))
 	addCompletionShim(root, configFlags, streams)
 	usageOnBadArgs(root)
 	return root
@@ -145,9 +154,12 @@ func exitCode(err error, errOut io.Writer) int {
 	var usage *UsageError
 	var incomplete *IncompleteError
 	var interrupted *InterruptedError
+	var problem *ProblemError
 	switch {
 	case errors.As(err, &interrupted):
 		return ExitInterrupted
+	case errors.As(err, &problem):
+		return ExitProblem
 	case errors.As(err, &usage):
 		return ExitUsage
 	case errors.As(err, &incomplete):

@@ -174,13 +174,13 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		reports, err = o.fromArgs(ctx, facts)
 		list = len(reports) != 1 || reports[0].Kind != "Pod"
 	case o.Verify:
-		err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport) error {
+		err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport, _ *corev1.Pod) error {
 			reports = append(reports, r)
 			return nil
 		})
 	default:
 		kept = o.newSweep(facts, false)
-		err = o.sweep(ctx, facts, pre, kept.add)
+		err = o.sweep(ctx, facts, pre, func(r *injection.InjectionReport, _ *corev1.Pod) error { return kept.add(r) })
 	}
 	if err != nil {
 		return err
@@ -265,9 +265,10 @@ func (o *WhyInjectedOptions) startSweep(ctx context.Context) *sweepReads {
 }
 
 // sweep explains every pod of the namespace (or cluster) as the pods come
-// in, and gives each report to keep; pods that share everything the answer
+// in, and gives each report to keep with its pod (nil for a workload whose
+// pods admission refuses); pods that share everything the answer
 // depends on share one answer (injection.Memo).
-func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads, keep func(*injection.InjectionReport) error) error {
+func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.ClusterFacts, pre *sweepReads, keep func(*injection.InjectionReport, *corev1.Pod) error) error {
 	ns := o.sweepNamespace()
 	if ns != "" {
 		if err := o.client.ResolveNamespaces(ctx, facts, ns); err != nil {
@@ -301,7 +302,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 			if o.Output == "" {
 				r.Factors = nil
 			}
-			if err := keep(r); err != nil {
+			if err := keep(r, &pods[i]); err != nil {
 				return err
 			}
 		}
@@ -316,7 +317,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 			return err
 		}
 		for _, r := range owners {
-			if err := keep(r); err != nil {
+			if err := keep(r, nil); err != nil {
 				return err
 			}
 		}

@@ -126,8 +126,9 @@ func parse(out string) []Section {
 	return secs
 }
 
-// PermissionError names the permission a way needs and the user lacks.
-type PermissionError struct{ Msg string }
+// PermissionError names the permission a way needs and the user lacks:
+// Need is it alone ("patch pods/ephemeralcontainers in namespace shop").
+type PermissionError struct{ Msg, Need string }
 
 func (e *PermissionError) Error() string { return e.Msg }
 
@@ -146,7 +147,8 @@ func (r *Runner) check(ctx context.Context, attrs ...authorizationv1.ResourceAtt
 			if a.Subresource != "" {
 				what += "/" + a.Subresource
 			}
-			return &PermissionError{Msg: fmt.Sprintf("not allowed to %s %s in namespace %q: that permission is needed to read the rules this way; nothing was changed", a.Verb, what, a.Namespace)}
+			return &PermissionError{Msg: fmt.Sprintf("not allowed to %s %s in namespace %q: that permission is needed to read the rules this way; nothing was changed", a.Verb, what, a.Namespace),
+				Need: fmt.Sprintf("%s %s in namespace %s", a.Verb, what, a.Namespace)}
 		}
 	}
 	return nil
@@ -210,7 +212,8 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 		case strings.Contains(err.Error(), "PodSecurity"):
 			return nil, fmt.Errorf("the namespace's PodSecurity policy refuses a debug container with NET_ADMIN and NET_RAW: %v\nuse --via node (a privileged pod on the node, created in --node-namespace)", err)
 		case apierrors.IsForbidden(err):
-			return nil, &PermissionError{Msg: fmt.Sprintf("not allowed to patch pods/ephemeralcontainers in namespace %q: adding the debug container was refused: %v", p.Namespace, err)}
+			return nil, &PermissionError{Msg: fmt.Sprintf("not allowed to patch pods/ephemeralcontainers in namespace %q: adding the debug container was refused: %v", p.Namespace, err),
+				Need: "patch pods/ephemeralcontainers in namespace " + p.Namespace}
 		}
 		return nil, fmt.Errorf("adding the debug container: %w", err)
 	}

@@ -51,11 +51,17 @@ type Check struct {
 
 // Diagnosis is one pod's checklist, the first failing check on top.
 type Diagnosis struct {
-	Namespace string  `json:"namespace"`
-	Name      string  `json:"name"`
-	Checks    []Check `json:"checks"`
-	// First names the first check that failed ("" when none did); Verdict
-	// and Fix are its evidence and fix, or the summary when none failed.
+	// WorkloadKind is Pod, or the kind of an object with no pod to check
+	// (a workload whose pods admission refuses, a manifest's template).
+	WorkloadKind string `json:"workloadKind"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	// Status is the worst status of the checks that ran (Worst).
+	Status string  `json:"status"`
+	Checks []Check `json:"checks"`
+	// First names the first check that failed or, when none did, the first
+	// that warned ("" when neither); Verdict and Fix are its evidence and
+	// fix, or the summary when there is none.
 	First   string `json:"first,omitempty"`
 	Verdict string `json:"verdict"`
 	Fix     string `json:"fix,omitempty"`
@@ -68,46 +74,62 @@ type Facts struct {
 	Startup     *startup.StartupReport
 	Capture     *capture.CaptureReport
 	Connections bool
+	// CaptureUnknown says why the rules asked for could not be read (then
+	// Capture is nil), CaptureNeeds the permissions that would read them.
+	CaptureUnknown string
+	CaptureNeeds   []string
+	// CaptureSkipped says why the rules asked for were not read (the pod
+	// is not running): the capture check is not checked.
+	CaptureSkipped string
+	// NoPod says why there is no pod to check past admission (a manifest
+	// not applied, a workload whose pods are refused): the later checks
+	// are not checked, and say so.
+	NoPod string
 }
 
 // Diagnose walks the checks in order.
 func Diagnose(f Facts) *Diagnosis {
-	d := &Diagnosis{}
-	target := ""
+	d := &Diagnosis{WorkloadKind: "Pod"}
 	if r := f.Injection; r != nil {
-		d.Namespace, d.Name = r.Namespace, r.Name
+		d.WorkloadKind, d.Namespace, d.Name = r.Kind, r.Namespace, r.Name
 	} else if s := f.Startup; s != nil {
 		d.Namespace, d.Name = s.Namespace, s.Name
 	}
-	target = d.Name + " -n " + d.Namespace
-	d.Checks = []Check{
-		injectionCheck(f.Injection, target),
-		initCheck(f.Startup, target),
-		startCheck(f.Startup, target),
-		captureCheck(f.Capture, f.Injection, target),
-		connectionsCheck(f.Capture, f.Connections, target),
+	target := d.Name + " -n " + d.Namespace
+	if d.WorkloadKind != "Pod" {
+		target = strings.ToLower(d.WorkloadKind) + "/" + target
 	}
-	for _, c := range d.Checks {
-		if c.Status == Fail {
-			d.First, d.Verdict, d.Fix = c.Name, c.Evidence, c.Fix
-			return d
+	d.Checks = []Check{injectionCheck(f.Injection, target)}
+	if f.NoPod != "" {
+		for _, name := range []string{CheckInit, CheckStart, CheckCapture, CheckConnections} {
+			d.Checks = append(d.Checks, Check{Name: name, Status: NotChecked, Evidence: "not checked: " + f.NoPod})
+		}
+	} else {
+		init := initCheck(f.Startup, target)
+		d.Checks = append(d.Checks, init,
+			startCheck(f.Startup, target, init),
+			captureCheck(f, target),
+			connectionsCheck(f, target))
+	}
+	d.Status = d.Worst()
+	for _, status := range []string{Fail, Warning} {
+		for _, c := range d.Checks {
+			if c.Status == status {
+				d.First, d.Verdict, d.Fix = c.Name, c.Evidence, c.Fix
+				return d
+			}
 		}
 	}
-	var warned, unknown, notRun []string
+	var unknown, notRun []string
 	for _, c := range d.Checks {
 		switch c.Status {
-		case Warning:
-			warned = append(warned, c.Name)
 		case Unknown:
 			unknown = append(unknown, c.Name)
 		case NotChecked:
 			notRun = append(notRun, c.Name)
 		}
 	}
-	parts := []string{"no check failed"}
-	if len(warned) > 0 {
-		parts = append(parts, "warnings: "+strings.Join(warned, ", "))
-	}
+	parts := []string{"every check that ran passed"}
 	if len(unknown) > 0 {
 		parts = append(parts, "unknown: "+strings.Join(unknown, ", "))
 	}
@@ -135,7 +157,8 @@ func injectionCheck(r *injection.InjectionReport, target string) Check {
 	c := Check{Name: CheckInjection, Detail: "kubectl mesh why-injected " + target}
 	switch {
 	case r == nil:
-		c.Status, c.Evidence = NotChecked, "not read"
+		c.Status, c.Evidence = NotChecked, "not checked: not read"
+		return c
 	case r.Ambient && (r.AmbientCapture == injection.AmbientPending || r.AmbientCapture == injection.AmbientNotSetUp):
 		// Enrolled as it should be: its setup failed, which init, start or
 		// capture says.
@@ -149,7 +172,34 @@ func injectionCheck(r *injection.InjectionReport, target string) Check {
 	default:
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
+	proof(&c, r)
 	return c
+}
+
+// proof adds --verify's dry-run create to the injection check: it agrees,
+// it answers where the prediction could not, or it disagrees (then the
+// apiserver is right, and the prediction is a bug to report).
+func proof(c *Check, r *injection.InjectionReport) {
+	v := r.Verified
+	switch {
+	case r.NotVerified != "":
+		c.Evidence += " (not verified: " + r.NotVerified + ")"
+	case v == nil:
+	case v.Agrees != nil && *v.Agrees:
+		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
+	case v.Refused:
+		c.Status, c.Evidence = Fail, "a dry-run create was refused: "+v.Summary()
+		if c.Fix == "" {
+			c.Fix = "see what refuses it: " + c.Detail + " --verify"
+		}
+	case v.Agrees == nil && r.Injected != nil && *r.Injected == v.Injected:
+		c.Status, c.Evidence, c.Needs = Pass, "a dry-run create now gives what the pod has: "+v.Summary(), nil
+	case v.Agrees == nil:
+		c.Evidence += "; a dry-run create: " + v.Summary()
+	default:
+		c.Status = Unknown
+		c.Evidence = "the prediction and a dry-run create disagree (" + v.Disagreement + "): a bug in kubectl-mesh's model of the mesh; the dry run's answer: " + v.Summary()
+	}
 }
 
 // hazardsOf are the startup hazards of kinds, as "message" lines, and the
@@ -223,13 +273,16 @@ func initCheck(s *startup.StartupReport, target string) Check {
 	return c
 }
 
-func startCheck(s *startup.StartupReport, target string) Check {
+func startCheck(s *startup.StartupReport, target string, init Check) Check {
 	c, ok := fromHazards(CheckStart, s, target, startFailures, startWarnings)
 	if ok {
 		return c
 	}
 	c.Status = Pass
 	switch {
+	case init.Status == Fail && s.Phase == "Pending":
+		// Nothing starts before init completes: not a finding of its own.
+		c.Status, c.Evidence = NotChecked, "not checked: nothing starts until init completes"
 	case s.Phase != "Running" && s.Phase != "Succeeded":
 		c.Status, c.Evidence = Warning, "the pod is "+s.Phase
 	case len(s.StartOrder) > 0:
@@ -240,14 +293,20 @@ func startCheck(s *startup.StartupReport, target string) Check {
 	return c
 }
 
-func captureCheck(r *capture.CaptureReport, inj *injection.InjectionReport, target string) Check {
+func captureCheck(f Facts, target string) Check {
+	r, inj := f.Capture, f.Injection
 	c := Check{Name: CheckCapture, Detail: "kubectl mesh iptables " + target}
 	switch {
 	case inj != nil && inj.Ambient && (inj.AmbientCapture == injection.AmbientPending || inj.AmbientCapture == injection.AmbientNotSetUp):
 		// What istio-cni wrote on the pod says so, rules read or not.
 		c.Status, c.Evidence, c.Fix = Fail, inj.Verdict, inj.Fix
+	case f.CaptureUnknown != "":
+		c.Status, c.Evidence, c.Needs = Unknown, f.CaptureUnknown, f.CaptureNeeds
+	case f.CaptureSkipped != "":
+		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
 	case r == nil:
-		c.Status, c.Evidence = NotChecked, "the pod's rules were not read (--rules reads them)"
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's rules were not read (--rules reads them)"
+		c.Detail = "kubectl mesh diagnose " + target + " --rules"
 	case r.Drift == nil:
 		c.Status, c.Evidence = Unknown, "the rules were read, but what they should be is not known: "+strings.Join(r.Notes, "; ")
 	case len(r.Drift.Missing)+len(r.Drift.Extra)+len(r.Drift.Reordered) > 0:
@@ -260,20 +319,40 @@ func captureCheck(r *capture.CaptureReport, inj *injection.InjectionReport, targ
 	return c
 }
 
-func connectionsCheck(r *capture.CaptureReport, asked bool, target string) Check {
+func connectionsCheck(f Facts, target string) Check {
+	r := f.Capture
 	c := Check{Name: CheckConnections, Detail: "kubectl mesh iptables " + target + " --connections"}
-	if !asked || r == nil {
-		c.Status, c.Evidence = NotChecked, "the pod's live connections were not read (--connections reads them)"
+	switch {
+	case f.Connections && f.CaptureUnknown != "":
+		c.Status, c.Evidence, c.Needs = Unknown, f.CaptureUnknown, f.CaptureNeeds
+		return c
+	case f.CaptureSkipped != "":
+		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
+		return c
+	case !f.Connections || r == nil:
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's live connections were not read (--connections reads them)"
+		c.Detail = "kubectl mesh diagnose " + target + " --connections"
+		return c
+	case r.ConnectionsSummary == "" && len(r.Connections) == 0:
+		c.Status, c.Evidence = Unknown, "the pod's connection tracking table could not be read: "+strings.Join(r.Notes, "; ")
 		return c
 	}
 	var bypass []string
+	rule := ""
 	for _, conn := range r.Connections {
-		if conn.Class == "bypassing the proxy" {
+		if conn.Class == capture.Bypassing {
 			bypass = append(bypass, conn.Proto+" "+conn.Src.String()+" → "+conn.Dst.String())
+			if rule == "" {
+				rule = conn.Rule
+			}
 		}
 	}
 	if len(bypass) > 0 {
 		c.Status, c.Evidence = Fail, fmt.Sprintf("%d connections bypass the proxy: %s", len(bypass), strings.Join(bypass, ", "))
+		if rule != "" {
+			c.Evidence += " (let through by: " + rule + ")"
+		}
+		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail
 		return c
 	}
 	c.Status, c.Evidence = Pass, r.ConnectionsSummary

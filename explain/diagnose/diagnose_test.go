@@ -65,7 +65,7 @@ func injected(change func(r *injection.InjectionReport)) *injection.InjectionRep
 func TestDiagnoseFirstFailingCheck(t *testing.T) {
 	yes, no := true, false
 	drift := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{"-A ISTIO_OUTPUT -d 10.96.0.0/12 -j RETURN"}, Extra: []string{}}}
-	clean := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}}}
+	clean := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}}, ConnectionsSummary: "no live TCP or UDP flows"}
 	bypass := &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}},
 		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: "bypassing the proxy"}}}
 	cases := []struct {
@@ -75,6 +75,8 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		events      []corev1.Event
 		capture     *capture.CaptureReport
 		connections bool
+		unreadable  string
+		noPod       string
 		first       string
 		fix         string
 		worst       string
@@ -97,12 +99,16 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "app before a slow proxy, no hold (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Lifecycle = nil
 			p.Status.ContainerStatuses[0].State.Running.StartedAt = at(9)
-		}), worst: Warning},
+		}), first: CheckStart, fix: "holdApplicationUntilProxyStarts", worst: Warning},
 		{name: "proxy never ready", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].Ready = false
 		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c istio-proxy", worst: Fail},
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
-		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, worst: Fail},
+		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
+		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},
+		{name: "refused at admission, no pod to check", inj: injected(func(r *injection.InjectionReport) {
+			r.Kind, r.Injected, r.CreationBlocked, r.Fix = "ReplicaSet", nil, true, "kubectl get endpointslices -n istio-system"
+		}), noPod: "admission refuses its pods", first: CheckInjection, fix: "endpointslices", worst: Fail},
 		{name: "ambient pod no ztunnel took", inj: injected(func(r *injection.InjectionReport) {
 			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientPending
 			r.Fix = "kubectl get daemonset -A -l app=ztunnel"
@@ -130,8 +136,12 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		if tc.pod != nil {
 			s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(time.Minute)})
 		}
-		d := Diagnose(Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections})
-		if d.First != tc.first || !strings.Contains(d.Fix, tc.fix) || d.Worst() != tc.worst {
+		f := Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections, NoPod: tc.noPod}
+		if tc.unreadable != "" {
+			f.CaptureUnknown, f.CaptureNeeds = "not allowed to read the rules", []string{tc.unreadable}
+		}
+		d := Diagnose(f)
+		if d.First != tc.first || !strings.Contains(d.Fix, tc.fix) || d.Worst() != tc.worst || d.Status != tc.worst {
 			var lines []string
 			for _, c := range d.Checks {
 				lines = append(lines, c.Name+" "+c.Status+": "+c.Evidence)
@@ -146,7 +156,7 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 			if c.Status == NotChecked && !strings.Contains(c.Evidence, "not") {
 				t.Errorf("%s: %s not checked without saying so: %q", tc.name, c.Name, c.Evidence)
 			}
-			if c.Status == Unknown && c.Name == CheckInjection && len(c.Needs) == 0 {
+			if c.Status == Unknown && c.Name != CheckInit && c.Name != CheckStart && len(c.Needs) == 0 {
 				t.Errorf("%s: unknown injection names no permission", tc.name)
 			}
 		}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of the cluster sweeps, `kubectl mesh why-injected -A` (JSON and
-# table) and `kubectl mesh startup -A -o json`, on the local cluster filled by
+# table), `kubectl mesh startup -A -o json` and `kubectl mesh diagnose -A -o
+# json`, on the local cluster filled by
 # hack/bench/mkpods (10,000 pods in 500 namespaces; pods owned by ReplicaSets,
 # unscheduled, half shaped as Istio leaves an injected pod), beside the
 # floors, all in the same run:
@@ -20,7 +21,7 @@
 #                 2,000) and measures again: the time per 10k pods, and RSS.
 #   BASELINE=bin  also measures an older kubectl-mesh build (A/B).
 #   VERIFY=1      also why-injected -A --verify -o json (long: dry runs).
-#   CHECK=1       exit 1 when a goal of issue #14 is missed (make bench).
+#   CHECK=1       exit 1 when a goal (issues #14, #18) is missed (make bench).
 #   KEEP=1        leaves the pods there (the next run uses the 10k state again).
 # The cluster is brought up if needed; the benchmark's namespaces are deleted
 # at the end.
@@ -48,10 +49,15 @@ fi
 
 declare -A WALLS RSS MED
 # one KEY COMMAND…: run once, record wall seconds and peak RSS (KiB).
+# diagnose exits 4 when it finds a problem and 3 when an answer is unknown:
+# both are answers.
 one() {
-  local key=$1; shift
-  /usr/bin/time -f '%e %M' -o /tmp/kmesh-bench.time "$@" > /dev/null 2>/tmp/kmesh-bench.err ||
-    die "$key failed: $(tail -3 /tmp/kmesh-bench.err)"
+  local key=$1 rc=0; shift
+  /usr/bin/time -f '%e %M' -o /tmp/kmesh-bench.time "$@" > /dev/null 2>/tmp/kmesh-bench.err || rc=$?
+  case "$key:$rc" in
+    *:0 | *diagnose:3 | *diagnose:4) ;;
+    *) die "$key failed (exit $rc): $(tail -3 /tmp/kmesh-bench.err)" ;;
+  esac
   read -r wall rss < /tmp/kmesh-bench.time
   WALLS[$key]+="$wall "
   [ "${RSS[$key]:-0}" -ge "$rss" ] || RSS[$key]=$rss
@@ -80,6 +86,7 @@ measure_state() { # STATE
     one json "$MESH" why-injected -A -o json
     one table "$MESH" why-injected -A
     one startup "$MESH" startup -A -o json
+    one diagnose "$MESH" diagnose -A -o json
     if [ -n "${BASELINE:-}" ]; then
       one base-json "$BASELINE" why-injected -A -o json
       one base-table "$BASELINE" why-injected -A
@@ -97,6 +104,7 @@ measure_state() { # STATE
   report "$state" json 'kubectl mesh why-injected -A -o json'
   report "$state" table 'kubectl mesh why-injected -A (table)'
   report "$state" startup 'kubectl mesh startup -A -o json'
+  report "$state" diagnose 'kubectl mesh diagnose -A -o json'
   if [ -n "${BASELINE:-}" ]; then
     report "$state" base-json 'baseline why-injected -A -o json'
     report "$state" base-table 'baseline why-injected -A (table)'
@@ -107,7 +115,9 @@ measure_state() { # STATE
   goal "why-injected -A -o json ≤ 1.3 × raw" "$(awk -v a="${MED[$state.json]}" -v b="$raw" 'BEGIN { print (a <= 1.3 * b) }')"
   goal "why-injected -A (table) ≤ 1.3 × raw" "$(awk -v a="${MED[$state.table]}" -v b="$raw" 'BEGIN { print (a <= 1.3 * b) }')"
   goal "startup -A -o json ≤ 1.2 × raw" "$(awk -v a="${MED[$state.startup]}" -v b="$raw" 'BEGIN { print (a <= 1.2 * b) }')"
-  for k in json table startup; do
+  goal "diagnose -A -o json ≤ 1.3 × why-injected -A -o json ($(awk -v a="${MED[$state.diagnose]}" -v b="${MED[$state.json]}" 'BEGIN { printf "%.2f×", a / b }'))" \
+    "$(awk -v a="${MED[$state.diagnose]}" -v b="${MED[$state.json]}" 'BEGIN { print (a <= 1.3 * b) }')"
+  for k in json table startup diagnose; do
     goal "$k peak RSS $(( RSS[$k] / 1024 )) MiB ≤ $limit MiB" "$(( RSS[$k] / 1024 <= limit ))"
   done
 }

@@ -1,0 +1,616 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+)
+
+// DiagnoseOptions holds the flags of `kubectl mesh diagnose`.
+type DiagnoseOptions struct {
+	configFlags   *genericclioptions.ConfigFlags
+	Filenames     []string
+	Selector      string
+	AllNamespaces bool
+	Output        string
+	// Verify proves the injection answer with a dry-run create.
+	Verify bool
+	// Rules reads the pods' live capture rules; Connections their live
+	// flows too (it implies Rules).
+	Rules, Connections bool
+	Via, Image, NodeNS string
+	viaSet             bool
+	Timeout            time.Duration
+	// FailOn is the worst status that still exits 0: fail (the default)
+	// or warning.
+	FailOn string
+	Args   []string
+
+	namespace string
+	client    *inspect.Client
+	why       *WhyInjectedOptions
+	st        *StartupOptions
+	genericiooptions.IOStreams
+}
+
+// DiagnosisDoc is one diagnosis as printed with -o json|yaml.
+type DiagnosisDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*diagnose.Diagnosis
+}
+
+// CheckCount counts one check's statuses over a list of diagnoses; First
+// is how many have it as their first failing (or warning) check.
+type CheckCount struct {
+	Name       string `json:"name"`
+	First      int    `json:"first"`
+	Pass       int    `json:"pass"`
+	Warning    int    `json:"warning"`
+	Fail       int    `json:"fail"`
+	Unknown    int    `json:"unknown"`
+	NotChecked int    `json:"notChecked"`
+}
+
+// A list of diagnoses is printed as
+//
+//	{apiVersion, kind: DiagnosisList, items: [Diagnosis…], summary: [CheckCount…], incomplete: [string…]}
+
+// NewDiagnoseCmd builds `kubectl mesh diagnose`.
+func NewDiagnoseCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &DiagnoseOptions{configFlags: configFlags, IOStreams: streams}
+	c := &cobra.Command{
+		Use:   "diagnose [POD | TYPE/NAME | -f FILE | -l SELECTOR | -A]",
+		Short: "Walk a pod's data-plane setup in the order it happens and stop at the first thing that broke",
+		Long: `Answer "what is wrong with this pod?": every check of its data-plane setup,
+in the order things happen to a pod, the first failing one and its fix on top.
+
+  injection    injected as expected? (a mismatch, refused at admission, the
+               wrong revision) — as why-injected answers; --verify adds the
+               proof of a dry-run create
+  init         istio-init, istio-validation or ambient mode's CNI setup
+  start        the proxy started and ready, before the app where it must be
+  capture      the live rules against what the pod's arguments call for
+               (--rules: reads the pod's network namespace)
+  connections  live flows that bypass the proxy (--connections)
+
+Each check is pass, warning, fail, unknown (a fact could not be read; the
+permission that would settle it is named) or not checked. Then, for each
+check that did not pass, the kubectl-mesh command that shows it in full.
+
+For many pods (a workload, -n, -l, -A): one row per pod, worst first,
+grouped by the first failing check, and a count per check. --rules then
+reads every pod of a node with one short-lived node pod (never an ephemeral
+container per pod).
+
+Exit codes: 0 every check that ran passed (warnings too, unless
+--fail-on warning); 4 a check failed; 3 nothing failed but an answer is
+unknown; 1 error; 2 usage error.`,
+		Example: `  # What is wrong with this pod?
+  kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo
+
+  # ... its live rules and connections too
+  kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections
+
+  # Every pod of the cluster, worst first; fail a CI gate on any problem
+  kubectl mesh diagnose -A || echo "exit $?"`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.viaSet = c.Flags().Changed("via")
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			err := o.Run(ctx)
+			if err != nil && ctx.Err() != nil {
+				return &InterruptedError{Err: fmt.Errorf("interrupted (every node pod created has been deleted)")}
+			}
+			return err
+		},
+		ValidArgsFunction: completePodsAndWorkloads(configFlags),
+	}
+	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to diagnose before they are applied: admission only (- for standard input)")
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Diagnose the pods matching this label selector")
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose every pod in the cluster")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove the injection answer with a server-side dry-run create (needs create pods)")
+	c.Flags().BoolVar(&o.Rules, "rules", false, "Read the live capture rules and compare them with what the pod's arguments call for (one pod: an ephemeral container, or --via node; many: one node pod per node)")
+	c.Flags().BoolVar(&o.Connections, "connections", false, "Read the live connections too and find flows that bypass the proxy (implies --rules)")
+	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How --rules reaches one pod's network namespace: ephemeral or node")
+	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables to read the rules with (default: the pod's proxy image)")
+	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
+	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
+	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return c
+}
+
+// Complete fills the options from the flags and the kubeconfig; the
+// subjects' options read with the same client.
+func (o *DiagnoseOptions) Complete(args []string) error {
+	o.Args = args
+	if o.Connections {
+		o.Rules = true
+	}
+	ns, explicit, client, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	o.namespace, o.client = ns, client
+	o.why = &WhyInjectedOptions{configFlags: o.configFlags, Filenames: o.Filenames, Selector: o.Selector, AllNamespaces: o.AllNamespaces,
+		Verify: o.Verify, Args: args, namespace: ns, explicitNamespace: explicit, client: client, mesh: injection.Istio{}, IOStreams: o.IOStreams}
+	o.st = &StartupOptions{configFlags: o.configFlags, Selector: o.Selector, AllNamespaces: o.AllNamespaces, Args: args,
+		namespace: ns, client: client, now: time.Now, IOStreams: o.IOStreams}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *DiagnoseOptions) Validate() error {
+	if err := validateOutput(o.Output); err != nil {
+		return err
+	}
+	switch {
+	case o.FailOn != diagnose.Fail && o.FailOn != diagnose.Warning:
+		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
+	case o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode:
+		return usageErrorf("--via %q: ephemeral or node", o.Via)
+	case len(o.Filenames) > 0 && o.Rules:
+		return usageErrorf("--rules and --connections read running pods; a manifest (-f) has none")
+	case len(o.Args) == 0 && o.viaSet && o.Via == nsexec.ViaEphemeral:
+		return usageErrorf("--rules over many pods reads every pod of a node with one node pod; --via ephemeral is for one POD")
+	}
+	return o.why.Validate()
+}
+
+// item is one diagnosis with what it was made from, kept until every fact
+// it needs is read.
+type item struct {
+	facts diagnose.Facts
+	pod   *corev1.Pod
+}
+
+// Run reads the facts, composes the diagnoses and prints them.
+func (o *DiagnoseOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(o.Filenames) == 0 && len(o.Args) == 0 {
+		return o.sweep(ctx)
+	}
+	facts, err := o.meshFacts(ctx)
+	if err != nil {
+		return err
+	}
+	var reports []*injection.InjectionReport
+	if len(o.Filenames) > 0 {
+		reports, err = o.why.fromFiles(ctx, facts)
+	} else {
+		reports, err = o.why.fromArgs(ctx, facts)
+	}
+	if err != nil {
+		return err
+	}
+	if o.Verify {
+		if err := o.why.verify(ctx, reports); err != nil {
+			return err
+		}
+	}
+	incomplete := factsIncomplete(facts)
+
+	// The pods of the reports: their startup, and with --rules their rules.
+	var podReports []*injection.InjectionReport
+	for _, r := range reports {
+		if r.Kind == "Pod" && len(o.Filenames) == 0 {
+			podReports = append(podReports, r)
+		}
+	}
+	pods, err := o.podsOf(ctx, podReports)
+	if err != nil {
+		return err
+	}
+	single := len(o.Filenames) == 0 && len(reports) == 1 && reports[0].Kind == "Pod"
+	var items []*item
+	if len(pods) > 0 {
+		name := ""
+		if single {
+			name = pods[0].Name
+		}
+		events, evIncomplete, err := o.st.events(ctx, pods[0].Namespace, name)
+		if err != nil {
+			return err
+		}
+		incomplete = append(incomplete, evIncomplete...)
+		for i, r := range podReports {
+			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
+			it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, single)
+			items = append(items, it)
+		}
+	}
+	for _, r := range reports {
+		switch {
+		case len(o.Filenames) > 0:
+			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "a manifest, not created yet: its pods are checked once they run"}})
+		case r.Kind != "Pod" && len(podReports) == 0:
+			why := "it has no pods"
+			if r.CreationBlocked {
+				why = "admission refuses its pods: none was created"
+			}
+			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: why}})
+		}
+	}
+	if o.Rules {
+		if err := o.readRules(ctx, items, single); err != nil {
+			return err
+		}
+	}
+	ds := make([]*diagnose.Diagnosis, 0, len(items))
+	for _, it := range items {
+		ds = append(ds, diagnose.Diagnose(it.facts))
+	}
+	return o.finish(ds, !single, dedupe(incomplete))
+}
+
+// meshFacts reads the mesh's configuration (what why-injected reads).
+func (o *DiagnoseOptions) meshFacts(ctx context.Context) (*injection.ClusterFacts, error) {
+	facts, err := o.client.MeshFacts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mesh's configuration: %w", err)
+	}
+	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !o.why.mesh.Installed(facts) {
+		return nil, inspect.ErrNoMesh
+	}
+	return facts, nil
+}
+
+// factsIncomplete lists what of the mesh's configuration could not be read.
+func factsIncomplete(facts *injection.ClusterFacts) []string {
+	var out []string
+	for k, why := range facts.Unknown {
+		out = append(out, k+": "+why)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// podsOf reads the pods the reports are about, in their order: one GET for
+// one pod, else one list of their namespace.
+func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.InjectionReport) ([]*corev1.Pod, error) {
+	if len(reports) == 0 {
+		return nil, nil
+	}
+	ns := reports[0].Namespace
+	if len(reports) == 1 {
+		p, err := o.client.Kube.CoreV1().Pods(ns).Get(ctx, reports[0].Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, explainAPIError(err, "get pods")
+		}
+		return []*corev1.Pod{p}, nil
+	}
+	byName := map[string]*corev1.Pod{}
+	err := o.client.EachPodPage(ctx, ns, "", func(page []corev1.Pod) error {
+		for i := range page {
+			byName[page[i].Name] = &page[i]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, explainAPIError(err, "list pods")
+	}
+	out := make([]*corev1.Pod, 0, len(reports))
+	for _, r := range reports {
+		p := byName[r.Name]
+		if p == nil {
+			// Deleted meanwhile: what the report says of it is all there is.
+			p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// sweep diagnoses every pod of the namespace (-n, -l) or the cluster (-A):
+// one list of the pods shared by both subjects, the FailedCreate events
+// (why-injected) and the pods' events (startup) read meanwhile.
+func (o *DiagnoseOptions) sweep(ctx context.Context) error {
+	pre := o.why.startSweep(ctx)
+	defer pre.close()
+	ns := o.why.sweepNamespace()
+	var events map[string][]corev1.Event
+	var evIncomplete []string
+	var evErr error
+	evDone := make(chan struct{})
+	evCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(evDone)
+		events, evIncomplete, evErr = o.st.events(evCtx, ns, "")
+	}()
+	defer func() { cancel(); <-evDone }()
+
+	facts, err := o.meshFacts(ctx)
+	if err != nil {
+		return err
+	}
+	// Verify and --rules diagnose once every report and rule is read;
+	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
+	keepFacts := o.Verify || o.Rules
+	var items []*item
+	var ds []*diagnose.Diagnosis
+	err = o.why.sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
+		it := item{facts: diagnose.Facts{Injection: r}}
+		if p == nil {
+			it.facts.NoPod = "admission refuses its pods: none was created"
+		} else {
+			<-evDone
+			if evErr != nil {
+				return evErr
+			}
+			it.facts.Startup = o.st.analyze(ctx, p, events, evIncomplete, false)
+		}
+		if keepFacts {
+			if p != nil && o.Rules {
+				pod := *p
+				it.pod = &pod
+			}
+			items = append(items, &it)
+			return nil
+		}
+		ds = append(ds, diagnose.Diagnose(it.facts))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	<-evDone
+	if evErr != nil {
+		return evErr
+	}
+	if o.Verify {
+		reports := make([]*injection.InjectionReport, 0, len(items))
+		for _, it := range items {
+			reports = append(reports, it.facts.Injection)
+		}
+		if err := o.why.verify(ctx, reports); err != nil {
+			return err
+		}
+	}
+	if o.Rules {
+		if err := o.readRules(ctx, items, false); err != nil {
+			return err
+		}
+	}
+	for _, it := range items {
+		ds = append(ds, diagnose.Diagnose(it.facts))
+	}
+	incomplete := append(factsIncomplete(facts), evIncomplete...)
+	return o.finish(ds, true, dedupe(incomplete))
+}
+
+// readRules reads the live rules (and with --connections the flows) of the
+// items' running pods: of one pod through an ephemeral container (or a node
+// pod with --via node), of many with one node pod per node.
+func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool) error {
+	byNode := map[string][]*corev1.Pod{}
+	itemOf := map[string]*item{}
+	for _, it := range items {
+		p := it.pod
+		switch {
+		case p == nil:
+			continue
+		case p.Spec.HostNetwork:
+			it.facts.CaptureSkipped = "the pod uses the node's network (hostNetwork): it has no rules of its own"
+		case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
+			it.facts.CaptureSkipped = fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", dash(string(p.Status.Phase)))
+		default:
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			itemOf[p.Namespace+"/"+p.Name] = it
+		}
+		it.facts.Connections = o.Connections
+	}
+	if len(itemOf) == 0 {
+		return nil
+	}
+	if one && len(itemOf) == 1 {
+		for _, it := range itemOf {
+			return o.readOne(ctx, it)
+		}
+	}
+	ipt := &IptablesOptions{configFlags: o.configFlags, Image: o.Image, NodeNS: o.NodeNS, Timeout: o.Timeout, IOStreams: o.IOStreams}
+	lines, _, err := ipt.readFleet(ctx, o.client, byNode, o.Connections)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		it := itemOf[l.Namespace+"/"+l.Pod]
+		switch {
+		case it == nil:
+		case l.Error != "":
+			it.facts.CaptureUnknown = "the rules could not be read: " + l.Error
+			if l.needs != "" {
+				it.facts.CaptureNeeds = []string{l.needs}
+			}
+		case l.Report == nil:
+			// Read, and no table holds a rule.
+			it.facts.Capture = noRules(it.pod)
+		default:
+			it.facts.Capture = l.Report
+		}
+	}
+	return nil
+}
+
+// noRules is the capture report of a pod whose namespace holds no rule at
+// all: as it should be for a pod outside the mesh, else all rules missing.
+func noRules(p *corev1.Pod) *capture.CaptureReport {
+	in := capture.CaptureInput{Context: &capture.PodContext{ProxyUID: "1337"}, Dumps: []*capture.Ruleset{{Family: "ipv4"}}}
+	if args, env, src, ok := capture.CaptureArgsFromPod(p); ok {
+		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = args, env, src
+	}
+	rep, err := capture.ExplainCapture(in)
+	if err != nil {
+		return nil
+	}
+	return rep
+}
+
+// readOne reads one pod's rules the way `kubectl mesh iptables POD` does.
+func (o *DiagnoseOptions) readOne(ctx context.Context, it *item) error {
+	ipt := &IptablesOptions{configFlags: o.configFlags, Pod: it.pod.Name, Via: o.Via, Image: o.Image, NodeNS: o.NodeNS,
+		Timeout: o.Timeout, Connections: o.Connections, IOStreams: o.IOStreams}
+	err := ipt.Complete(ctx)
+	if err == nil {
+		err = ipt.Validate()
+	}
+	var rep *capture.CaptureReport
+	if err == nil {
+		rep, err = capture.ExplainCapture(ipt.input)
+	}
+	var perm *nsexec.PermissionError
+	var interrupted *InterruptedError
+	switch {
+	case errors.As(err, &interrupted) || ctx.Err() != nil:
+		return err
+	case errors.As(err, &perm):
+		it.facts.CaptureUnknown, it.facts.CaptureNeeds = "the rules could not be read: "+perm.Msg, []string{perm.Need}
+	case apierrors.IsForbidden(err):
+		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
+	case err != nil:
+		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
+	default:
+		rep.Live = ipt.liveInfo()
+		it.facts.Capture = rep
+	}
+	return nil
+}
+
+// finish prints the diagnoses and picks the exit: a problem found (4), else
+// an unknown answer (3), else 0.
+func (o *DiagnoseOptions) finish(ds []*diagnose.Diagnosis, list bool, incomplete []string) error {
+	sortDiagnoses(ds)
+	if err := o.print(ds, list, incomplete); err != nil {
+		return err
+	}
+	var failed []string
+	unknown := len(incomplete) > 0
+	for _, d := range ds {
+		switch {
+		case d.Status == diagnose.Fail, d.Status == diagnose.Warning && o.FailOn == diagnose.Warning:
+			failed = append(failed, fmt.Sprintf("%s %s/%s (%s)", strings.ToLower(d.WorkloadKind), d.Namespace, d.Name, d.First))
+		case d.Status == diagnose.Unknown:
+			unknown = true
+		}
+	}
+	if len(failed) > 0 {
+		more := ""
+		if len(failed) > 3 {
+			more = fmt.Sprintf(" and %d more", len(failed)-3)
+			failed = failed[:3]
+		}
+		return &ProblemError{Err: fmt.Errorf("a problem was found: %s%s", strings.Join(failed, ", "), more)}
+	}
+	if unknown {
+		why := "some checks could not be settled (see unknown above)"
+		if len(incomplete) > 0 {
+			why = strings.Join(incomplete, "; ")
+		}
+		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", why)}
+	}
+	return nil
+}
+
+// statusRank orders diagnoses worst first.
+var statusRank = map[string]int{diagnose.Fail: 0, diagnose.Unknown: 1, diagnose.Warning: 2, diagnose.Pass: 3}
+
+// checkRank is a check's place in causal order; no check is last.
+func checkRank(name string) int {
+	for i, c := range []string{diagnose.CheckInjection, diagnose.CheckInit, diagnose.CheckStart, diagnose.CheckCapture, diagnose.CheckConnections} {
+		if c == name {
+			return i
+		}
+	}
+	return 5
+}
+
+// sortDiagnoses puts the worst first, grouped by the first failing check,
+// then by namespace and name.
+func sortDiagnoses(ds []*diagnose.Diagnosis) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if ra, rb := statusRank[a.Status], statusRank[b.Status]; ra != rb {
+			return ra < rb
+		}
+		if ca, cb := checkRank(a.First), checkRank(b.First); ca != cb {
+			return ca < cb
+		}
+		return keyBefore(a.Namespace, a.Name, b.Namespace, b.Name)
+	})
+}
+
+// countChecks is the list's summary: each check's statuses.
+func countChecks(ds []*diagnose.Diagnosis) []CheckCount {
+	names := []string{diagnose.CheckInjection, diagnose.CheckInit, diagnose.CheckStart, diagnose.CheckCapture, diagnose.CheckConnections}
+	out := make([]CheckCount, len(names))
+	for i, n := range names {
+		out[i].Name = n
+	}
+	for _, d := range ds {
+		for _, c := range d.Checks {
+			i := checkRank(c.Name)
+			if i >= len(out) {
+				continue
+			}
+			switch c.Status {
+			case diagnose.Pass:
+				out[i].Pass++
+			case diagnose.Warning:
+				out[i].Warning++
+			case diagnose.Fail:
+				out[i].Fail++
+			case diagnose.Unknown:
+				out[i].Unknown++
+			default:
+				out[i].NotChecked++
+			}
+			if c.Name == d.First {
+				out[i].First++
+			}
+		}
+	}
+	return out
+}
