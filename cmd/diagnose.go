@@ -435,6 +435,8 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 			continue
 		case p.Spec.HostNetwork:
 			it.facts.CaptureSkipped = "the pod uses the node's network (hostNetwork): it has no rules of its own"
+		case meshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
+			it.facts.CaptureSkipped = "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
 		case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
 			it.facts.CaptureSkipped = fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", dash(string(p.Status.Phase)))
 		default:

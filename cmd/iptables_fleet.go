@@ -283,7 +283,7 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 			in.Context = &capture.PodContext{ProxyUID: "1337"}
 		}
 		if !fleet.connections {
-			in.Conntrack, in.Sockets = "", "" // the audit reads rules, not flows
+			in.Conntrack, in.Sockets, in.ConntrackRead = "", "", false // the audit reads rules, not flows
 		}
 		if _, ok := p.Annotations[ambientRedirection]; ok && in.ExpectArgs == nil {
 			if fleet.cni != nil {

@@ -168,8 +168,8 @@ func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	o.raw = append(o.raw, raw...)
 	o.liveBackend = backend
 	if o.Connections {
-		o.input.Conntrack, o.input.Sockets = in.Conntrack, in.Sockets
-		if in.Conntrack == "" {
+		o.input.Conntrack, o.input.Sockets, o.input.ConntrackRead = in.Conntrack, in.Sockets, in.ConntrackRead
+		if !in.ConntrackRead {
 			o.input.Notes = append(o.input.Notes, "--connections: the pod's connection tracking table could not be read")
 		}
 	}
@@ -301,6 +301,9 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 		in.Notes = append(in.Notes, "the connection tracking table could not be read (no /proc/net/nf_conntrack in the pod's network namespace, no conntrack tool in the image)")
 	} else {
 		in.Conntrack, in.Sockets = ct, section(last, "sockets")
+		for _, s := range res.Sections {
+			in.ConntrackRead = in.ConntrackRead || s.Round == last && s.Name == "conntrack"
+		}
 	}
 	return in, raw, backend, nil
 }

@@ -56,6 +56,9 @@ type CaptureInput struct {
 	// Conntrack and Sockets, when set, are the pod's connection-tracking
 	// table and socket tables: its live flows are classified.
 	Conntrack, Sockets string
+	// ConntrackRead says the table was read, though it may be empty (no
+	// flows at all): the connections are then classified, none found.
+	ConntrackRead bool
 }
 
 // ExplainCapture annotates the dumps, compares them with the rules the
@@ -145,7 +148,7 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		}
 		rep.Traces = append(rep.Traces, dump.Trace(p))
 	}
-	if in.Conntrack != "" {
+	if in.Conntrack != "" || in.ConntrackRead {
 		uid := 1337
 		if in.Context != nil {
 			if n, err := strconv.Atoi(in.Context.ProxyUID); err == nil {
