@@ -74,7 +74,7 @@ func headline(d *diagnose.Diagnosis) string {
 // its finding and its fix), then the checklist, then what would settle the
 // unknown checks and the commands that show each check in full.
 func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
-	fmt.Fprintf(p.out, "%s %s/%s: %s\n", d.WorkloadKind, escape(d.Namespace), escape(d.Name), p.paint(statusEffect(d.Status), headline(d)))
+	p.para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, escape(d.Namespace), escape(d.Name)), p.paint(statusEffect(d.Status), headline(d)))
 	if d.First != "" {
 		p.para(p.bold("Finding:")+" ", escape(d.Verdict))
 		for i, l := range strings.Split(d.Fix, "\n") {

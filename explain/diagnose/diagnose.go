@@ -305,7 +305,7 @@ func captureCheck(f Facts, target string) Check {
 	case f.CaptureSkipped != "":
 		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
 	case r == nil:
-		c.Status, c.Evidence = NotChecked, "not checked: the pod's rules were not read (--rules reads them)"
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's rules were not read"
 		c.Detail = "kubectl mesh diagnose " + target + " --rules"
 	case r.Drift == nil:
 		c.Status, c.Evidence = Unknown, "the rules were read, but what they should be is not known: "+strings.Join(r.Notes, "; ")
@@ -330,7 +330,7 @@ func connectionsCheck(f Facts, target string) Check {
 		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
 		return c
 	case !f.Connections || r == nil:
-		c.Status, c.Evidence = NotChecked, "not checked: the pod's live connections were not read (--connections reads them)"
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's live connections were not read"
 		c.Detail = "kubectl mesh diagnose " + target + " --connections"
 		return c
 	case r.ConnectionsSummary == "" && len(r.Connections) == 0:
