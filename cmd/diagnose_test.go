@@ -63,7 +63,11 @@ func diagnosed() []*diagnose.Diagnosis {
 			r.Namespace, r.Expected, r.Mismatch = "plain", nil, nil
 			r.Verdict = "Injected, but whether it would be if re-created is unknown: the webhooks could not be read."
 			r.Needs = []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io (all namespaces)"}
-		}), Startup: startup.AnalyzeStartup(startup.StartupFacts{Pod: func() *corev1.Pod { p := healthy.DeepCopy(); p.Namespace, p.Name = "plain", "reports-6c7-p9q8r"; return p }(), Now: now}),
+		}), Startup: startup.AnalyzeStartup(startup.StartupFacts{Pod: func() *corev1.Pod {
+			p := healthy.DeepCopy()
+			p.Namespace, p.Name = "plain", "reports-6c7-p9q8r"
+			return p
+		}(), Now: now}),
 			CaptureUnknown: "the rules could not be read: not allowed to patch pods/ephemeralcontainers in namespace \"plain\"", CaptureNeeds: []string{"patch pods/ephemeralcontainers in namespace plain"}},
 		{Injection: report("refused-at-admission", func(r *injection.InjectionReport) {
 			r.Kind, r.Injected, r.CreationBlocked = "Deployment", nil, true
