@@ -65,6 +65,9 @@ type Diagnosis struct {
 	First   string `json:"first,omitempty"`
 	Verdict string `json:"verdict"`
 	Fix     string `json:"fix,omitempty"`
+	// Incomplete names the facts about the pod that could not be read
+	// (its events, a log) though every check could be made.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // Facts are the subjects' reports about one pod; Capture is nil when its
@@ -112,6 +115,20 @@ func Diagnose(f Facts) *Diagnosis {
 			connectionsCheck(f, target))
 	}
 	d.Status = d.Worst()
+	seen := map[string]bool{}
+	var incomplete []string
+	if f.Injection != nil {
+		incomplete = append(incomplete, f.Injection.Incomplete...)
+	}
+	if f.Startup != nil {
+		incomplete = append(incomplete, f.Startup.Incomplete...)
+	}
+	for _, u := range incomplete {
+		if !seen[u] {
+			seen[u] = true
+			d.Incomplete = append(d.Incomplete, u)
+		}
+	}
 	for _, status := range []string{Fail, Warning} {
 		for _, c := range d.Checks {
 			if c.Status == status {

@@ -193,8 +193,9 @@ type ambientOutcome struct {
 	enrolled bool
 	// asked: the dataplane-mode labels ask for ambient (whether or not it is installed).
 	asked bool
-	// unknown names what could not be read that enrollment depends on.
-	unknown string
+	// unknown names what could not be read that enrollment depends on;
+	// why it could not be read, when a permission is why.
+	unknown, unread string
 	// excluded says what keeps a pod the labels ask for out.
 	excluded string
 	// capture is one of the Ambient* states for an enrolled workload.
@@ -229,7 +230,7 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 	switch {
 	case cfgUnknown != "":
 		if out.asked {
-			out.unknown = "istio-cni's ConfigMap (" + cfgUnknown + ")"
+			out.unknown, out.unread = "istio-cni's ConfigMap ("+cfgUnknown+")", cfgUnknown
 			add("istio-cni ambient configuration", "unknown", EffectUnknown, cfgUnknown)
 		}
 		return out

@@ -62,6 +62,7 @@ func TestAmbientCapture(t *testing.T) {
 		factor   string
 		effect   string
 		warning  string
+		needs    string
 	}{
 		{name: "captured", nsLabels: ambientNS, pod: redirection("enabled"),
 			ambient: true, capture: AmbientCaptured, mismatch: "false", verdict: "ztunnel captures the pod's traffic", factor: "ztunnel on node node-1", effect: EffectInfoOnly},
@@ -103,7 +104,13 @@ func TestAmbientCapture(t *testing.T) {
 		{name: "configuration unreadable: capture unknown, no fix", nsLabels: ambientNS, facts: func(f *ClusterFacts) {
 			delete(f.ConfigMaps, "istio-system/istio-cni-config")
 			f.Unknown[FactConfigMaps] = "forbidden: the user may not list configmaps (all namespaces)"
-		}, ambient: true, capture: EffectUnknown, mismatch: "null", verdict: "whether ztunnel captures it is unknown", factor: "istio-cni ambient configuration", effect: EffectUnknown},
+		}, ambient: true, capture: EffectUnknown, mismatch: "null", verdict: "whether ztunnel captures it is unknown", factor: "istio-cni ambient configuration", effect: EffectUnknown,
+			needs: "list configmaps (all namespaces)"},
+		{name: "configuration unreadable, the pod pending: capture unknown, the permission named", nsLabels: ambientNS, pod: redirection("pending"), facts: func(f *ClusterFacts) {
+			delete(f.ConfigMaps, "istio-system/istio-cni-config")
+			f.Unknown[FactConfigMaps] = "forbidden: the user may not list configmaps (all namespaces)"
+		}, ambient: true, capture: EffectUnknown, mismatch: "null", factor: "istio-cni ambient configuration", effect: EffectUnknown,
+			needs: "list configmaps (all namespaces)"},
 		{name: "selectors unreadable", nsLabels: ambientNS, facts: func(f *ClusterFacts) {
 			f.ConfigMaps["istio-system/istio-cni-config"].Data["AMBIENT_ENABLEMENT_SELECTOR"] = "- podSelector: [oops"
 		}, ambient: true, capture: EffectUnknown, mismatch: "null", factor: "ambient enablement selectors", effect: EffectUnknown},
@@ -143,6 +150,9 @@ func TestAmbientCapture(t *testing.T) {
 				if fac := factor(r, c.factor); fac == nil || fac.Effect != c.effect {
 					t.Errorf("factor %q: %+v, want effect %q; factors %+v", c.factor, fac, c.effect, r.Factors)
 				}
+			}
+			if c.needs != "" && !strings.Contains(strings.Join(r.Needs, "\n"), c.needs) {
+				t.Errorf("needs %q lack %q", r.Needs, c.needs)
 			}
 			if c.warning != "" && !strings.Contains(strings.Join(r.Warnings, "\n"), c.warning) {
 				t.Errorf("warnings %q lack %q", r.Warnings, c.warning)

@@ -402,6 +402,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	r.Ambient = ambient
 	if !ambient {
 		r.AmbientCapture = ""
+	} else if r.AmbientCapture == EffectUnknown && strings.HasPrefix(amb.unread, "forbidden") {
+		// Decided but for how ambient mode captures it: name what settles it.
+		r.Needs = append(r.Needs, permissionOf(amb.unread))
 	}
 	istioVerdict(r, w, st, evals, calls, blocked, nsLabels, amb)
 	if len(refused) > 0 {

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
@@ -116,6 +117,8 @@ func TestPermissionMatrix(t *testing.T) {
 		{"startup POD", []string{"startup", pod, "-n", ns}},
 		{"iptables POD", []string{"iptables", pod, "-n", ns}},
 		{"iptables POD --via node", []string{"iptables", pod, "-n", ns, "--via", "node"}},
+		{"diagnose POD", []string{"diagnose", pod, "-n", ns}},
+		{"diagnose POD --connections", []string{"diagnose", pod, "-n", ns, "--connections"}},
 	}
 
 	type cell struct {
@@ -154,6 +157,11 @@ func TestPermissionMatrix(t *testing.T) {
 			switch got.code {
 			case 0, 3:
 			case 1:
+				if strings.HasPrefix(cmd.name, "diagnose") {
+					// A check it may not make is unknown, not an error.
+					t.Errorf("%s: exit 1: %s", where, got.stderr)
+					continue
+				}
 				if !namedPermission.MatchString(got.stderr) {
 					t.Errorf("%s: refused without naming the permission: %s", where, got.stderr)
 				}
@@ -205,6 +213,8 @@ func TestPermissionMatrix(t *testing.T) {
 				default:
 					summary[role.name][cmd.name] = "complete"
 				}
+			case strings.HasPrefix(cmd.name, "diagnose"):
+				summary[role.name][cmd.name] = checkDiagnosis(t, where, got.code, got.out, admin[cmd.name].out, &checks)
 			case cmd.name == "startup POD":
 				var r, a startup.StartupReport
 				if err := json.Unmarshal([]byte(got.out), &r); err != nil {
@@ -274,6 +284,84 @@ func TestPermissionMatrix(t *testing.T) {
 	testreport.Count(t, "permission matrix: %d roles × %d commands, %d checks", len(matrixRoles), len(commands), checks)
 }
 
+// checkDiagnosis checks one user's diagnosis against the admin's: a check
+// the admin passes is passed or unknown, never another answer; an unknown
+// check names the permission that would settle it; a check the user passes
+// the admin passes too; the exit is 3 exactly when something is unknown and
+// nothing failed. It returns the cell of the README's matrix.
+func checkDiagnosis(t *testing.T, where string, code int, out, adminOut string, checks *int) string {
+	t.Helper()
+	var d, a diagnose.Diagnosis
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return "?"
+	}
+	_ = json.Unmarshal([]byte(adminOut), &a)
+	if len(d.Checks) != 5 || len(a.Checks) != 5 {
+		t.Errorf("%s: %d checks (admin %d), want 5", where, len(d.Checks), len(a.Checks))
+		return "?"
+	}
+	var unknown, needs []string
+	for i, c := range d.Checks {
+		ac := a.Checks[i]
+		switch {
+		case c.Status == ac.Status:
+		case c.Status == diagnose.Unknown:
+			unknown = append(unknown, c.Name)
+		default:
+			t.Errorf("%s: %s is %q (%s); the admin's is %q (%s)", where, c.Name, c.Status, c.Evidence, ac.Status, ac.Evidence)
+		}
+		if c.Status == diagnose.Unknown {
+			named := false
+			for _, n := range c.Needs {
+				named = named || namedPermission.MatchString("needs "+n)
+				needs = append(needs, inNamespace.ReplaceAllString(n, "in its namespace"))
+			}
+			if !named && (c.Name == diagnose.CheckInjection || c.Name == diagnose.CheckCapture || c.Name == diagnose.CheckConnections) {
+				t.Errorf("%s: %s unknown without naming a permission: %q", where, c.Name, c.Evidence)
+			}
+		}
+		*checks += 2
+	}
+	wantCode := 0
+	switch {
+	case d.Status == diagnose.Fail:
+		wantCode = 4
+	case d.Status == diagnose.Unknown:
+		wantCode = 3
+	}
+	if code != wantCode && !(code == 3 && wantCode == 0) {
+		t.Errorf("%s: exit %d, status %q: want exit %d", where, code, d.Status, wantCode)
+	}
+	if (code == 3) != (len(unknown) > 0 || len(d.Incomplete) > 0) {
+		t.Errorf("%s: exit %d, unknown checks %q, incomplete %q", where, code, unknown, d.Incomplete)
+	}
+	var details []string
+	for _, u := range d.Incomplete {
+		if !namedPermission.MatchString(u) {
+			t.Errorf("%s: incomplete %q names no permission", where, u)
+		}
+		detail := inNamespace.ReplaceAllString(strings.TrimPrefix(u[strings.Index(u, ": ")+2:], "forbidden: the user may not "), "in its namespace")
+		if !containsSub(needs, detail) {
+			details = append(details, detail)
+		}
+	}
+	*checks += 2
+	cell := "complete"
+	if len(unknown) > 0 {
+		cell = strings.Join(unknown, ", ") + " unknown: needs " + abbrev(strings.Join(dedupe(needs), ", "))
+	}
+	if len(details) > 0 {
+		if cell == "complete" {
+			cell = "every check"
+		}
+		cell += "; details unknown: needs " + abbrev(strings.Join(dedupe(details), ", "))
+	}
+	return cell
+}
+
+var inNamespace = regexp.MustCompile(`in namespace [a-z0-9-]+`)
+
 func commandNames(cs []struct {
 	name string
 	args []string
@@ -327,7 +415,12 @@ func checkAgainstAdmin(t *testing.T, where string, it injection.InjectionReport,
 		if it.Expected == nil && (it.Fix != "" || it.Mismatch != nil || len(it.Needs) == 0) {
 			t.Errorf("%s: %s unknown, yet fix %q mismatch %s needs %q", where, it.Name, it.Fix, fmtBool(it.Mismatch), it.Needs)
 		}
-		if it.Expected != nil && it.Fix != a.Fix {
+		if it.AmbientCapture == injection.EffectUnknown && a.AmbientCapture != injection.EffectUnknown {
+			// Whether ambient mode captures it is unknown: no fix rests on it.
+			if it.Fix != "" || len(it.Needs) == 0 {
+				t.Errorf("%s: %s ambient capture unknown, yet fix %q needs %q", where, it.Name, it.Fix, it.Needs)
+			}
+		} else if it.Expected != nil && it.Fix != a.Fix {
 			t.Errorf("%s: %s fix %q, the admin's %q", where, it.Name, it.Fix, a.Fix)
 		}
 		return 1
