@@ -180,6 +180,22 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 			upstreams[f.Dst]++
 		}
 	}
+	// The tables are read one after the other, and neither at once: a call
+	// the app made while the connection-tracking table was being read may
+	// be missing from it while the proxy's upstream for it is there. The
+	// app's socket (read after the table, not the proxy's uid, its peer the
+	// original destination) still shows the call the upstream serves.
+	appCalls := map[string]int{}
+	for key, uid := range sockets {
+		if f := strings.Fields(key); len(f) == 3 && uid != proxyUID {
+			appCalls[f[0]+" "+f[2]]++
+		}
+	}
+	for _, f := range flows {
+		if f.ReplySrc.Port() == 15001 && f.Dst.Port() != 15001 && appCalls[f.Proto+" "+f.Dst.String()] > 0 {
+			appCalls[f.Proto+" "+f.Dst.String()]-- // its call is in the table: counted above
+		}
+	}
 	trace := func(spec string) *Trace {
 		for _, rs := range rulesets {
 			p, err := ParseTraceSpec(spec, podIPs)
@@ -223,6 +239,11 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 			}
 			if uid == proxyUID && upstreams[f.Dst] > 0 {
 				upstreams[f.Dst]--
+				c.Class = "proxy upstream"
+				break
+			}
+			if call := f.Proto + " " + f.Dst.String(); uid == proxyUID && appCalls[call] > 0 && c.UID != nil {
+				appCalls[call]--
 				c.Class = "proxy upstream"
 				break
 			}

@@ -52,3 +52,33 @@ ipv4     2 icmp     1 29 src=10.0.0.5 dst=10.0.0.9 type=8 code=0 id=1 src=10.0.0
 		}
 	}
 }
+
+// The tables are not read at once: a call the app made while the
+// connection-tracking table was read can be missing from it while the
+// proxy's upstream for it is there. The app's socket, read after, pairs the
+// upstream; an upstream that nothing pairs is still said to bypass.
+func TestConnectionsReadMidCall(t *testing.T) {
+	rs, err := ParseSave(readDump(t, "istio-default.nft.save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The proxy's upstream to 10.0.0.9:8080; the app's call to it is not in the table.
+	flows := ParseConntrack(`ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40010 dport=8080 src=10.0.0.9 dst=10.0.0.5 sport=8080 dport=40010 [ASSURED] mark=0 zone=0 use=2`)
+	proxy := "   0: 0500000A:9C4A 0900000A:1F90 01 00000000:00000000 00:00000000 00000000  1337        0 1 1\n"
+	app := "   1: 0500000A:9C48 0900000A:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 2 1\n"
+	pods := []netip.Addr{netip.MustParseAddr("10.0.0.5")}
+	checked := 0
+	for _, tc := range []struct {
+		name, sockets, want string
+	}{
+		{"the app's socket shows the call", "# tcp\n" + proxy + app, "proxy upstream"},
+		{"nothing pairs it", "# tcp\n" + proxy, Bypassing},
+	} {
+		cs := ClassifyConnections(flows, ParseSockets(tc.sockets), []*Ruleset{rs}, pods, 1337)
+		if len(cs) != 1 || cs[0].Class != tc.want {
+			t.Errorf("%s: %+v, want one %q", tc.name, cs, tc.want)
+		}
+		checked++
+	}
+	t.Logf("%d mid-read cases", checked)
+}

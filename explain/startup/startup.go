@@ -187,6 +187,9 @@ func containerStartup(c corev1.Container, init bool, st *corev1.ContainerStatus)
 	return cs
 }
 
+// validationNoRedirect is istio-validation's known failure (also its exit 126).
+const validationNoRedirect = "istio-validation found no redirection: the Istio CNI plugin had not set up this pod's rules (pod scheduled before istio-cni-node was ready on the node)"
+
 // knownFailures recognises istio-init / istio-validation failures from
 // their logs and termination messages.
 var knownFailures = []struct {
@@ -194,12 +197,14 @@ var knownFailures = []struct {
 	also  string   // and this, when set
 	why   string
 }{
+	// First: without NET_ADMIN every iptables call fails, each in its own
+	// words ("could not fetch rule set generation id: Permission denied").
+	{[]string{"permission denied", "operation not permitted", "cap_net_admin"}, "",
+		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)"},
 	{[]string{"can't initialize iptables table", "table does not exist", "could not fetch rule set generation id"}, "",
 		"iptables cannot use the nat table here: the node's kernel lacks the module for this backend, or the legacy/nft backends are mixed (iptables-legacy vs iptables-nft)"},
 	{[]string{"iptables validation failed", "workload is not ready for istio"}, "",
-		"istio-validation found no redirection: the Istio CNI plugin had not set up this pod's rules (pod scheduled before istio-cni-node was ready on the node)"},
-	{[]string{"permission denied", "operation not permitted", "cap_net_admin"}, "",
-		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)"},
+		validationNoRedirect},
 	{[]string{"failed parsing cidr", "invalid cidr", "invalid cidr address"}, "",
 		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)"},
 	{[]string{"invalid port/service"}, "",
@@ -245,7 +250,7 @@ func recognise(cs *ContainerStartup) {
 		code = cs.LastTermination.ExitCode
 	}
 	if code == 126 && cs.Role == RoleIstioValidation {
-		cs.Failure = knownFailures[1].why
+		cs.Failure = validationNoRedirect
 	}
 }
 

@@ -160,7 +160,7 @@ func TestStartup(t *testing.T) {
 			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app")},
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 1, "")}, phase: corev1.PodPending},
 			logs:    map[string]LogTail{"istio-init": {Current: []string{"iptables-restore v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"}}},
-			hazards: "istio-init-failed@istio-init stuck-in-init@istio-init", init: "failed", failure: "legacy/nft"},
+			hazards: "istio-init-failed@istio-init stuck-in-init@istio-init", init: "failed", failure: "NET_ADMIN"},
 		{name: "istio-validation exit 126",
 			pod: podShape{inits: []corev1.Container{c("istio-validation")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
 				initSt: []corev1.ContainerStatus{crashLoop("istio-validation", 2, 126, "")}, phase: corev1.PodPending},
