@@ -58,7 +58,8 @@ one() {
     *:0 | *diagnose:3 | *diagnose:4) ;;
     *) die "$key failed (exit $rc): $(tail -3 /tmp/kmesh-bench.err)" ;;
   esac
-  read -r wall rss < /tmp/kmesh-bench.time
+  # (GNU time writes "Command exited with non-zero status N" first then.)
+  read -r wall rss < <(tail -n 1 /tmp/kmesh-bench.time)
   WALLS[$key]+="$wall "
   [ "${RSS[$key]:-0}" -ge "$rss" ] || RSS[$key]=$rss
 }

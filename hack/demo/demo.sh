@@ -62,6 +62,11 @@ log "frontend calls backend ($backend:8080) every 2s through both sidecars"
 say "kubectl get pods -A -o custom-columns=…  # init containers, containers, istio.io/rev"
 kubectl get pods -A -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,STATUS:.status.phase,INIT:.spec.initContainers[*].name,CONTAINERS:.spec.containers[*].name,REVISION:.metadata.annotations.istio\.io/rev' |
   grep -v '^istio-system'
+say "kubectl mesh diagnose -A   # every pod, worst first: what is wrong, and which check found it"
+kubectl mesh diagnose -A || echo "(exit $?: 4 = a problem was found)" >&2
+broken=$(kubectl -n shop get pod -l app=broken-init -o jsonpath='{.items[0].metadata.name}')
+say "kubectl mesh diagnose -n shop $broken"
+kubectl mesh diagnose -n shop "$broken" || true
 say "kubectl mesh why-injected -A"
 kubectl mesh why-injected -A || true
 reports=$(kubectl -n plain get pod -l app=reports -o jsonpath='{.items[0].metadata.name}')
@@ -70,8 +75,12 @@ kubectl mesh why-injected -n plain "$reports" || true
 say "kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'"
 kubectl mesh why-injected -n payments deploy/payments-api -o json | jq '.items[0] | {injected, expected, revision, webhook, sidecar, verdict}'
 frontend=$(kubectl -n shop get pod -l app=frontend --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+say "kubectl mesh diagnose -n shop $frontend --connections   # its live rules and flows too"
+kubectl mesh diagnose -n shop "$frontend" --connections || true
 say "kubectl mesh iptables -n shop $frontend --via node --interval 6s --trace out:$backend:8080"
 kubectl mesh iptables -n shop "$frontend" --via node --interval 6s --trace "out:$backend:8080" || true
+say "kubectl mesh diagnose -n ambient $ambient"
+kubectl mesh diagnose -n ambient "$ambient" || true
 say "kubectl mesh why-injected -n ambient $ambient"
 kubectl mesh why-injected -n ambient "$ambient" || true
 say "kubectl mesh iptables -n ambient $ambient --trace out:$backend:8080"
