@@ -371,7 +371,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := o.Verify || o.Rules
 	var items []*item
-	var ds []*diagnose.Diagnosis
+	kept := newDiagnoseSweep(o)
 	err = o.why.sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
 		it := item{facts: diagnose.Facts{Injection: r}}
 		if p == nil {
@@ -391,8 +391,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 			items = append(items, &it)
 			return nil
 		}
-		ds = append(ds, diagnose.Diagnose(it.facts))
-		return nil
+		return kept.add(diagnose.Diagnose(it.facts))
 	})
 	if err != nil {
 		return err
@@ -416,10 +415,15 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 		}
 	}
 	for _, it := range items {
-		ds = append(ds, diagnose.Diagnose(it.facts))
+		if err := kept.add(diagnose.Diagnose(it.facts)); err != nil {
+			return err
+		}
 	}
-	incomplete := append(factsIncomplete(facts), evIncomplete...)
-	return o.finish(ds, true, dedupe(incomplete))
+	incomplete := dedupe(append(factsIncomplete(facts), evIncomplete...))
+	if err := kept.print(incomplete); err != nil {
+		return err
+	}
+	return kept.outcome.exit(incomplete)
 }
 
 // readRules reads the live rules (and with --connections the flows) of the
@@ -528,25 +532,41 @@ func (o *DiagnoseOptions) finish(ds []*diagnose.Diagnosis, list bool, incomplete
 	if err := o.print(ds, list, incomplete); err != nil {
 		return err
 	}
-	var failed []string
-	unknown := len(incomplete) > 0
+	var x outcome
 	for _, d := range ds {
-		switch {
-		case d.Status == diagnose.Fail, d.Status == diagnose.Warning && o.FailOn == diagnose.Warning:
-			failed = append(failed, fmt.Sprintf("%s %s/%s (%s)", strings.ToLower(d.WorkloadKind), d.Namespace, d.Name, d.First))
-		case d.Status == diagnose.Unknown:
-			unknown = true
-		}
+		x.add(o, d)
 	}
-	if len(failed) > 0 {
+	return x.exit(incomplete)
+}
+
+// outcome is what decides the exit of a diagnosis, counted as they come.
+type outcome struct {
+	failed  []string // the first three problems found
+	nFailed int
+	unknown bool
+}
+
+func (x *outcome) add(o *DiagnoseOptions, d *diagnose.Diagnosis) {
+	switch {
+	case d.Status == diagnose.Fail, d.Status == diagnose.Warning && o.FailOn == diagnose.Warning:
+		x.nFailed++
+		if len(x.failed) < 3 {
+			x.failed = append(x.failed, fmt.Sprintf("%s %s/%s (%s)", strings.ToLower(d.WorkloadKind), d.Namespace, d.Name, d.First))
+		}
+	case d.Status == diagnose.Unknown:
+		x.unknown = true
+	}
+}
+
+func (x *outcome) exit(incomplete []string) error {
+	if x.nFailed > 0 {
 		more := ""
-		if len(failed) > 3 {
-			more = fmt.Sprintf(" and %d more", len(failed)-3)
-			failed = failed[:3]
+		if x.nFailed > len(x.failed) {
+			more = fmt.Sprintf(" and %d more", x.nFailed-len(x.failed))
 		}
-		return &ProblemError{Err: fmt.Errorf("a problem was found: %s%s", strings.Join(failed, ", "), more)}
+		return &ProblemError{Err: fmt.Errorf("a problem was found: %s%s", strings.Join(x.failed, ", "), more)}
 	}
-	if unknown {
+	if x.unknown || len(incomplete) > 0 {
 		why := "some checks could not be settled (see unknown above)"
 		if len(incomplete) > 0 {
 			why = strings.Join(incomplete, "; ")
@@ -592,27 +612,32 @@ func countChecks(ds []*diagnose.Diagnosis) []CheckCount {
 		out[i].Name = n
 	}
 	for _, d := range ds {
-		for _, c := range d.Checks {
-			i := checkRank(c.Name)
-			if i >= len(out) {
-				continue
-			}
-			switch c.Status {
-			case diagnose.Pass:
-				out[i].Pass++
-			case diagnose.Warning:
-				out[i].Warning++
-			case diagnose.Fail:
-				out[i].Fail++
-			case diagnose.Unknown:
-				out[i].Unknown++
-			default:
-				out[i].NotChecked++
-			}
-			if c.Name == d.First {
-				out[i].First++
-			}
-		}
+		addCounts(out, d)
 	}
 	return out
+}
+
+// addCounts counts d's checks into counts (countChecks's).
+func addCounts(counts []CheckCount, d *diagnose.Diagnosis) {
+	for _, c := range d.Checks {
+		i := checkRank(c.Name)
+		if i >= len(counts) {
+			continue
+		}
+		switch c.Status {
+		case diagnose.Pass:
+			counts[i].Pass++
+		case diagnose.Warning:
+			counts[i].Warning++
+		case diagnose.Fail:
+			counts[i].Fail++
+		case diagnose.Unknown:
+			counts[i].Unknown++
+		default:
+			counts[i].NotChecked++
+		}
+		if c.Name == d.First {
+			counts[i].First++
+		}
+	}
 }

@@ -30,10 +30,14 @@ func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete 
 	default:
 		printDiagnosisRows(p, ds)
 	}
+	printIncomplete(p, incomplete)
+	return nil
+}
+
+func printIncomplete(p *printer, incomplete []string) {
 	for _, u := range incomplete {
 		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
 	}
-	return nil
 }
 
 // statusEffect is the colour of a check's status.
@@ -129,34 +133,41 @@ func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
 // printDiagnosisRows prints many: a count per status, one row per pod,
 // worst first, grouped by the first failing check, and a count per check.
 func printDiagnosisRows(p *printer, ds []*diagnose.Diagnosis) {
-	n := map[string]int{}
-	for _, d := range ds {
-		n[d.Status]++
-	}
-	var parts []string
-	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
-		if n[s] > 0 {
-			parts = append(parts, p.paint(statusEffect(s), fmt.Sprintf("%d %s", n[s], s)))
-		}
-	}
-	p.para("", fmt.Sprintf("%s diagnosed: %s", countNoun(len(ds), "pod", "pods"), strings.Join(parts, ", ")))
-	fmt.Fprintln(p.out)
+	status := map[string]int{}
 	rows := make([][]string, 0, len(ds))
 	for _, d := range ds {
-		name := escape(d.Name)
-		if d.WorkloadKind != "Pod" {
-			name = strings.ToLower(d.WorkloadKind) + "/" + name
-		}
-		first := dash(d.First)
-		finding := d.Verdict
-		if d.First != "" {
-			first = p.paint(statusEffect(d.Status), d.First)
-		}
-		rows = append(rows, []string{escape(d.Namespace), name, p.paint(statusEffect(d.Status), d.Status), first, escape(finding)})
+		status[d.Status]++
+		rows = append(rows, diagnosisRow(p, d))
 	}
+	printDiagnosisTable(p, len(ds), status, rows, countChecks(ds))
+}
+
+// diagnosisRow is one diagnosis's row (escaped already).
+func diagnosisRow(p *printer, d *diagnose.Diagnosis) []string {
+	name := d.Name
+	if d.WorkloadKind != "Pod" {
+		name = strings.ToLower(d.WorkloadKind) + "/" + name
+	}
+	first := dash(d.First)
+	if d.First != "" {
+		first = p.paint(statusEffect(d.Status), d.First)
+	}
+	return []string{escape(d.Namespace), escape(name), p.paint(statusEffect(d.Status), d.Status), first, escape(d.Verdict)}
+}
+
+// printDiagnosisTable prints n diagnoses' rows under a count per status,
+// then the count per check.
+func printDiagnosisTable(p *printer, n int, status map[string]int, rows [][]string, counts []CheckCount) {
+	var parts []string
+	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
+		if status[s] > 0 {
+			parts = append(parts, p.paint(statusEffect(s), fmt.Sprintf("%d %s", status[s], s)))
+		}
+	}
+	p.para("", fmt.Sprintf("%s diagnosed: %s", countNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
+	fmt.Fprintln(p.out)
 	p.table([]string{"NAMESPACE", "POD", "STATUS", "FIRST", "FINDING"}, rows)
 	fmt.Fprintln(p.out)
-	counts := countChecks(ds)
 	crow := make([][]string, 0, len(counts))
 	num := func(i int) string {
 		if i == 0 {

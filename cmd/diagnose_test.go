@@ -177,3 +177,44 @@ func TestDiagnoseExit(t *testing.T) {
 		t.Errorf("a failed check: %v, want a ProblemError naming the pod and its check", err)
 	}
 }
+
+// A sweep keeps only what it prints of each diagnosis, in arrival order,
+// and prints exactly what printing the sorted diagnoses prints: JSON, YAML
+// and the table, whatever order they come in.
+func TestDiagnoseSweepPrintsAsDiagnoses(t *testing.T) {
+	orders := [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 1, 3}}
+	incomplete := []string{"events: forbidden: the user may not list events (all namespaces)"}
+	checked := 0
+	for _, format := range []string{outputJSON, outputYAML, ""} {
+		var want bytes.Buffer
+		o := &DiagnoseOptions{Output: format, FailOn: diagnose.Fail}
+		o.Out, o.ErrOut = &want, &bytes.Buffer{}
+		ds := diagnosed()
+		sortDiagnoses(ds)
+		if err := o.print(ds, true, incomplete); err != nil {
+			t.Fatal(err)
+		}
+		for _, order := range orders {
+			var got bytes.Buffer
+			o.Out = &got
+			s := newDiagnoseSweep(o)
+			fresh := diagnosed()
+			for _, i := range order {
+				if err := s.add(fresh[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.print(incomplete); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("format %q, order %v:\n--- sweep\n%s\n--- sorted diagnoses\n%s", format, order, got.String(), want.String())
+			}
+			if s.outcome.nFailed != 3 || !s.outcome.unknown {
+				t.Errorf("order %v: %d failed, unknown %v", order, s.outcome.nFailed, s.outcome.unknown)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d sweeps printed as their diagnoses", checked)
+}

@@ -271,6 +271,10 @@ func initCheck(s *startup.StartupReport, target string) Check {
 	if ok {
 		return c
 	}
+	if unscheduled(s) {
+		c.Status, c.Evidence = NotChecked, "not checked: the pod is on no node yet, nothing has run"
+		return c
+	}
 	if len(s.Incomplete) > 0 && (s.InitResult == "running" || s.Phase == "Pending") {
 		c.Status, c.Evidence = Unknown, "init "+s.InitResult+"; "+strings.Join(s.Incomplete, "; ")
 		return c
@@ -297,6 +301,9 @@ func startCheck(s *startup.StartupReport, target string, init Check) Check {
 	}
 	c.Status = Pass
 	switch {
+	case unscheduled(s):
+		c.Status, c.Evidence = Warning, "the pod is on no node yet: the scheduler has not placed it, so nothing has run"
+		c.Fix = "kubectl describe pod " + target + "   # the scheduler's events say why"
 	case init.Status == Fail && s.Phase == "Pending":
 		// Nothing starts before init completes: not a finding of its own.
 		c.Status, c.Evidence = NotChecked, "not checked: nothing starts until init completes"
@@ -308,6 +315,11 @@ func startCheck(s *startup.StartupReport, target string, init Check) Check {
 		c.Evidence = s.OrderVerdict
 	}
 	return c
+}
+
+// unscheduled: the pod waits for the scheduler, no container was created.
+func unscheduled(s *startup.StartupReport) bool {
+	return s.Node == "" && s.Phase == "Pending"
 }
 
 func captureCheck(f Facts, target string) Check {

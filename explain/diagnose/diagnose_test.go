@@ -103,6 +103,9 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "proxy never ready", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].Ready = false
 		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c istio-proxy", worst: Fail},
+		{name: "not scheduled: nothing has run (a warning, not an init failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
+		}), first: CheckStart, fix: "kubectl describe pod web-1 -n shop", worst: Warning},
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
 		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
 		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},

@@ -468,7 +468,9 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 				"check the istio-cni-node pod on node "+r.Node+" (kubectl -n istio-system get pods -l k8s-app=istio-cni-node -o wide); with cni.repair.deletePods=true Istio deletes such pods for you")
 		}
 	}
-	if r.Phase == string(corev1.PodPending) && r.InitResult != "completed" && r.InitResult != "none" {
+	// A pod on no node has started nothing: it waits for the scheduler, not
+	// for its init containers.
+	if r.Phase == string(corev1.PodPending) && r.InitResult != "completed" && r.InitResult != "none" && f.Pod.Spec.NodeName != "" {
 		age := f.Now.Sub(r.CreatedAt).Round(time.Second)
 		if age > time.Minute || r.InitResult == "failed" || r.InitResult == "crash-looping" {
 			stuck := ""

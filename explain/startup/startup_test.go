@@ -43,15 +43,21 @@ type podShape struct {
 	phase      corev1.PodPhase
 	labels     map[string]string
 	conds      []corev1.PodCondition
+	// unscheduled: bound to no node.
+	unscheduled bool
 }
 
 func shape(s podShape) *corev1.Pod {
 	if s.phase == "" {
 		s.phase = corev1.PodRunning
 	}
+	node := "node-1"
+	if s.unscheduled {
+		node = ""
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", CreationTimestamp: at(0), Labels: s.labels},
-		Spec:       corev1.PodSpec{NodeName: "node-1", InitContainers: s.inits, Containers: s.containers},
+		Spec:       corev1.PodSpec{NodeName: node, InitContainers: s.inits, Containers: s.containers},
 		Status:     corev1.PodStatus{Phase: s.phase, InitContainerStatuses: s.initSt, ContainerStatuses: s.st, Conditions: s.conds},
 	}
 }
@@ -183,9 +189,12 @@ func TestStartup(t *testing.T) {
 					t.Errorf("mesh %q verdict %q notes %q", r.Mesh, r.OrderVerdict, r.Notes)
 				}
 			}},
-		{name: "not scheduled yet",
+		{name: "on a node, nothing started yet",
 			pod:  podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")}, phase: corev1.PodPending},
 			init: "running", hazards: "stuck-in-init@istio-init"},
+		{name: "not scheduled: waiting for the scheduler, not stuck in init",
+			pod:  podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")}, phase: corev1.PodPending, unscheduled: true},
+			init: "running"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

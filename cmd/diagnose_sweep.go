@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+)
+
+// diagnoseSweep keeps, of each diagnosis of a sweep, only what is printed
+// of it (sweptList): its row for the table, its compact JSON for -o
+// json|yaml; the counts per check and what decides the exit are counted as
+// the diagnoses come.
+type diagnoseSweep struct {
+	o       *DiagnoseOptions
+	p       *printer
+	list    *sweptList
+	buf     []byte
+	counts  []CheckCount
+	status  map[string]int
+	outcome outcome
+	// only is the first diagnosis, kept while it is the only one: a sweep
+	// that finds one pod shows it whole.
+	only *diagnose.Diagnosis
+}
+
+// diagnoseChecks is the number of checks; a diagnosis' class is its
+// status's rank times one more than that, plus its first check's rank.
+const diagnoseChecks = 5
+
+func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
+	s := &diagnoseSweep{o: o, list: newSweptList(len(statusRank) * (diagnoseChecks + 1)), counts: countChecks(nil), status: map[string]int{}}
+	if o.Output == "" {
+		s.p = newPrinter(o.Out)
+	}
+	return s
+}
+
+// add keeps what is printed of d.
+func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
+	s.outcome.add(s.o, d)
+	s.status[d.Status]++
+	addCounts(s.counts, d)
+	if s.list.len() == 0 {
+		s.only = d
+	} else {
+		s.only = nil
+	}
+	class := statusRank[d.Status]*(diagnoseChecks+1) + checkRank(d.First)
+	if s.o.Output != "" {
+		emptyLists(d)
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		return s.list.add(class, d.Namespace, d.Name, b)
+	}
+	sanitize(d)
+	s.buf = appendRow(s.buf[:0], diagnosisRow(s.p, d)...)
+	return s.list.add(class, d.Namespace, d.Name, s.buf)
+}
+
+// print writes the kept diagnoses worst first, as print writes a list.
+func (s *diagnoseSweep) print(incomplete []string) error {
+	if s.o.Output != "" {
+		return s.list.printList(s.o.Out, s.o.Output, "DiagnosisList", nil, field{"summary", s.counts}, field{"incomplete", incomplete})
+	}
+	switch s.list.len() {
+	case 0:
+		fmt.Fprintln(s.o.ErrOut, "No pods found.")
+	case 1:
+		printDiagnosis(s.p, s.only)
+	default:
+		rows := make([][]string, 0, s.list.len())
+		err := s.list.each(func(b []byte) error {
+			row, err := readRow(b)
+			rows = append(rows, row)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		printDiagnosisTable(s.p, s.list.len(), s.status, rows, s.counts)
+	}
+	printIncomplete(s.p, incomplete)
+	return nil
+}
