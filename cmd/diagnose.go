@@ -255,12 +255,11 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 		switch {
 		case len(o.Filenames) > 0:
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "a manifest, not created yet: its pods are checked once they run"}})
+		case r.Kind != "Pod" && r.CreationBlocked:
+			// Its new pods are refused (its old ones, if any, are above).
+			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
 		case r.Kind != "Pod" && len(podReports) == 0:
-			why := "it has no pods"
-			if r.CreationBlocked {
-				why = "admission refuses its pods: none was created"
-			}
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: why}})
+			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods"}})
 		}
 	}
 	if o.Rules {
