@@ -152,7 +152,12 @@ func diagnosisRow(p *printer, d *diagnose.Diagnosis) []string {
 	if d.First != "" {
 		first = p.paint(statusEffect(d.Status), d.First)
 	}
-	return []string{escape(d.Namespace), escape(name), p.paint(statusEffect(d.Status), d.Status), first, escape(d.Verdict)}
+	finding := d.Verdict
+	if d.First == "" {
+		// What was not checked is counted under the table.
+		finding, _, _ = strings.Cut(finding, "; not checked: ")
+	}
+	return []string{escape(d.Namespace), escape(name), p.paint(statusEffect(d.Status), d.Status), first, escape(finding)}
 }
 
 // printDiagnosisTable prints n diagnoses' rows under a count per status,
