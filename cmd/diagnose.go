@@ -235,19 +235,23 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	}
 	single := len(o.Filenames) == 0 && len(reports) == 1 && reports[0].Kind == "Pod"
 	var items []*item
-	if len(pods) > 0 {
+	if len(podReports) > 0 {
 		name := ""
 		if single {
-			name = pods[0].Name
+			name = podReports[0].Name
 		}
-		events, evIncomplete, err := o.st.events(ctx, pods[0].Namespace, name)
+		events, evIncomplete, err := o.st.events(ctx, podReports[0].Namespace, name)
 		if err != nil {
 			return err
 		}
 		incomplete = append(incomplete, evIncomplete...)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
-			it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, single)
+			if pods[i] == nil {
+				it.facts.NoPod = "the pod was deleted meanwhile"
+			} else {
+				it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, single)
+			}
 			items = append(items, it)
 		}
 	}
@@ -334,12 +338,7 @@ func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.Injec
 	}
 	out := make([]*corev1.Pod, 0, len(reports))
 	for _, r := range reports {
-		p := byName[r.Name]
-		if p == nil {
-			// Deleted meanwhile: what the report says of it is all there is.
-			p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
-		}
-		out = append(out, p)
+		out = append(out, byName[r.Name]) // nil: deleted meanwhile
 	}
 	return out, nil
 }
@@ -451,10 +450,13 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 	if len(itemOf) == 0 {
 		return nil
 	}
-	if one && len(itemOf) == 1 {
+	if len(itemOf) == 1 && (one || o.viaSet) {
 		for _, it := range itemOf {
 			return o.readOne(ctx, it)
 		}
+	}
+	if o.viaSet && o.Via == nsexec.ViaEphemeral {
+		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", len(itemOf))
 	}
 	ipt := &IptablesOptions{configFlags: o.configFlags, Image: o.Image, NodeNS: o.NodeNS, Timeout: o.Timeout, IOStreams: o.IOStreams}
 	lines, _, err := ipt.readFleet(ctx, o.client, byNode, o.Connections)
@@ -472,7 +474,7 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 			}
 		case l.Report == nil:
 			// Read, and no table holds a rule.
-			it.facts.Capture = noRules(it.pod)
+			it.facts.Capture = noRules(it.pod, capture.CaptureInput{})
 		default:
 			it.facts.Capture = l.Report
 		}
@@ -480,10 +482,16 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 	return nil
 }
 
-// noRules is the capture report of a pod whose namespace holds no rule at
-// all: as it should be for a pod outside the mesh, else all rules missing.
-func noRules(p *corev1.Pod) *capture.CaptureReport {
-	in := capture.CaptureInput{Context: &capture.PodContext{ProxyUID: "1337"}, Dumps: []*capture.Ruleset{{Family: "ipv4"}}}
+// noRules is the capture report of a pod whose network namespace holds no
+// rule at all (in: what was read of it): as it should be for a pod outside
+// the mesh; else every rule its arguments call for is missing. Its flows,
+// when read, are classified all the same.
+func noRules(p *corev1.Pod, in capture.CaptureInput) *capture.CaptureReport {
+	in.Dumps = []*capture.Ruleset{{Family: "ipv4"}}
+	in.Traces = nil
+	if in.Context == nil {
+		in.Context = &capture.PodContext{ProxyUID: "1337"}
+	}
 	if args, env, src, ok := capture.CaptureArgsFromPod(p); ok {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = args, env, src
 	}
@@ -547,7 +555,7 @@ type outcome struct {
 
 func (x *outcome) add(o *DiagnoseOptions, d *diagnose.Diagnosis) {
 	switch {
-	case d.Status == diagnose.Fail, d.Status == diagnose.Warning && o.FailOn == diagnose.Warning:
+	case d.Status == diagnose.Fail, o.FailOn == diagnose.Warning && warned(d):
 		x.nFailed++
 		if len(x.failed) < 3 {
 			x.failed = append(x.failed, fmt.Sprintf("%s %s/%s (%s)", strings.ToLower(d.WorkloadKind), d.Namespace, d.Name, d.First))
@@ -555,6 +563,16 @@ func (x *outcome) add(o *DiagnoseOptions, d *diagnose.Diagnosis) {
 	case d.Status == diagnose.Unknown:
 		x.unknown = true
 	}
+}
+
+// warned: a check of d warned (whatever else is unknown).
+func warned(d *diagnose.Diagnosis) bool {
+	for _, c := range d.Checks {
+		if c.Status == diagnose.Warning {
+			return true
+		}
+	}
+	return false
 }
 
 func (x *outcome) exit(incomplete []string) error {

@@ -140,7 +140,10 @@ func TestDiagnoseExit(t *testing.T) {
 		o.Out, o.ErrOut = &out, &errOut
 		return exitCode(o.finish(ds, true, incomplete), &errOut)
 	}
-	warned := []*diagnose.Diagnosis{{WorkloadKind: "Pod", Namespace: "shop", Name: "slow", Status: diagnose.Warning, First: diagnose.CheckStart}}
+	warned := []*diagnose.Diagnosis{{WorkloadKind: "Pod", Namespace: "shop", Name: "slow", Status: diagnose.Warning, First: diagnose.CheckStart,
+		Checks: []diagnose.Check{{Name: diagnose.CheckStart, Status: diagnose.Warning}}}}
+	warnedUnknown := []*diagnose.Diagnosis{{WorkloadKind: "Pod", Namespace: "shop", Name: "slow", Status: diagnose.Unknown, First: diagnose.CheckStart,
+		Checks: []diagnose.Check{{Name: diagnose.CheckInjection, Status: diagnose.Unknown}, {Name: diagnose.CheckStart, Status: diagnose.Warning}}}}
 	cases := []struct {
 		name       string
 		failOn     string
@@ -155,6 +158,8 @@ func TestDiagnoseExit(t *testing.T) {
 		{"unknown and failed", diagnose.Fail, ds[2:4], nil, ExitProblem},
 		{"a warning", diagnose.Fail, warned, nil, ExitOK},
 		{"a warning, --fail-on warning", diagnose.Warning, warned, nil, ExitProblem},
+		{"a warning and an unknown, --fail-on warning", diagnose.Warning, warnedUnknown, nil, ExitProblem},
+		{"a warning and an unknown", diagnose.Fail, warnedUnknown, nil, ExitIncomplete},
 	}
 	for _, tc := range cases {
 		if got := run(tc.failOn, tc.ds, tc.incomplete); got != tc.want {

@@ -267,11 +267,14 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 			continue
 		}
 		in, _, backend, err := liveInput(p, &nsexec.Result{Via: nsexec.ViaNode, Sections: d.Sections})
-		if err != nil && len(d.Sections) > 0 {
+		if errors.Is(err, errNoRules) {
 			// Read, and no table holds a rule: nothing is captured.
 			l.AuditSummary = capture.AuditSummary{Backend: "-", Inbound: "not captured", Outbound: "not captured", DNS: "not captured", Hazards: []string{}}
 			if l.Mesh != "none" {
 				l.Hazards = append(l.Hazards, "no capture rules")
+			}
+			if fleet.connections {
+				l.Report = noRules(p, in)
 			}
 			continue
 		}

@@ -152,6 +152,10 @@ func imageOf(p *corev1.Pod, container string) string {
 // useLive fills the explanation's input from a live pod's dump.
 func (o *IptablesOptions) useLive(pod *corev1.Pod, res *nsexec.Result) error {
 	in, raw, backend, err := liveInput(pod, res)
+	if errors.Is(err, errNoRules) {
+		// Read, and empty: compared with what the pod calls for, every rule is missing.
+		in.Dumps, backend, err = []*capture.Ruleset{{Family: "ipv4"}}, "no rules in any table", nil
+	}
 	if err != nil {
 		return err
 	}
@@ -263,8 +267,22 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 		raw = append(raw, []byte(section(last, "nft")))
 		backends = append(backends, "inet istio-proxy-* tables: native nftables")
 	}
+	// No table holds a rule: so it is, when the IPv4 rules were read (by
+	// either backend's tool: a tool an image lacks prints "not found");
+	// otherwise nothing is known of them.
+	noRules := false
 	if len(in.Dumps) == 0 {
-		return in, nil, "", fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
+		readable := func(text string) bool {
+			if strings.TrimSpace(text) == "" {
+				return true
+			}
+			_, err := capture.ParseSave([]byte(text))
+			return err == nil
+		}
+		if !readable(section(last, "iptables-nft-save")) && !readable(section(last, "iptables-legacy-save")) {
+			return in, nil, "", fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
+		}
+		noRules = true
 	}
 	backend = strings.Join(backends, ", ")
 
@@ -305,8 +323,14 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 			in.ConntrackRead = in.ConntrackRead || s.Round == last && s.Name == "conntrack"
 		}
 	}
+	if noRules {
+		return in, raw, "", errNoRules
+	}
 	return in, raw, backend, nil
 }
+
+// errNoRules: the rules were read, and no table holds one.
+var errNoRules = errors.New("no table of the pod's network namespace holds a rule (both backends, both families and nft read)")
 
 func (o *IptablesOptions) liveInfo() *capture.LiveSource {
 	if o.live == nil {

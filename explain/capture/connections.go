@@ -185,15 +185,16 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 	// be missing from it while the proxy's upstream for it is there. The
 	// app's socket (read after the table, not the proxy's uid, its peer the
 	// original destination) still shows the call the upstream serves.
+	// Only sockets whose own flow the table lacks count: the others are
+	// classified by their flow (captured, or bypassing themselves).
+	inTable := map[string]bool{}
+	for _, f := range flows {
+		inTable[socketKey(f.Proto, f.Src, f.Dst)] = true
+	}
 	appCalls := map[string]int{}
 	for key, uid := range sockets {
-		if f := strings.Fields(key); len(f) == 3 && uid != proxyUID {
+		if f := strings.Fields(key); len(f) == 3 && uid != proxyUID && !inTable[key] {
 			appCalls[f[0]+" "+f[2]]++
-		}
-	}
-	for _, f := range flows {
-		if f.ReplySrc.Port() == 15001 && f.Dst.Port() != 15001 && appCalls[f.Proto+" "+f.Dst.String()] > 0 {
-			appCalls[f.Proto+" "+f.Dst.String()]-- // its call is in the table: counted above
 		}
 	}
 	trace := func(spec string) *Trace {

@@ -80,5 +80,23 @@ func TestConnectionsReadMidCall(t *testing.T) {
 		}
 		checked++
 	}
+	// The app (uid 1000) and something as uid 1337 both call 10.0.0.9:9090,
+	// both flows in the table: the app's socket has its own flow, so it pairs
+	// nothing, and the uid-1337 call stays a bypass.
+	both := ParseConntrack(`ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40020 dport=9090 src=10.0.0.9 dst=10.0.0.5 sport=9090 dport=40020 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40022 dport=9090 src=10.0.0.9 dst=10.0.0.5 sport=9090 dport=40022 [ASSURED] mark=0 zone=0 use=2`)
+	socks := "# tcp\n   0: 0500000A:9C54 0900000A:2382 01 00000000:00000000 00:00000000 00000000  1000        0 1 1\n" +
+		"   1: 0500000A:9C56 0900000A:2382 01 00000000:00000000 00:00000000 00000000  1337        0 2 1\n"
+	cs := ClassifyConnections(both, ParseSockets(socks), []*Ruleset{rs}, pods, 1337)
+	bypassing := 0
+	for _, c := range cs {
+		if c.Class == Bypassing {
+			bypassing++
+		}
+	}
+	if len(cs) != 2 || bypassing != 2 {
+		t.Errorf("two calls to an excluded port, one as the proxy's uid: %+v, want both bypassing", cs)
+	}
+	checked++
 	t.Logf("%d mid-read cases", checked)
 }

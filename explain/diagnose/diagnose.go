@@ -209,8 +209,29 @@ func proof(c *Check, r *injection.InjectionReport) {
 		if c.Fix == "" {
 			c.Fix = "see what refuses it: " + c.Detail + " --verify"
 		}
-	case v.Agrees == nil && r.Injected != nil && *r.Injected == v.Injected:
-		c.Status, c.Evidence, c.Needs = Pass, "a dry-run create now gives what the pod has: "+v.Summary(), nil
+	case v.Agrees == nil && r.Injected != nil:
+		// The prediction could not be made: the proof answers, compared
+		// with what the pod has (sidecar or not, revision, kind).
+		rev := r.InjectedRevision
+		if rev == "" {
+			rev = r.Revision
+		}
+		same := *r.Injected == v.Injected
+		switch {
+		case !same || v.Injected && v.Revision != "" && rev != "" && v.Revision != rev:
+			has := "the pod has no sidecar"
+			if *r.Injected {
+				has = "the pod has a sidecar of revision " + dashed(rev)
+			}
+			c.Status, c.Needs = Fail, nil
+			c.Evidence = has + ", but a dry-run create now: " + v.Summary() + ": re-created, it would get that"
+			c.Fix = "re-create the pod so that admission decides again: kubectl rollout restart its Deployment, StatefulSet or DaemonSet, or delete the pod when a controller creates it again"
+		case v.Injected && v.Sidecar != "" && r.Sidecar != "" && v.Sidecar != r.Sidecar:
+			c.Status, c.Needs = Warning, nil
+			c.Evidence = "the pod has a " + r.Sidecar + " sidecar; a dry-run create now: " + v.Summary()
+		default:
+			c.Status, c.Evidence, c.Needs = Pass, "a dry-run create now gives what the pod has: "+v.Summary(), nil
+		}
 	case v.Agrees == nil:
 		c.Evidence += "; a dry-run create: " + v.Summary()
 	default:
@@ -315,6 +336,13 @@ func startCheck(s *startup.StartupReport, target string, init Check) Check {
 		c.Evidence = s.OrderVerdict
 	}
 	return c
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // unscheduled: the pod waits for the scheduler, no container was created.

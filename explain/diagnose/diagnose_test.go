@@ -129,6 +129,14 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 			r.Injected, r.Expected, r.Mismatch, r.Ambient, r.AmbientCapture = &no, &no, &yes, true, injection.AmbientNotSetUp
 			r.Fix = "kubectl rollout restart deployment/web -n shop"
 		}), pod: ambientPod(nil), first: CheckCapture, fix: "rollout restart", worst: Fail},
+		{name: "prediction unknown, the dry run injects another revision: a mismatch, proven", inj: injected(func(r *injection.InjectionReport) {
+			r.Expected, r.Mismatch, r.Needs, r.InjectedRevision = nil, nil, []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io"}, "default"
+			r.Verified = &injection.Verification{Injected: true, Revision: "canary", Sidecar: "native"}
+		}), pod: pod(nil), first: CheckInjection, fix: "re-create the pod", worst: Fail},
+		{name: "prediction unknown, the dry run gives what the pod has: proven", inj: injected(func(r *injection.InjectionReport) {
+			r.Expected, r.Mismatch, r.Needs, r.InjectedRevision = nil, nil, []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io"}, "default"
+			r.Verified = &injection.Verification{Injected: true, Revision: "default", Sidecar: "native"}
+		}), pod: pod(nil), worst: Pass},
 		{name: "webhooks unreadable: unknown, not pass", inj: injected(func(r *injection.InjectionReport) {
 			r.Expected, r.Mismatch, r.Needs = nil, nil, []string{"list mutatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)"}
 		}), pod: pod(nil), worst: Unknown},

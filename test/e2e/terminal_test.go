@@ -81,6 +81,9 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 		{[]string{"startup", pods["web"], "-n", ns}, regexp.MustCompile(`^Mesh: istio \(native sidecar\); init: completed; order: ok`)},
 		{[]string{"startup", "-n", ns}, regexp.MustCompile(`^Mesh: istio`)}, // its one pod: the detailed view
 		{[]string{"iptables", pods["web"], "-n", ns, "--trace", "out:10.96.0.10:443"}, regexp.MustCompile(`^Drift: none`)},
+		{[]string{"diagnose", pods["web"], "-n", ns, "--rules"}, regexp.MustCompile(`every check that ran passed`)},
+		{[]string{"diagnose", "-n", ns}, regexp.MustCompile(`every check that ran passed`)}, // its one pod: the detailed view
+		{[]string{"diagnose", "-A"}, regexp.MustCompile(`^[0-9]+ pods diagnosed: `)},
 	}
 	lines := 0
 	for _, cmd := range commands {
