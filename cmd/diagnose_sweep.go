@@ -71,12 +71,7 @@ func (s *diagnoseSweep) print(incomplete []string) error {
 	case 1:
 		printDiagnosis(s.p, s.only)
 	default:
-		rows := make([][]string, 0, s.list.len())
-		err := s.list.each(func(b []byte) error {
-			row, err := readRow(b)
-			rows = append(rows, row)
-			return err
-		})
+		rows, err := s.list.rows()
 		if err != nil {
 			return err
 		}

@@ -69,12 +69,7 @@ func (s *startupSweep) print() error {
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
 		return nil
 	}
-	rows := make([][]string, 0, s.list.len())
-	err := s.list.each(func(b []byte) error {
-		row, err := readRow(b)
-		rows = append(rows, row)
-		return err
-	})
+	rows, err := s.list.rows()
 	if err != nil {
 		return err
 	}

@@ -267,3 +267,14 @@ func readRow(b []byte) ([]string, error) {
 	}
 	return cells, nil
 }
+
+// rows reads back the table rows (appendRow) the list keeps, in print order.
+func (l *sweptList) rows() ([][]string, error) {
+	rows := make([][]string, 0, l.count)
+	err := l.each(func(b []byte) error {
+		row, err := readRow(b)
+		rows = append(rows, row)
+		return err
+	})
+	return rows, err
+}

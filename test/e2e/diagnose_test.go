@@ -196,27 +196,7 @@ func TestDiagnose(t *testing.T) {
 	// Fail) whose service has no endpoints, for this namespace only (as in
 	// TestWhyInjectedWebhookWithoutEndpoints): every pod of its Deployment
 	// is refused at admission.
-	c.Apply(t, brokenNS, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: istiod-broken, namespace: %[1]s}
-spec: {ports: [{port: 443, targetPort: 15017}], selector: {app: no-such-istiod}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: istio-sidecar-injector-broken-%[1]s
-  labels: {istio.io/rev: broken}
-webhooks:
-- name: namespace.sidecar-injector.istio.io
-  clientConfig:
-    service: {name: istiod-broken, namespace: %[1]s, path: /inject, port: 443}
-  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
-  failurePolicy: Fail
-  sideEffects: None
-  admissionReviewVersions: [v1]
-  namespaceSelector: {matchLabels: {kmesh.test/broken-injector: "yes", kubernetes.io/metadata.name: %[1]s}}
-  objectSelector: {matchExpressions: [{key: sidecar.istio.io/inject, operator: NotIn, values: ["false"]}]}
-`, brokenNS)))
+	c.Apply(t, brokenNS, []byte(brokenWebhook(brokenNS)))
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "istio-sidecar-injector-broken-"+brokenNS, metav1.DeleteOptions{})
 	})

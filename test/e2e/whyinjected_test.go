@@ -370,28 +370,7 @@ func TestWhyInjectedWebhookWithoutEndpoints(t *testing.T) {
 	c.InstallMesh(t)
 	ctx := context.Background()
 	ns := c.Namespace(t, "why-broken", map[string]string{"kmesh.test/broken-injector": "yes"})
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: istiod-broken, namespace: %[1]s}
-spec: {ports: [{port: 443, targetPort: 15017}], selector: {app: no-such-istiod}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: istio-sidecar-injector-broken-%[1]s
-  labels: {istio.io/rev: broken}
-webhooks:
-- name: namespace.sidecar-injector.istio.io
-  clientConfig:
-    service: {name: istiod-broken, namespace: %[1]s, path: /inject, port: 443}
-  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
-  failurePolicy: Fail
-  sideEffects: None
-  admissionReviewVersions: [v1]
-  namespaceSelector: {matchLabels: {kmesh.test/broken-injector: "yes", kubernetes.io/metadata.name: %[1]s}}
-  objectSelector: {matchExpressions: [{key: sidecar.istio.io/inject, operator: NotIn, values: ["false"]}]}
-`, ns)
-	c.Apply(t, ns, []byte(manifest))
+	c.Apply(t, ns, []byte(brokenWebhook(ns)))
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "istio-sidecar-injector-broken-"+ns, metav1.DeleteOptions{})
 	})
@@ -559,4 +538,33 @@ func TestEachPodPageStopsItsFetcher(t *testing.T) {
 	if err := client.EachPodPage(ctx, ns, "", func(p []corev1.Pod) error { pages++; return nil }); err != nil || pages != 3 {
 		t.Errorf("a full sweep: %d pages, %v", pages, err)
 	}
+}
+
+// brokenWebhook is an Istio-shaped webhook (failurePolicy Fail) for
+// namespace ns only, whose service has no endpoints: every pod created
+// there (labelled kmesh.test/broken-injector=yes) is refused at admission.
+// The caller deletes MutatingWebhookConfiguration
+// istio-sidecar-injector-broken-NS.
+func brokenWebhook(ns string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: istiod-broken, namespace: %[1]s}
+spec: {ports: [{port: 443, targetPort: 15017}], selector: {app: no-such-istiod}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: istio-sidecar-injector-broken-%[1]s
+  labels: {istio.io/rev: broken}
+webhooks:
+- name: namespace.sidecar-injector.istio.io
+  clientConfig:
+    service: {name: istiod-broken, namespace: %[1]s, path: /inject, port: 443}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  namespaceSelector: {matchLabels: {kmesh.test/broken-injector: "yes", kubernetes.io/metadata.name: %[1]s}}
+  objectSelector: {matchExpressions: [{key: sidecar.istio.io/inject, operator: NotIn, values: ["false"]}]}
+`, ns)
 }
