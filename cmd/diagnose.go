@@ -115,6 +115,9 @@ unknown; 1 error; 2 usage error.`,
   kubectl mesh diagnose -A || echo "exit $?"`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.viaSet = c.Flags().Changed("via")
+			if o.viaSet {
+				o.Rules = true // --via says how to read the rules: it asks for them
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := o.Complete(args); err != nil {
@@ -138,7 +141,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove the injection answer with a server-side dry-run create (needs create pods)")
 	c.Flags().BoolVar(&o.Rules, "rules", false, "Read the live capture rules and compare them with what the pod's arguments call for (one pod: an ephemeral container, or --via node; many: one node pod per node)")
 	c.Flags().BoolVar(&o.Connections, "connections", false, "Read the live connections too and find flows that bypass the proxy (implies --rules)")
-	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How --rules reaches one pod's network namespace: ephemeral or node")
+	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How the rules of one pod are read (implies --rules): ephemeral or node")
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables to read the rules with (default: the pod's proxy image)")
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
@@ -273,7 +276,12 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	}
 	ds := make([]*diagnose.Diagnosis, 0, len(items))
 	for _, it := range items {
-		ds = append(ds, diagnose.Diagnose(it.facts))
+		d := diagnose.Diagnose(it.facts)
+		if len(o.Filenames) > 0 {
+			// A manifest is not in the cluster: why-injected reads the file.
+			d.Checks[0].Detail = "kubectl mesh why-injected -f " + strings.Join(o.Filenames, " -f ")
+		}
+		ds = append(ds, d)
 	}
 	return o.finish(ds, !single, dedupe(incomplete))
 }

@@ -108,11 +108,13 @@ func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
 	if len(notRun) > 0 {
 		p.para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
 	}
-	if len(needs) > 0 {
+	if needs = dedupe(needs); len(needs) > 0 {
 		fmt.Fprintln(p.out)
 		p.para(p.bold("Needs:")+" ", escape(strings.Join(needs, "; ")))
-		if hint := canIHint(needs); hint != "" {
-			p.para("       ", escape(hint))
+		for i := range needs {
+			if hint := canIHint(needs[i:]); hint != "" {
+				p.para("       ", escape(hint))
+			}
 		}
 	}
 	var more [][2]string

@@ -378,7 +378,23 @@ const cellBreaks = ",/."
 // wrapText wraps text to width columns at spaces, hyphens and breaks, and
 // inside a word only when a word is longer than the width.
 func wrapText(text string, width int, breaks string) string {
-	return lipgloss.Wrap(text, width, breaks)
+	out := lipgloss.Wrap(text, width, breaks)
+	if width < 2 {
+		return out
+	}
+	// lipgloss.Wrap can leave a line one column too wide (a line ending in
+	// "…." at the width); such a line is wrapped again, narrower.
+	lines := strings.Split(out, "\n")
+	again := false
+	for i, l := range lines {
+		if lipgloss.Width(strings.TrimRight(l, " ")) > width {
+			lines[i], again = wrapText(l, width-1, breaks), true
+		}
+	}
+	if !again {
+		return out
+	}
+	return strings.Join(lines, "\n")
 }
 
 // longestWord is the width of the longest run of text a cell wrap cannot break.

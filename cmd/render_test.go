@@ -187,3 +187,19 @@ func TestColourOnlyWhenOn(t *testing.T) {
 		t.Errorf("an effect without a colour renders %q", got)
 	}
 }
+
+// A wrapped line is never wider than asked, whatever lipgloss.Wrap does
+// with a line ending in "…." (it left one a column too wide).
+func TestWrapTextFits(t *testing.T) {
+	text := `Pods cannot be created: the apiserver rejected pod creation: Error creating: admission webhook "namespace.sidecar-injector.istio.io" denied the request: failed to run injection template: 1 error occurred:\n * invalid value '10.0.0.0/33' for annotation 'traffic.s….`
+	checked := 0
+	for w := 10; w <= 120; w++ {
+		for _, l := range strings.Split(wrapText(text, w, cellBreaks), "\n") {
+			if lipgloss.Width(l) > w {
+				t.Errorf("width %d: a line of %d: %q", w, lipgloss.Width(l), l)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d wrapped lines fit", checked)
+}

@@ -150,7 +150,12 @@ func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(errOut, "error: %s\n", escapeLines(err.Error()))
+	if isTerminal(errOut) {
+		// On a terminal, wrapped to its width as the rest of the output.
+		newPrinter(errOut).para("error: ", escapeLines(err.Error()))
+	} else {
+		fmt.Fprintf(errOut, "error: %s\n", escapeLines(err.Error()))
+	}
 	var usage *UsageError
 	var incomplete *IncompleteError
 	var interrupted *InterruptedError

@@ -84,8 +84,12 @@ func printStartup(p *printer, r *startup.StartupReport) {
 		}
 	}
 	for _, h := range r.Hazards {
-		p.para(p.paint(injection.EffectWarning, "hazard")+" "+escape(h.ID)+" ("+escape(h.Container)+"): ", escape(h.Message))
-		p.para("  fix: ", escape(h.Fix))
+		id := escape(h.ID)
+		if h.Container != "" {
+			id += " (" + escape(h.Container) + ")"
+		}
+		p.para(p.paint(injection.EffectWarning, "hazard")+" "+id+": ", escape(h.Message))
+		p.fixLine("  fix: ", escape(h.Fix))
 	}
 	fmt.Fprintln(p.out)
 	row := func(cs startup.ContainerStartup) []string {

@@ -185,7 +185,7 @@ func injectionCheck(r *injection.InjectionReport, target string) Check {
 	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
 		c.Status, c.Evidence, c.Needs = Unknown, r.Verdict, r.Needs
 	case len(r.Warnings) > 0:
-		c.Status, c.Evidence = Warning, r.Verdict+" ("+strings.Join(r.Warnings, "; ")+")"
+		c.Status, c.Evidence, c.Fix = Warning, r.Verdict+" ("+strings.Join(r.Warnings, "; ")+")", r.Fix
 	default:
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
@@ -317,6 +317,18 @@ func initCheck(s *startup.StartupReport, target string) Check {
 
 func startCheck(s *startup.StartupReport, target string, init Check) Check {
 	c, ok := fromHazards(CheckStart, s, target, startFailures, startWarnings)
+	if s == nil || ok && c.Status == Fail {
+		return c
+	}
+	// Containers that cannot start or keep restarting: a failure (waiting
+	// to start again, or never started), else a warning (restarted, runs).
+	if failed, restarted, fix := containerTrouble(s, target); len(failed) > 0 {
+		c.Status, c.Evidence, c.Fix = Fail, strings.Join(failed, "; "), fix
+		return c
+	} else if !ok && len(restarted) > 0 {
+		c.Status, c.Evidence, c.Fix = Warning, strings.Join(restarted, "; "), fix
+		return c
+	}
 	if ok {
 		return c
 	}
@@ -345,6 +357,47 @@ func dashed(s string) string {
 	return s
 }
 
+// waitingFailures are the reasons a container waits that it will not get
+// past by itself.
+var waitingFailures = map[string]bool{"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true,
+	"InvalidImageName": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
+
+// containerTrouble lists the containers (app, proxy, native sidecars) that
+// cannot start — waiting for a reason they do not get past alone — and
+// those that restarted, with the command that shows why.
+func containerTrouble(s *startup.StartupReport, target string) (failed, restarted []string, fix string) {
+	all := append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...)
+	for _, c := range all {
+		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit {
+			continue // the init check's
+		}
+		last := ""
+		if t := c.LastTermination; t != nil {
+			last = fmt.Sprintf("; last exit %d", t.ExitCode)
+			if t.Reason != "" {
+				last += " (" + t.Reason + ")"
+			}
+		}
+		logs := "kubectl logs " + target + " -c " + c.Name + " --previous"
+		switch {
+		case c.State == "waiting" && waitingFailures[c.Reason]:
+			failed = append(failed, fmt.Sprintf("container %s: %s (%d restarts%s)", c.Name, c.Reason, c.Restarts, last))
+			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {
+				fix = logs
+				if c.Restarts == 0 {
+					fix = "kubectl describe pod " + target + "   # the events say why container " + c.Name + " cannot start"
+				}
+			}
+		case c.Restarts > 0:
+			restarted = append(restarted, fmt.Sprintf("container %s restarted %d times%s", c.Name, c.Restarts, last))
+			if fix == "" {
+				fix = logs
+			}
+		}
+	}
+	return failed, restarted, fix
+}
+
 // unscheduled: the pod waits for the scheduler, no container was created.
 func unscheduled(s *startup.StartupReport) bool {
 	return s.Node == "" && s.Phase == "Pending"
@@ -355,8 +408,10 @@ func captureCheck(f Facts, target string) Check {
 	c := Check{Name: CheckCapture, Detail: "kubectl mesh iptables " + target}
 	switch {
 	case inj != nil && inj.Ambient && (inj.AmbientCapture == injection.AmbientPending || inj.AmbientCapture == injection.AmbientNotSetUp):
-		// What istio-cni wrote on the pod says so, rules read or not.
+		// What istio-cni wrote on the pod says so, rules read or not: the
+		// rules may be right, ztunnel is what is missing.
 		c.Status, c.Evidence, c.Fix = Fail, inj.Verdict, inj.Fix
+		c.Detail = "kubectl mesh why-injected " + target
 	case f.CaptureUnknown != "":
 		c.Status, c.Evidence, c.Needs = Unknown, f.CaptureUnknown, f.CaptureNeeds
 	case f.CaptureSkipped != "":
@@ -372,6 +427,18 @@ func captureCheck(f Facts, target string) Check {
 		c.Fix = "re-create the pod so that its rules are written again: kubectl delete pod " + target
 	default:
 		c.Status, c.Evidence = Pass, "the rules are exactly those "+r.Expected+" call for"
+	}
+	if r == nil {
+		return c
+	}
+	if l := r.Live; l != nil && l.Container != "" && c.Status != NotChecked {
+		// Say how they were read: an ephemeral container stays in the pod.
+		switch l.Via {
+		case "ephemeral":
+			c.Evidence += " (read by ephemeral container " + l.Container + ", listed in the pod until it is deleted)"
+		default:
+			c.Evidence += " (read by node pod " + l.Container + ", deleted since)"
+		}
 	}
 	return c
 }

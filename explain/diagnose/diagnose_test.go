@@ -106,6 +106,19 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "not scheduled: nothing has run (a warning, not an init failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
 		}), first: CheckStart, fix: "kubectl describe pod web-1 -n shop", worst: Warning},
+		{name: "the app crash-looping", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "app", RestartCount: 4,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(4), FinishedAt: at(5)}}}
+		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
+		{name: "the app's image cannot be pulled", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}
+		}), first: CheckStart, fix: "kubectl describe pod web-1 -n shop", worst: Fail},
+		{name: "the app restarted, running again (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 2
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
+		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Warning},
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
 		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
 		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},

@@ -137,17 +137,18 @@ func factor(r *InjectionReport, name string) *Factor {
 }
 
 type want struct {
-	expected bool
-	revision string
-	webhook  string // "" for none
-	blocked  bool
-	ambient  bool
-	verdict  string // substring
-	fix      string // substring
-	factor   string // a factor that must be present…
-	effect   string // …with this effect
-	warning  string // substring of a warning
-	sidecar  string
+	expected   bool
+	revision   string
+	webhook    string // "" for none
+	blocked    bool
+	ambient    bool
+	verdict    string // substring
+	fix        string // substring
+	factor     string // a factor that must be present…
+	effect     string // …with this effect
+	warning    string // substring of a warning
+	noWarnings bool   // and none at all
+	sidecar    string
 }
 
 func fmtBool(b *bool) string {
@@ -187,6 +188,9 @@ func check(t *testing.T, r *InjectionReport, w want) {
 		} else if f.Effect != w.effect {
 			t.Errorf("factor %q: effect %q, want %q (%+v)", w.factor, f.Effect, w.effect, *f)
 		}
+	}
+	if w.noWarnings && len(r.Warnings) > 0 {
+		t.Errorf("warnings %q, want none", r.Warnings)
 	}
 	if w.warning != "" && !strings.Contains(strings.Join(r.Warnings, "\n"), w.warning) {
 		t.Errorf("warnings %q lack %q", r.Warnings, w.warning)
@@ -232,13 +236,13 @@ func TestIstioTemplateDecisions(t *testing.T) {
 		{name: "revision tag prod points at canary", nsLabels: map[string]string{"istio.io/rev": "prod"},
 			want: want{expected: true, revision: "canary", webhook: whTagProdNS, verdict: "through tag prod"}},
 		{name: "istio.io/rev naming no revision", nsLabels: map[string]string{"istio.io/rev": "stable"},
-			want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "istio-injection=enabled --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning}},
+			want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "istio-injection=enabled --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning, warning: "injection is asked for, but"}},
 		{name: "unlabelled namespace, pod label inject=true", labels: map[string]string{"sidecar.istio.io/inject": "true"},
 			want: want{expected: true, revision: "default", webhook: whDefaultObj, factor: "pod label sidecar.istio.io/inject", effect: EffectInject}},
 		{name: "unlabelled namespace, annotation only: invisible to selectors", annotations: map[string]string{"sidecar.istio.io/inject": "true"},
 			want: want{verdict: "invisible to webhook selectors", fix: `kubectl patch deployment app -n app --type merge -p '{"spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}}}}}'`,
-				factor: "pod annotation sidecar.istio.io/inject", effect: EffectWarning}},
-		{name: "unlabelled namespace, nothing", want: want{verdict: "no Istio webhook matches", fix: "kubectl label namespace app istio-injection=enabled"}},
+				factor: "pod annotation sidecar.istio.io/inject", effect: EffectWarning, warning: "injection is asked for, but"}},
+		{name: "unlabelled namespace, nothing", want: want{verdict: "no Istio webhook matches", fix: "kubectl label namespace app istio-injection=enabled", noWarnings: true}},
 		{name: "unlabelled namespace, pod label istio.io/rev=canary", labels: map[string]string{"istio.io/rev": "canary"},
 			want: want{expected: true, revision: "canary", webhook: whCanaryObj, factor: "pod label istio.io/rev", effect: EffectInject}},
 		{name: "namespace rev wins over pod rev", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"istio.io/rev": "default"},

@@ -40,6 +40,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Pods created from this template will not be injected: " + whyNot + "."
 		r.Reason = "will not be injected: " + whyNot
 		r.Fix = enable
+		if len(calls) == 0 && askedForInjection(w, nsLabels) {
+			r.Warnings = append(r.Warnings, "injection is asked for, but "+whyNot)
+		}
 		return
 	}
 
@@ -70,6 +73,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	default:
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
+		if len(calls) == 0 && askedForInjection(w, nsLabels) {
+			r.Warnings = append(r.Warnings, "injection is asked for, but "+whyNot)
+		}
 		switch {
 		case strings.HasPrefix(enable, "kubectl patch"):
 			r.Fix = enable // a changed template rolls the pods out by itself
@@ -77,6 +83,19 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			r.Fix = enable + "\n" + restart
 		}
 	}
+}
+
+// askedForInjection: the namespace or the pod asks for injection in a way
+// that selects no webhook (an istio.io/rev naming no active revision or
+// tag; the annotation sidecar.istio.io/inject="true", which selectors do not
+// see) — a mistake, not a choice; a pod that opts out is not asking.
+func askedForInjection(w *Workload, nsLabels map[string]string) bool {
+	if w.Labels[istioInjectKey] == "false" || w.Annotations[istioInjectKey] == "false" {
+		return false
+	}
+	_, rev := nsLabels[istioRevLabel]
+	_, injection := nsLabels[istioInjectionLabel]
+	return rev && !injection || w.Annotations[istioInjectKey] == "true" && w.Labels[istioInjectKey] == ""
 }
 
 // ambientVerdict says what ambient mode makes of a workload it enrolls

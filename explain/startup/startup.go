@@ -461,8 +461,17 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 		switch c.Role {
 		case RoleIstioInit:
-			add("istio-init-failed", c.Name, fmt.Sprintf("istio-init exited %d (%d restarts): %s", code, c.Restarts, why),
-				fmt.Sprintf("kubectl logs %s -n %s -c istio-init --previous; fix the cause above, then the pod restarts istio-init by itself", r.Name, ns))
+			// A command, then what to do with what it shows, as a comment:
+			// the line runs as pasted.
+			logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns)
+			if c.Restarts > 0 {
+				logs += " --previous"
+			}
+			next := "its log says why; fix that, and the kubelet retries istio-init by itself"
+			if c.Failure != "" {
+				next = "fix the cause above, and the kubelet retries istio-init by itself"
+			}
+			add("istio-init-failed", c.Name, fmt.Sprintf("istio-init exited %d (%d restarts): %s", code, c.Restarts, why), logs+"   # "+next)
 		case RoleIstioValidation:
 			add("validation-failed", c.Name, fmt.Sprintf("istio-validation exited %d (%d restarts): %s", code, c.Restarts, why),
 				"check the istio-cni-node pod on node "+r.Node+" (kubectl -n istio-system get pods -l k8s-app=istio-cni-node -o wide); with cni.repair.deletePods=true Istio deletes such pods for you")
