@@ -105,7 +105,13 @@ func Diagnose(f Facts) *Diagnosis {
 	d.Checks = []Check{injectionCheck(f.Injection, target)}
 	if f.NoPod != "" {
 		for _, name := range []string{CheckInit, CheckStart, CheckCapture, CheckConnections} {
-			d.Checks = append(d.Checks, Check{Name: name, Status: NotChecked, Evidence: "not checked: " + f.NoPod})
+			c := Check{Name: name, Status: NotChecked, Evidence: "not checked: " + f.NoPod}
+			if r := f.Injection; name == CheckInit && r != nil && r.InitFailure != "" && !r.CreationBlocked {
+				// Known before any pod runs: what istiod admits, istio-init refuses.
+				c.Status, c.Evidence = Fail, "predicted: "+r.InitFailure
+				c.Fix = "correct or remove the annotation " + "traffic.sidecar.istio.io/includeOutboundPorts in the pod template (a comma-separated list of ports)"
+			}
+			d.Checks = append(d.Checks, c)
 		}
 	} else {
 		init := initCheck(f.Startup, target)
@@ -184,13 +190,25 @@ func injectionCheck(r *injection.InjectionReport, target string) Check {
 		c.Status, c.Evidence, c.Fix = Fail, r.Verdict, r.Fix
 	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
 		c.Status, c.Evidence, c.Needs = Unknown, r.Verdict, r.Needs
-	case len(r.Warnings) > 0:
-		c.Status, c.Evidence, c.Fix = Warning, r.Verdict+" ("+strings.Join(r.Warnings, "; ")+")", r.Fix
+	case len(warningsBut(r.Warnings, r.InitFailure)) > 0:
+		c.Status, c.Evidence, c.Fix = Warning, r.Verdict+" ("+strings.Join(warningsBut(r.Warnings, r.InitFailure), "; ")+")", r.Fix
 	default:
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
 	proof(&c, r)
 	return c
+}
+
+// warningsBut are the warnings but one (istio-init's predicted failure: the
+// init check's finding).
+func warningsBut(ws []string, but string) []string {
+	var out []string
+	for _, w := range ws {
+		if w != but {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // proof adds --verify's dry-run create to the injection check: it agrees,

@@ -122,6 +122,10 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
 		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
 		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},
+		{name: "a manifest istio-init will fail on: predicted", inj: injected(func(r *injection.InjectionReport) {
+			r.Kind, r.Injected, r.Mismatch = "Deployment", nil, nil
+			r.InitFailure = `istiod admits traffic.sidecar.istio.io/includeOutboundPorts="abc" (it does not check that annotation), but istio-init will fail on it`
+		}), noPod: "a manifest, not created yet", first: CheckInit, fix: "includeOutboundPorts", worst: Fail},
 		{name: "refused at admission, no pod to check", inj: injected(func(r *injection.InjectionReport) {
 			r.Kind, r.Injected, r.CreationBlocked, r.Fix = "ReplicaSet", nil, true, "kubectl get endpointslices -n istio-system"
 		}), noPod: "admission refuses its pods", first: CheckInjection, fix: "endpointslices", worst: Fail},

@@ -411,6 +411,14 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
 		r.Fix = annotationFix(refused)
 	}
+	if !r.CreationBlocked && w.Pod == nil && r.IsExpected() {
+		// A template's pods will fail in istio-init; a live pod's failure is
+		// its own (startup reads it).
+		if why := initBreakingAnnotation(w.Annotations); why != "" {
+			r.InitFailure = why
+			r.Warnings = append(r.Warnings, why)
+		}
+	}
 	return r
 }
 

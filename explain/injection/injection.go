@@ -167,6 +167,9 @@ type InjectionReport struct {
 	Incomplete []string `json:"incomplete,omitempty"`
 	// Verified is admission's answer for the pod created now (--verify).
 	Verified *Verification `json:"verified,omitempty"`
+	// InitFailure says how istio-init will fail on what istiod admits (an
+	// annotation it does not check), when it will.
+	InitFailure string `json:"initFailure,omitempty"`
 	// NotVerified says why --verify has no proof for this report.
 	NotVerified string `json:"notVerified,omitempty"`
 

@@ -397,6 +397,31 @@ exit 1`
 		k.faults++
 	})
 
+	// An annotation istiod does not check at admission, which istio-init
+	// then fails on (TestStartupOnRealKubelet's bad-init crash-loops on it):
+	// known from the manifest, before any pod runs; --verify proves that
+	// real istiod admits and injects it.
+	t.Run("manifest istio-init will fail on", func(t *testing.T) {
+		bad := appPod("bad-ports", nil, map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"})
+		bad.APIVersion, bad.Kind, bad.Namespace = "v1", "Pod", ns
+		file := writeManifest(t, bad)
+		for _, args := range [][]string{{"-f", file}, {"-f", file, "--verify"}} {
+			r, doc := diag(t, c, args...)
+			where := "diagnose " + strings.Join(args, " ")
+			items := doc.all()
+			k.check(t, r.code == 4 && len(items) == 1, "%s: exit %d, %d items: %s", where, r.code, len(items), r.stderr)
+			if len(items) == 1 {
+				k.firstIs(t, where, items[0], diagnose.CheckInit, diagnose.Fail, "includeOutboundPorts")
+				k.check(t, strings.HasPrefix(items[0].Verdict, "predicted: "), "%s: verdict %q, want a prediction", where, items[0].Verdict)
+				if len(args) == 3 {
+					inj := checkOf(items[0], diagnose.CheckInjection)
+					k.check(t, strings.Contains(inj.Evidence, "dry-run create") && strings.Contains(inj.Evidence, "admission injects it"), "%s: injection %q, want the dry run's proof that istiod admits it", where, inj.Evidence)
+				}
+			}
+		}
+		k.faults++
+	})
+
 	t.Run("istio-init without NET_ADMIN", func(t *testing.T) {
 		r, d := diagOne(t, c, "no-netadmin", "-n", ns)
 		k.check(t, r.code == 4, "exit %d, want 4: %s", r.code, r.stderr)
