@@ -41,7 +41,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Reason = "will not be injected: " + whyNot
 		r.Fix = enable
 		if len(calls) == 0 && askedForInjection(w, nsLabels) {
-			r.Warnings = append(r.Warnings, "injection is asked for, but "+whyNot)
+			r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
 		}
 		return
 	}
@@ -74,7 +74,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
 		if len(calls) == 0 && askedForInjection(w, nsLabels) {
-			r.Warnings = append(r.Warnings, "injection is asked for, but "+whyNot)
+			r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
 		}
 		switch {
 		case strings.HasPrefix(enable, "kubectl patch"):
