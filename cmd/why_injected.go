@@ -359,11 +359,17 @@ func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection
 		}
 		parts := strings.SplitN(k, "/", 3)
 		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}
-		r := o.mesh.Explain(facts, w)
-		// Its pods would come from the template of the object the events are about.
+		// Its pods would come from the template of the object the events are
+		// about: read (one GET per refused workload), it says why admission
+		// refuses them, and what to change; unread, the events say it alone.
 		yes := true
-		o.recordLive(r, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
-			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}})
+		owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
+			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}}
+		if tmpl, _, ok, err := o.client.OwnerTemplate(ctx, owned); err == nil && ok {
+			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
+		}
+		r := o.mesh.Explain(facts, w)
+		o.recordLive(r, owned)
 		r.Factors = injection.DecidingFactors(r.Factors)
 		out = append(out, r)
 	}
