@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -205,7 +204,7 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	if len(o.Filenames) == 0 && len(o.Args) == 0 {
 		return o.sweep(ctx)
 	}
-	facts, err := o.meshFacts(ctx)
+	facts, err := o.why.meshFacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -286,28 +285,6 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	return o.finish(ds, !single, dedupe(incomplete))
 }
 
-// meshFacts reads the mesh's configuration (what why-injected reads).
-func (o *DiagnoseOptions) meshFacts(ctx context.Context) (*injection.ClusterFacts, error) {
-	facts, err := o.client.MeshFacts(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the mesh's configuration: %w", err)
-	}
-	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !o.why.mesh.Installed(facts) {
-		return nil, inspect.ErrNoMesh
-	}
-	return facts, nil
-}
-
-// factsIncomplete lists what of the mesh's configuration could not be read.
-func factsIncomplete(facts *injection.ClusterFacts) []string {
-	var out []string
-	for k, why := range facts.Unknown {
-		out = append(out, k+": "+why)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func dedupe(in []string) []string {
 	seen := map[string]bool{}
 	out := in[:0]
@@ -369,7 +346,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 	}()
 	defer func() { cancel(); <-evDone }()
 
-	facts, err := o.meshFacts(ctx)
+	facts, err := o.why.meshFacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -529,8 +506,6 @@ func (o *DiagnoseOptions) readOne(ctx context.Context, it *item) error {
 		return err
 	case errors.As(err, &perm):
 		it.facts.CaptureUnknown, it.facts.CaptureNeeds = "the rules could not be read: "+perm.Msg, []string{perm.Need}
-	case apierrors.IsForbidden(err):
-		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
 	case err != nil:
 		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
 	default:
@@ -606,12 +581,12 @@ var statusRank = map[string]int{diagnose.Fail: 0, diagnose.Unknown: 1, diagnose.
 
 // checkRank is a check's place in causal order; no check is last.
 func checkRank(name string) int {
-	for i, c := range []string{diagnose.CheckInjection, diagnose.CheckInit, diagnose.CheckStart, diagnose.CheckCapture, diagnose.CheckConnections} {
+	for i, c := range diagnose.Order {
 		if c == name {
 			return i
 		}
 	}
-	return 5
+	return len(diagnose.Order)
 }
 
 // sortDiagnoses puts the worst first, grouped by the first failing check,
@@ -631,9 +606,8 @@ func sortDiagnoses(ds []*diagnose.Diagnosis) {
 
 // countChecks is the list's summary: each check's statuses.
 func countChecks(ds []*diagnose.Diagnosis) []CheckCount {
-	names := []string{diagnose.CheckInjection, diagnose.CheckInit, diagnose.CheckStart, diagnose.CheckCapture, diagnose.CheckConnections}
-	out := make([]CheckCount, len(names))
-	for i, n := range names {
+	out := make([]CheckCount, len(diagnose.Order))
+	for i, n := range diagnose.Order {
 		out[i].Name = n
 	}
 	for _, d := range ds {

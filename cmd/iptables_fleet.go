@@ -234,10 +234,9 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		ambient = ambient || ok
 	}
 	if image == "" && ambient {
-		// Only ambient pods here: the istio-cni agent's image has the tools.
-		if agent, err := fleet.client.AmbientAgent(ctx, node); err == nil && agent != nil && len(agent.Spec.Containers) > 0 {
-			image = agent.Spec.Containers[0].Image
-		}
+		// Only ambient pods here: the istio-cni agent's image has the tools
+		// (not found or not readable: each line says there is no image).
+		image, _ = agentImage(ctx, fleet.client, node)
 	}
 	lines := make([]*AuditLine, 0, len(pods))
 	need := ""

@@ -52,12 +52,8 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	if image == "" && ambient && o.Container == "" {
 		// An ambient pod has no proxy container: the istio-cni agent on its
 		// node has the tools, and its image is on the node already.
-		agent, err := ic.AmbientAgent(ctx, pod.Spec.NodeName)
-		switch {
-		case err != nil:
+		if image, err = agentImage(ctx, ic, pod.Spec.NodeName); err != nil {
 			return usageErrorf("pod %s is in ambient mode and has no istio-proxy container; the istio-cni agent's image on node %s could not be looked up (%v): give an image with iptables with --image", name, pod.Spec.NodeName, explainAPIError(err, "list pods -l "+injection.AmbientCNISelector))
-		case agent != nil && len(agent.Spec.Containers) > 0:
-			image = agent.Spec.Containers[0].Image
 		}
 	}
 	if image == "" {
@@ -79,6 +75,16 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 		return err
 	}
 	return o.expectAmbient(ctx, ic, pod)
+}
+
+// agentImage is the image of the istio-cni agent on node ("" when none
+// runs there): it has the iptables tools, and it is on the node already.
+func agentImage(ctx context.Context, ic *inspect.Client, node string) (string, error) {
+	agent, err := ic.AmbientAgent(ctx, node)
+	if err != nil || agent == nil || len(agent.Spec.Containers) == 0 {
+		return "", err
+	}
+	return agent.Spec.Containers[0].Image, nil
 }
 
 // ambientRedirection is the annotation istio-cni's agent gives a pod it

@@ -17,7 +17,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
@@ -265,15 +264,11 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 		return nil
 	}
 	printStartupRows(p, reports)
-	seen := map[string]bool{}
+	var unknowns []string
 	for _, r := range reports {
-		for _, u := range r.Incomplete {
-			if !seen[u] {
-				seen[u] = true
-				p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
-			}
-		}
+		unknowns = append(unknowns, r.Incomplete...)
 	}
+	printIncomplete(p, dedupe(unknowns))
 	return nil
 }
 

@@ -152,12 +152,9 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		pre = o.startSweep(ctx)
 		defer pre.close()
 	}
-	facts, err := o.client.MeshFacts(ctx)
+	facts, err := o.meshFacts(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the mesh's configuration: %w", err)
-	}
-	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !o.mesh.Installed(facts) {
-		return inspect.ErrNoMesh
+		return err
 	}
 	var reports []*injection.InjectionReport
 	// One pod (or one object of a file) prints one report; a workload, its
@@ -198,12 +195,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	var incomplete []string
-	for k, why := range facts.Unknown {
-		incomplete = append(incomplete, k+": "+why)
-	}
-	sort.Strings(incomplete)
-
+	incomplete := factsIncomplete(facts)
 	if kept != nil {
 		err = kept.print(incomplete)
 	} else {
@@ -216,6 +208,29 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
 	}
 	return nil
+}
+
+// meshFacts reads the mesh's configuration; no Istio injector at all is an
+// error (unless the webhooks could not be read).
+func (o *WhyInjectedOptions) meshFacts(ctx context.Context) (*injection.ClusterFacts, error) {
+	facts, err := o.client.MeshFacts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mesh's configuration: %w", err)
+	}
+	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !o.mesh.Installed(facts) {
+		return nil, inspect.ErrNoMesh
+	}
+	return facts, nil
+}
+
+// factsIncomplete lists what of the mesh's configuration could not be read.
+func factsIncomplete(facts *injection.ClusterFacts) []string {
+	var out []string
+	for k, why := range facts.Unknown {
+		out = append(out, k+": "+why)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // newSweep keeps a sweep's reports for o's output.
