@@ -24,12 +24,8 @@ type diagnoseSweep struct {
 	only *diagnose.Diagnosis
 }
 
-// diagnoseChecks is the number of checks; a diagnosis' class is its
-// status's rank times one more than that, plus its first check's rank.
-const diagnoseChecks = 5
-
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
-	s := &diagnoseSweep{o: o, list: newSweptList(len(statusRank) * (diagnoseChecks + 1)), counts: countChecks(nil), status: map[string]int{}}
+	s := &diagnoseSweep{o: o, list: newSweptList(len(statusRank) * (len(diagnose.Order) + 1)), counts: countChecks(nil), status: map[string]int{}}
 	if o.Output == "" {
 		s.p = newPrinter(o.Out)
 	}
@@ -46,7 +42,8 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	} else {
 		s.only = nil
 	}
-	class := statusRank[d.Status]*(diagnoseChecks+1) + checkRank(d.First)
+	// Its status's rank, then its first check's (none: last).
+	class := statusRank[d.Status]*(len(diagnose.Order)+1) + checkRank(d.First)
 	if s.o.Output != "" {
 		emptyLists(d)
 		b, err := json.Marshal(d)

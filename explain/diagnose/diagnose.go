@@ -36,6 +36,9 @@ const (
 	CheckConnections = "connections"
 )
 
+// Order is the checks in causal order, as a diagnosis lists them.
+var Order = []string{CheckInjection, CheckInit, CheckStart, CheckCapture, CheckConnections}
+
 // Check is one step of a pod's data-plane setup.
 type Check struct {
 	Name     string `json:"name"`
@@ -104,12 +107,12 @@ func Diagnose(f Facts) *Diagnosis {
 	}
 	d.Checks = []Check{injectionCheck(f.Injection, target)}
 	if f.NoPod != "" {
-		for _, name := range []string{CheckInit, CheckStart, CheckCapture, CheckConnections} {
+		for _, name := range Order[1:] {
 			c := Check{Name: name, Status: NotChecked, Evidence: "not checked: " + f.NoPod}
 			if r := f.Injection; name == CheckInit && r != nil && r.InitFailure != "" && !r.CreationBlocked {
 				// Known before any pod runs: what istiod admits, istio-init refuses.
 				c.Status, c.Evidence = Fail, "predicted: "+r.InitFailure
-				c.Fix = "correct or remove the annotation " + "traffic.sidecar.istio.io/includeOutboundPorts in the pod template (a comma-separated list of ports)"
+				c.Fix = "correct or remove the annotation " + injection.UncheckedOutboundPorts + " in the pod template (a comma-separated list of ports)"
 			}
 			d.Checks = append(d.Checks, c)
 		}
@@ -163,13 +166,15 @@ func Diagnose(f Facts) *Diagnosis {
 	return d
 }
 
+// worseness ranks the statuses for Worst.
+var worseness = map[string]int{Pass: 0, NotChecked: 0, Warning: 1, Unknown: 2, Fail: 3}
+
 // Worst is the worst status of the checklist (fail, then unknown, then
 // warning, then pass; checks not run do not count).
 func (d *Diagnosis) Worst() string {
-	rank := map[string]int{Pass: 0, NotChecked: 0, Warning: 1, Unknown: 2, Fail: 3}
 	worst := Pass
 	for _, c := range d.Checks {
-		if rank[c.Status] > rank[worst] {
+		if worseness[c.Status] > worseness[worst] {
 			worst = c.Status
 		}
 	}
@@ -178,10 +183,13 @@ func (d *Diagnosis) Worst() string {
 
 func injectionCheck(r *injection.InjectionReport, target string) Check {
 	c := Check{Name: CheckInjection, Detail: "kubectl mesh why-injected " + target}
-	switch {
-	case r == nil:
+	if r == nil {
 		c.Status, c.Evidence = NotChecked, "not checked: not read"
 		return c
+	}
+	// istio-init's predicted failure is the init check's finding.
+	warnings := warningsBut(r.Warnings, r.InitFailure)
+	switch {
 	case r.Ambient && (r.AmbientCapture == injection.AmbientPending || r.AmbientCapture == injection.AmbientNotSetUp):
 		// Enrolled as it should be: its setup failed, which init, start or
 		// capture says.
@@ -190,8 +198,8 @@ func injectionCheck(r *injection.InjectionReport, target string) Check {
 		c.Status, c.Evidence, c.Fix = Fail, r.Verdict, r.Fix
 	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
 		c.Status, c.Evidence, c.Needs = Unknown, r.Verdict, r.Needs
-	case len(warningsBut(r.Warnings, r.InitFailure)) > 0:
-		c.Status, c.Evidence, c.Fix = Warning, r.Verdict+" ("+strings.Join(warningsBut(r.Warnings, r.InitFailure), "; ")+")", r.Fix
+	case len(warnings) > 0:
+		c.Status, c.Evidence, c.Fix = Warning, r.Verdict+" ("+strings.Join(warnings, "; ")+")", r.Fix
 	default:
 		c.Status, c.Evidence = Pass, r.Verdict
 	}

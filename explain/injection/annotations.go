@@ -40,21 +40,21 @@ var annotationChecks = map[string]func(string) error{
 	"sidecar.istio.io/proxyMemoryLimit":                     checkQuantity,
 }
 
-// uncheckedOutboundPorts is the port list istiod passes to istio-iptables
+// UncheckedOutboundPorts is the annotation of the port list istiod passes to istio-iptables
 // without checking it at admission: a value that is not a list of ports
 // makes iptables-restore refuse the rules, and istio-init fails (seen with
 // Istio's own binaries: TestStartupOnRealKubelet's bad-init).
-const uncheckedOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
+const UncheckedOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
 
 // initBreakingAnnotation says how istio-init will fail on an annotation
 // istiod admits, "" when none will make it.
 func initBreakingAnnotation(annotations map[string]string) string {
-	v, ok := annotations[uncheckedOutboundPorts]
+	v, ok := annotations[UncheckedOutboundPorts]
 	if !ok || strings.TrimSpace(v) == "" {
 		return ""
 	}
 	if err := checkPorts(v); err != nil {
-		return fmt.Sprintf("istiod admits %s=%s (it does not check that annotation), but istio-init will fail on it: %v", uncheckedOutboundPorts, quote(v), err)
+		return fmt.Sprintf("istiod admits %s=%s (it does not check that annotation), but istio-init will fail on it: %v", UncheckedOutboundPorts, quote(v), err)
 	}
 	return ""
 }

@@ -31,6 +31,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	}
 
 	expected := r.IsExpected()
+	if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
+		r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+	}
 	if w.Pod == nil {
 		if expected {
 			r.Verdict = "Pods created from this template will be injected by " + by + "."
@@ -40,9 +43,6 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Pods created from this template will not be injected: " + whyNot + "."
 		r.Reason = "will not be injected: " + whyNot
 		r.Fix = enable
-		if len(calls) == 0 && askedForInjection(w, nsLabels) {
-			r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
-		}
 		return
 	}
 
@@ -73,9 +73,6 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	default:
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
-		if len(calls) == 0 && askedForInjection(w, nsLabels) {
-			r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
-		}
 		switch {
 		case strings.HasPrefix(enable, "kubectl patch"):
 			r.Fix = enable // a changed template rolls the pods out by itself
