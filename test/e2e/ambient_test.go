@@ -70,6 +70,22 @@ func renderAmbient(t *testing.T, c *testcluster.Cluster) (*corev1.ConfigMap, map
 	return cm, templates
 }
 
+// installAmbientCNI creates istio-cni's ConfigMap of Istio's ambient profile
+// (renderAmbient) in namespace ns, deleted when the test ends, and returns
+// it with the node agents' pod templates.
+func installAmbientCNI(t *testing.T, c *testcluster.Cluster, ns string) (*corev1.ConfigMap, map[string]*corev1.PodTemplateSpec) {
+	t.Helper()
+	cm, templates := renderAmbient(t, c)
+	cm.Namespace, cm.ResourceVersion = ns, ""
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().ConfigMaps(ns).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+	})
+	return cm, templates
+}
+
 // why-injected for ambient mode on the real apiserver: istio-cni's
 // ConfigMap as Istio's chart renders it (first the test bed's own, ambient
 // off; then the ambient profile's), namespaces and pods labelled for ambient,
@@ -115,15 +131,8 @@ func TestWhyInjectedAmbient(t *testing.T) {
 
 	// The ambient profile's istio-cni, in a namespace of its own (as when
 	// installed apart from istiod); it wins over the ambient-off one.
-	cm, templates := renderAmbient(t, c)
 	agentsNS := c.Namespace(t, "amb-cni", nil)
-	cm.Namespace, cm.ResourceVersion = agentsNS, ""
-	if _, err := c.Client.CoreV1().ConfigMaps(agentsNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.CoreV1().ConfigMaps(agentsNS).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
-	})
+	_, templates := installAmbientCNI(t, c, agentsNS)
 	agent := func(name string, tmpl *corev1.PodTemplateSpec, ready bool) {
 		p := appPod(name, tmpl.Labels, nil)
 		if !ready {
@@ -235,14 +244,7 @@ func TestIptablesAmbientPod(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "amb-ipt", map[string]string{"istio.io/dataplane-mode": "ambient"})
 	agentsNS := c.Namespace(t, "amb-ipt-cni", nil)
-	cm, templates := renderAmbient(t, c)
-	cm.Namespace, cm.ResourceVersion = agentsNS, ""
-	if _, err := c.Client.CoreV1().ConfigMaps(agentsNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.CoreV1().ConfigMaps(agentsNS).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
-	})
+	cm, templates := installAmbientCNI(t, c, agentsNS)
 
 	root, dir := int64(0), corev1.HostPathDirectory
 	pod := appPod("web", nil, map[string]string{"ambient.istio.io/dns-capture": "false"})

@@ -229,14 +229,7 @@ func TestDiagnose(t *testing.T) {
 	// node agents carrying the DaemonSets' labels, istio-cni's ready and
 	// ztunnel's never ready; the pods' ambient.istio.io/redirection written
 	// through pods/status as istio-cni's agent writes it.
-	cm, templates := renderAmbient(t, c)
-	cm.Namespace, cm.ResourceVersion = agentsNS, ""
-	if _, err := c.Client.CoreV1().ConfigMaps(agentsNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.CoreV1().ConfigMaps(agentsNS).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
-	})
+	_, templates := installAmbientCNI(t, c, agentsNS)
 	standIn(t, c, agentsNS, appPod("istio-cni-node-standin", templates["istio-cni-node"].Labels, nil))
 	ztunnel := appPod("ztunnel-standin", templates["ztunnel"].Labels, nil)
 	ztunnel.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
