@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's whole test run (`make test`; CI runs exactly this):
-#  1. static checks: gofmt, go vet
+#  1. static checks: gofmt, go vet, no tracked file over 1 MiB nor binary
 #  2. the newest Kubernetes lane ($K8S_NEWEST): the local cluster from a
 #     clean slate (dependencies installed and binaries built as needed),
 #     every Go test against it: unit, integration and end-to-end
@@ -24,6 +24,7 @@ phase "static checks"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
+"$REPO_ROOT/hack/tracked-files.sh" || die "build outputs are tracked by git (above): remove them (git rm --cached) and ignore them"
 
 # Both lanes' binaries and Istio's own first: a missing build fails here, not half way.
 for v in "$K8S_NEWEST" "$K8S_OLDEST"; do K8S_VERSION=$v "$HACK_DIR/build-kube.sh"; done
