@@ -252,7 +252,9 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 			if pods[i] == nil {
 				it.facts.NoPod = "the pod was deleted meanwhile"
 			} else {
-				it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, single)
+				// Named pods: the logs of their failing containers are read,
+				// so that the finding names the cause.
+				it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, true)
 			}
 			items = append(items, it)
 		}

@@ -383,18 +383,14 @@ func wrapText(text string, width int, breaks string) string {
 		return out
 	}
 	// lipgloss.Wrap can leave a line one column too wide (a line ending in
-	// "…." at the width); such a line is wrapped again, narrower.
-	lines := strings.Split(out, "\n")
-	again := false
-	for i, l := range lines {
+	// "…." at the width); then the whole text is wrapped again, narrower,
+	// so that no stub of a line is left behind.
+	for _, l := range strings.Split(out, "\n") {
 		if lipgloss.Width(strings.TrimRight(l, " ")) > width {
-			lines[i], again = wrapText(l, width-1, breaks), true
+			return wrapText(text, width-1, breaks)
 		}
 	}
-	if !again {
-		return out
-	}
-	return strings.Join(lines, "\n")
+	return out
 }
 
 // longestWord is the width of the longest run of text a cell wrap cannot break.

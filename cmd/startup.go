@@ -210,6 +210,9 @@ func (o *StartupOptions) analyze(ctx context.Context, p *corev1.Pod, events map[
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		facts.OwnerKind = ref.Kind
 	}
+	if w := inspect.OwnerOf(p); w != nil {
+		facts.Workload = strings.ToLower(w.Kind) + "/" + w.Name
+	}
 	if detail {
 		facts.Logs = o.failedLogs(ctx, p)
 	}

@@ -12,6 +12,7 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -288,7 +289,7 @@ var initHazards = []string{"istio-init-failed", "validation-failed", "stuck-in-i
 
 // startFailures fail the start check; startWarnings warn.
 var (
-	startFailures = []string{"proxy-not-ready", "ambient-pending", "job-with-classic-sidecar"}
+	startFailures = []string{"container-failing", "proxy-not-ready", "ambient-pending", "job-with-classic-sidecar"}
 	startWarnings = []string{"app-before-proxy-ready", "init-after-capture"}
 )
 
@@ -394,20 +395,23 @@ var waitingFailures = map[string]bool{"CrashLoopBackOff": true, "ImagePullBackOf
 func containerTrouble(s *startup.StartupReport, target string) (failed, restarted []string, fix string) {
 	all := append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...)
 	for _, c := range all {
-		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit {
-			continue // the init check's
+		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit || c.Failing {
+			continue // the init check's, or a crash loop (startup's container-failing)
 		}
 		last := ""
 		if t := c.LastTermination; t != nil {
-			last = fmt.Sprintf("; last exit %d", t.ExitCode)
-			if t.Reason != "" {
-				last += " (" + t.Reason + ")"
+			last = "; last " + c.LastFailure
+			if c.LastFailure == "" {
+				last = fmt.Sprintf("; last exit %d", t.ExitCode)
+				if t.Reason != "" {
+					last += " (" + t.Reason + ")"
+				}
 			}
 		}
 		logs := "kubectl logs " + target + " -c " + c.Name + " --previous"
 		switch {
 		case c.State == "waiting" && waitingFailures[c.Reason]:
-			failed = append(failed, fmt.Sprintf("container %s: %s (%d restarts%s)", c.Name, c.Reason, c.Restarts, last))
+			failed = append(failed, fmt.Sprintf("container %s: %s (%s%s)", c.Name, c.Reason, startup.Plural(c.Restarts, "restart"), last))
 			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {
 				fix = logs
 				if c.Restarts == 0 {
@@ -415,13 +419,22 @@ func containerTrouble(s *startup.StartupReport, target string) (failed, restarte
 				}
 			}
 		case c.Restarts > 0:
-			restarted = append(restarted, fmt.Sprintf("container %s restarted %d times%s", c.Name, c.Restarts, last))
+			restarted = append(restarted, fmt.Sprintf("container %s restarted %s%s%s", c.Name, startup.Plural(c.Restarts, "time"), last, runningSince(c)))
 			if fix == "" {
 				fix = logs
 			}
 		}
 	}
 	return failed, restarted, fix
+}
+
+// runningSince says since when a restarted container that runs again has
+// run.
+func runningSince(c startup.ContainerStartup) string {
+	if c.State != "running" || c.StartedAt == nil {
+		return ""
+	}
+	return "; running again since " + c.StartedAt.UTC().Format(time.RFC3339)
 }
 
 // unscheduled: the pod waits for the scheduler, no container was created.

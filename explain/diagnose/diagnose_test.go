@@ -77,6 +77,7 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		connections bool
 		unreadable  string
 		noPod       string
+		now         time.Duration // since t0; a minute when not set
 		first       string
 		fix         string
 		worst       string
@@ -115,10 +116,14 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}
 		}), first: CheckStart, fix: "kubectl describe pod web-1 -n shop", worst: Fail},
-		{name: "the app restarted, running again (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+		{name: "the app restarted, running again for longer than the kubelet's back-off reset (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[1].RestartCount = 2
 			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
-		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Warning},
+		}), now: startup.BackOffReset + time.Minute, first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Warning},
+		{name: "the app restarted a minute ago after failing, running its next attempt (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 2
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
+		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
 		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
 		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},
@@ -161,8 +166,11 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 	checked := 0
 	for _, tc := range cases {
 		var s *startup.StartupReport
+		if tc.now == 0 {
+			tc.now = time.Minute
+		}
 		if tc.pod != nil {
-			s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(time.Minute)})
+			s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(tc.now)})
 		}
 		f := Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections, NoPod: tc.noPod}
 		if tc.unreadable != "" {
@@ -191,4 +199,90 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		checked++
 	}
 	t.Logf("%d planted faults and healthy pods diagnosed", checked)
+}
+
+// A crash-looping container gets the same diagnosis in every phase of its
+// loop: terminated, waiting in back-off, running its next attempt. The
+// finding says how often it was restarted and what its last failure was,
+// in the kubelet's own words.
+func TestCrashLoopSameAnswerInEveryPhase(t *testing.T) {
+	always := corev1.RestartPolicyAlways
+	last := &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "iptables-restore: line 12 failed", StartedAt: at(10), FinishedAt: at(11)}
+	// phases of one loop: the same failure, seen at three seconds of it.
+	phases := []struct {
+		name string
+		st   corev1.ContainerStatus
+	}{
+		{"just terminated", corev1.ContainerStatus{RestartCount: 2, State: corev1.ContainerState{Terminated: last},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(5), FinishedAt: at(6)}}}},
+		{"waiting in back-off", corev1.ContainerStatus{RestartCount: 2, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 20s restarting failed container"}},
+			LastTerminationState: corev1.ContainerState{Terminated: last}}},
+		{"running its next attempt", corev1.ContainerStatus{RestartCount: 3, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(31)}},
+			LastTerminationState: corev1.ContainerState{Terminated: last}}},
+	}
+	subjects := []struct {
+		name      string
+		container string
+		plant     func(p *corev1.Pod, st corev1.ContainerStatus)
+		first     string
+		fix       string
+	}{
+		{"istio-init", "istio-init", func(p *corev1.Pod, st corev1.ContainerStatus) {
+			p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+			st.Name = "istio-init"
+			p.Status.InitContainerStatuses[0] = st
+		}, CheckInit, "kubectl logs web-1 -n shop -c istio-init"},
+		{"the app", "app", func(p *corev1.Pod, st corev1.ContainerStatus) {
+			st.Name = "app"
+			p.Status.ContainerStatuses[1] = st
+		}, CheckStart, "kubectl logs web-1 -n shop -c app --previous"},
+		{"a native sidecar proxy", "istio-proxy", func(p *corev1.Pod, st corev1.ContainerStatus) {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-proxy", RestartPolicy: (*corev1.ContainerRestartPolicy)(&always)})
+			p.Spec.Containers = p.Spec.Containers[1:]
+			st.Name = "istio-proxy"
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, st)
+			p.Status.ContainerStatuses = p.Status.ContainerStatuses[1:]
+			p.Status.Phase = corev1.PodPending
+		}, CheckStart, "kubectl logs web-1 -n shop -c istio-proxy --previous"},
+	}
+	checked := 0
+	for _, sub := range subjects {
+		var answers []string
+		for _, ph := range phases {
+			p := pod(func(p *corev1.Pod) { sub.plant(p, ph.st) })
+			s := startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Now: t0.Add(time.Minute)})
+			d := Diagnose(Facts{Injection: injected(nil), Startup: s})
+			where := sub.name + ", " + ph.name
+			got := checkOf(d, sub.first)
+			if d.Status != Fail || d.First != sub.first || !strings.Contains(d.Fix, sub.fix) {
+				t.Errorf("%s: status %q first %q fix %q; want fail, first %s, fix with %q\n%+v", where, d.Status, d.First, d.Fix, sub.first, sub.fix, d.Checks)
+				continue
+			}
+			for _, want := range []string{sub.container + " failed", "exit 1 (Error): iptables-restore: line 12 failed", "restarted "} {
+				if !strings.Contains(got.Evidence, want) {
+					t.Errorf("%s: evidence %q does not say %q", where, got.Evidence, want)
+				}
+			}
+			if strings.Contains(got.Evidence, "1 restarts") || strings.Contains(got.Evidence, "1 times") {
+				t.Errorf("%s: evidence %q: a plural for one", where, got.Evidence)
+			}
+			answers = append(answers, d.Status+" "+d.First)
+			checked++
+		}
+		for _, a := range answers[1:] {
+			if a != answers[0] {
+				t.Errorf("%s: the answer changes with the phase of the loop: %q", sub.name, answers)
+			}
+		}
+	}
+	t.Logf("%d phases of crash loops diagnosed alike", checked)
+}
+
+func checkOf(d *Diagnosis, name string) Check {
+	for _, c := range d.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return Check{}
 }

@@ -18,7 +18,10 @@ type StartupFacts struct {
 	Logs map[string]LogTail
 	// OwnerKind is the pod's controller kind (Job, ReplicaSet, …), "" for none.
 	OwnerKind string
-	Now       time.Time
+	// Workload is the object that re-creates the pod, as kubectl names it
+	// ("deployment/web"), "" for none: fixes name it.
+	Workload string
+	Now      time.Time
 }
 
 // LogTail is the end of a container's log, current and previous run.
@@ -75,8 +78,16 @@ type ContainerStartup struct {
 	// ReadyAt is when it became ready, when the events tell.
 	ReadyAt *time.Time `json:"readyAt,omitempty"`
 	Log     *LogTail   `json:"log,omitempty"`
+	// Failing says the container is failing: it failed and has not got
+	// past it, whatever phase its crash loop is in this second (waiting
+	// in back-off, just terminated, or running its next attempt).
+	Failing bool `json:"failing,omitempty"`
+	// LastFailure is the kubelet's account of its last failed run: exit
+	// code, reason and message ("exit 1 (Error)").
+	LastFailure string `json:"lastFailure,omitempty"`
 	// Failure explains a recognised failure.
 	Failure string `json:"failure,omitempty"`
+	cause   string // the recognised failure's, for its fix
 }
 
 // Hazard is an ordering or startup problem, with its fix.
@@ -190,31 +201,42 @@ func containerStartup(c corev1.Container, init bool, st *corev1.ContainerStatus)
 // validationNoRedirect is istio-validation's known failure (also its exit 126).
 const validationNoRedirect = "istio-validation found no redirection: the Istio CNI plugin had not set up this pod's rules (pod scheduled before istio-cni-node was ready on the node)"
 
+// Causes of istio-init's failures that a fix can name.
+const (
+	causeNoNetAdmin = "no-net-admin"
+	causeBadPorts   = "bad-ports"
+)
+
+// includeOutboundPorts is the annotation istiod passes to istio-iptables
+// unchecked.
+const includeOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
+
 // knownFailures recognises istio-init / istio-validation failures from
 // their logs and termination messages.
 var knownFailures = []struct {
 	match []string // any of these
 	also  string   // and this, when set
 	why   string
+	cause string // for the fix, when it can be named
 }{
 	// First: without NET_ADMIN every iptables call fails, each in its own
 	// words ("could not fetch rule set generation id: Permission denied").
 	{[]string{"permission denied", "operation not permitted", "cap_net_admin"}, "",
-		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)"},
+		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)", causeNoNetAdmin},
 	{[]string{"can't initialize iptables table", "table does not exist", "could not fetch rule set generation id"}, "",
-		"iptables cannot use the nat table here: the node's kernel lacks the module for this backend, or the legacy/nft backends are mixed (iptables-legacy vs iptables-nft)"},
+		"iptables cannot use the nat table here: the node's kernel lacks the module for this backend, or the legacy/nft backends are mixed (iptables-legacy vs iptables-nft)", ""},
 	{[]string{"iptables validation failed", "workload is not ready for istio"}, "",
-		validationNoRedirect},
+		validationNoRedirect, ""},
 	{[]string{"failed parsing cidr", "invalid cidr", "invalid cidr address"}, "",
-		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)"},
+		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)", ""},
 	{[]string{"invalid port/service"}, "",
-		"iptables-restore refused a port istio-iptables was given: a traffic.sidecar.istio.io/includeOutboundPorts value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values"},
+		"iptables-restore refused a port istio-iptables was given: a " + includeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", causeBadPorts},
 	{[]string{"chain already exists"}, "",
-		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)"},
+		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)", ""},
 	{[]string{"iptables-restore"}, "error occurred at line",
-		"iptables-restore rejected the rules istio-iptables generated"},
+		"iptables-restore rejected the rules istio-iptables generated", ""},
 	{[]string{"iptables-restore"}, "failed",
-		"iptables-restore rejected the rules istio-iptables generated"},
+		"iptables-restore rejected the rules istio-iptables generated", ""},
 }
 
 func recognise(cs *ContainerStartup) {
@@ -239,7 +261,7 @@ func recognise(cs *ContainerStartup) {
 			}
 		}
 		if hit && (f.also == "" || strings.Contains(all, f.also)) {
-			cs.Failure = f.why
+			cs.Failure, cs.cause = f.why, f.cause
 			return
 		}
 	}
@@ -254,12 +276,99 @@ func recognise(cs *ContainerStartup) {
 	}
 }
 
-func failed(cs ContainerStartup) bool {
-	if cs.ExitCode != nil && *cs.ExitCode != 0 {
-		return true
-	}
-	return cs.State == "waiting" && cs.Reason == "CrashLoopBackOff"
+// BackOffReset is how long a container must run before the kubelet
+// forgets its crash back-off: until then a restarted container that failed
+// is still in its crash loop.
+const BackOffReset = 10 * time.Minute
+
+// runsToCompletion: an init container that is not a native sidecar.
+func (cs ContainerStartup) runsToCompletion() bool {
+	return cs.Init && cs.Role != RoleProxyNative && cs.Role != RoleNativeSidecar
 }
+
+// classify reads a container's crash loop by what it means, not by the
+// phase it is in this second: a container that failed is failing whether
+// it is waiting in back-off, just terminated, or running its next attempt
+// (an init container until it completes, any other until it has run for
+// BackOffReset).
+func classify(cs *ContainerStartup, now time.Time) {
+	lt := cs.LastTermination
+	switch {
+	case cs.State == "terminated" && cs.ExitCode != nil && *cs.ExitCode != 0:
+		cs.Failing = true
+		cs.LastFailure = termination(*cs.ExitCode, cs.Reason, cs.Message)
+		return
+	case lt == nil || lt.ExitCode == 0:
+		if cs.State == "waiting" && cs.Reason == "CrashLoopBackOff" {
+			cs.Failing = true
+		}
+		return
+	}
+	cs.LastFailure = termination(lt.ExitCode, lt.Reason, lt.Message)
+	switch {
+	case cs.State == "waiting":
+		cs.Failing = true // in back-off, or being created again
+	case cs.runsToCompletion():
+		cs.Failing = cs.State == "running"
+	case cs.State == "running":
+		cs.Failing = cs.StartedAt == nil || now.Sub(*cs.StartedAt) < BackOffReset
+	}
+}
+
+// termination is the kubelet's account of a run's end: the exit code, its
+// reason and its message (first line, cut short).
+func termination(code int32, reason, msg string) string {
+	s := fmt.Sprintf("exit %d", code)
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	if msg = strings.TrimSpace(msg); msg != "" {
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = strings.TrimSpace(msg[:i]) + " …"
+		}
+		if r := []rune(msg); len(r) > 160 {
+			msg = string(r[:159]) + "…"
+		}
+		s += ": " + msg
+	}
+	return s
+}
+
+// Plural is "N thing" or "N things".
+func Plural(n int32, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// Attempts says where a failing container's crash loop is: how often it
+// was restarted and what it does now.
+func (cs ContainerStartup) Attempts() string {
+	now := "not restarted yet"
+	if cs.Restarts > 0 {
+		now = "restarted " + Plural(cs.Restarts, "time")
+	}
+	switch {
+	case cs.State == "running":
+		return now + ", running again"
+	case cs.State == "waiting" && cs.Reason != "":
+		return now + ", waiting (" + cs.Reason + ")"
+	}
+	return now
+}
+
+// FailureSummary is a failing container's finding: its last failure, as
+// the kubelet gave it, and where its crash loop is.
+func (cs ContainerStartup) FailureSummary() string {
+	last := cs.LastFailure
+	if last == "" {
+		last = cs.Reason
+	}
+	return fmt.Sprintf("%s failed: %s; %s", cs.Name, last, cs.Attempts())
+}
+
+func failed(cs ContainerStartup) bool { return cs.Failing }
 
 // AnalyzeStartup reports how a pod's containers started, in what order,
 // and what went or may go wrong.
@@ -276,6 +385,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	}
 	for _, c := range p.Spec.InitContainers {
 		cs := containerStartup(c, true, statuses["init/"+c.Name])
+		classify(&cs, f.Now)
 		if l, ok := f.Logs[c.Name]; ok {
 			l := l
 			cs.Log = &l
@@ -285,6 +395,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	}
 	for _, c := range p.Spec.Containers {
 		cs := containerStartup(c, false, statuses["app/"+c.Name])
+		classify(&cs, f.Now)
 		if l, ok := f.Logs[c.Name]; ok {
 			l := l
 			cs.Log = &l
@@ -427,11 +538,9 @@ func initResult(cs []ContainerStartup) string {
 			continue
 		}
 		switch {
-		case c.State == "waiting" && c.Reason == "CrashLoopBackOff":
+		case c.Failing && (c.Restarts > 0 || c.State != "terminated"):
 			return "crash-looping"
-		case c.ExitCode != nil && *c.ExitCode != 0 && c.Restarts > 0:
-			return "crash-looping"
-		case c.ExitCode != nil && *c.ExitCode != 0:
+		case c.Failing:
 			return "failed"
 		case c.State != "terminated":
 			result = "running"
@@ -451,31 +560,31 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 		why := c.Failure
 		if why == "" {
-			why = "see its log"
-		}
-		code := int32(0)
-		if c.ExitCode != nil {
-			code = *c.ExitCode
-		} else if c.LastTermination != nil {
-			code = c.LastTermination.ExitCode
+			why = logEnd(c)
 		}
 		switch c.Role {
 		case RoleIstioInit:
-			// A command, then what to do with what it shows, as a comment:
-			// the line runs as pasted.
-			logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns)
-			if c.Restarts > 0 {
-				logs += " --previous"
-			}
-			next := "its log says why; fix that, and the kubelet retries istio-init by itself"
-			if c.Failure != "" {
-				next = "fix the cause above, and the kubelet retries istio-init by itself"
-			}
-			add("istio-init-failed", c.Name, fmt.Sprintf("istio-init exited %d (%d restarts): %s", code, c.Restarts, why), logs+"   # "+next)
+			add("istio-init-failed", c.Name, c.FailureSummary()+": "+why, istioInitFix(r, f, c))
 		case RoleIstioValidation:
-			add("validation-failed", c.Name, fmt.Sprintf("istio-validation exited %d (%d restarts): %s", code, c.Restarts, why),
+			add("validation-failed", c.Name, c.FailureSummary()+": "+why,
 				"check the istio-cni-node pod on node "+r.Node+" (kubectl -n istio-system get pods -l k8s-app=istio-cni-node -o wide); with cni.repair.deletePods=true Istio deletes such pods for you")
 		}
+	}
+	// Containers that keep running (the app, the proxy, native sidecars)
+	// that fail: a crash loop, whatever its phase this second.
+	for _, c := range append(append([]ContainerStartup(nil), r.InitContainers...), r.Containers...) {
+		if !c.Failing || c.runsToCompletion() {
+			continue
+		}
+		msg := c.FailureSummary()
+		if c.Log != nil {
+			msg += ": " + logEnd(c)
+		}
+		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name)
+		if c.Restarts > 0 || c.State != "terminated" {
+			logs += " --previous"
+		}
+		add("container-failing", c.Name, msg, logs+"   # the failed run's log says why it exited")
 	}
 	// A pod on no node has started nothing: it waits for the scheduler, not
 	// for its init containers.
@@ -567,8 +676,12 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 
 // StartupSeverity orders pods for the many-pods view: higher is worse.
 func StartupSeverity(r *StartupReport) int {
+	failing := false
+	for _, h := range r.Hazards {
+		failing = failing || h.ID == "container-failing"
+	}
 	switch {
-	case r.InitResult == "crash-looping" || r.InitResult == "failed":
+	case r.InitResult == "crash-looping" || r.InitResult == "failed" || failing:
 		return 3
 	case len(r.Hazards) > 0:
 		return 2
@@ -631,4 +744,62 @@ func ambientHazards(r *StartupReport, f StartupFacts, add func(id, container, ms
 		add("ambient-pending", "", "istio-cni wrote the pod's capture rules, but ztunnel on "+node+" has not taken the pod (ambient.istio.io/redirection=pending): its connections are redirected to ztunnel's ports, where nothing serves them yet",
 			agents+"   # istio-cni retries once ztunnel there is ready")
 	}
+}
+
+// logEnd is what a failing container's log says last: its last line, or
+// where to look when the log was not read.
+func logEnd(c ContainerStartup) string {
+	if c.Log == nil {
+		return "its log says why"
+	}
+	if c.Log.Unavailable != "" {
+		return "its log could not be read (" + c.Log.Unavailable + ")"
+	}
+	lines := c.Log.Previous
+	if len(lines) == 0 {
+		lines = c.Log.Current
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if r := []rune(l); len(r) > 200 {
+				l = string(r[:199]) + "…"
+			}
+			return "its log ends: " + l
+		}
+	}
+	return "its log is empty"
+}
+
+// istioInitFix is the fix of a failing istio-init: for a cause it
+// recognised, what to change and where (the annotation and its value, on
+// the object that re-creates the pod); else the command that shows its log.
+// Each runs as pasted: the advice is a comment.
+func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
+	ns := r.Namespace
+	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns)
+	if c.Restarts > 0 {
+		logs += " --previous"
+	}
+	switch c.cause {
+	case causeNoNetAdmin:
+		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
+			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
+	case causeBadPorts:
+		v, ok := f.Pod.Annotations[includeOutboundPorts]
+		if !ok {
+			return logs + "   # the pod has no " + includeOutboundPorts + " annotation: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"
+		}
+		set := fmt.Sprintf("%s=%q", includeOutboundPorts, v)
+		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(includeOutboundPorts, "/", "~1")
+		if f.Workload != "" && !strings.HasPrefix(f.Workload, "replicaset/") && !strings.HasPrefix(f.Workload, "job/") {
+			return fmt.Sprintf(`kubectl patch %s -n %s --type=json -p '[{"op":"remove","path":"%s"}]'`, f.Workload, ns, path) +
+				"   # " + set + " is not a list of port numbers; or set it to one (e.g. \"443,8080\"), and the rollout re-creates the pod"
+		}
+		return fmt.Sprintf("kubectl get pod %s -n %s -o yaml > %s.yaml", r.Name, ns, r.Name) +
+			"   # " + set + " is not a list of port numbers: correct or remove it in the file, then kubectl replace --force -f " + r.Name + ".yaml"
+	}
+	if c.Failure != "" {
+		return logs + "   # fix the cause above, and the kubelet retries istio-init by itself"
+	}
+	return logs + "   # its log says why; fix that, and the kubelet retries istio-init by itself"
 }

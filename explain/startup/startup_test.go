@@ -287,3 +287,91 @@ func TestAmbientStartup(t *testing.T) {
 	}
 	t.Logf("%d ambient pods checked", checked+1)
 }
+
+// A crash loop is failing in every phase of it (terminated, waiting in
+// back-off, running its next attempt), for an init container and for the
+// app; only a container that has run past the kubelet's back-off reset has
+// got past its failure.
+func TestCrashLoopPhases(t *testing.T) {
+	failedRun := &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "boom", StartedAt: at(5), FinishedAt: at(6)}
+	phases := map[string]corev1.ContainerStatus{
+		"terminated": {RestartCount: 1, State: corev1.ContainerState{Terminated: failedRun}},
+		"waiting":    {RestartCount: 1, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, LastTerminationState: corev1.ContainerState{Terminated: failedRun}},
+		"running":    {RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(20)}}, LastTerminationState: corev1.ContainerState{Terminated: failedRun}},
+	}
+	now := t0.Add(time.Minute)
+	checked := 0
+	for phase, st := range phases {
+		// istio-init
+		init := st
+		init.Name = "istio-init"
+		r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+			initSt: []corev1.ContainerStatus{init}, phase: corev1.PodPending}), Now: now})
+		if !r.InitContainers[0].Failing || r.InitResult != "crash-looping" || !strings.Contains(hazardIDs(r), "istio-init-failed@istio-init") || StartupSeverity(r) != 3 ||
+			!strings.Contains(r.Hazards[0].Message, "exit 2 (Error): boom") {
+			t.Errorf("istio-init %s: failing %v, init %q, hazards %q, severity %d, message %q", phase, r.InitContainers[0].Failing, r.InitResult, hazardIDs(r), StartupSeverity(r), r.Hazards)
+		}
+		checked++
+		// the app
+		app := st
+		app.Name = "app"
+		r = AnalyzeStartup(StartupFacts{Pod: shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{app}}), Now: now})
+		if !r.Containers[0].Failing || hazardIDs(r) != "container-failing@app" || StartupSeverity(r) != 3 || !strings.Contains(r.Hazards[0].Message, "app failed: exit 2 (Error): boom") {
+			t.Errorf("app %s: failing %v, hazards %q, severity %d, message %q", phase, r.Containers[0].Failing, hazardIDs(r), StartupSeverity(r), r.Hazards)
+		}
+		checked++
+	}
+	// Past the back-off reset the app has recovered: no longer failing.
+	app := phases["running"]
+	app.Name = "app"
+	r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{app}}), Now: at(20).Add(BackOffReset)})
+	if r.Containers[0].Failing || len(r.Hazards) != 0 || r.Containers[0].LastFailure != "exit 2 (Error): boom" {
+		t.Errorf("app running for the back-off reset: failing %v hazards %q last failure %q", r.Containers[0].Failing, hazardIDs(r), r.Containers[0].LastFailure)
+	}
+	t.Logf("%d crash-loop phases checked", checked+1)
+}
+
+// A cause istio-init's log names is fixed where it comes from: the
+// annotation and its value on the object that re-creates the pod, or the
+// capabilities istio-init lacks.
+func TestIstioInitFixNamesTheCause(t *testing.T) {
+	loop := crashLoop("istio-init", 2, 1, "")
+	portsLog := map[string]LogTail{"istio-init": {Previous: []string{"iptables-restore v1.8.9 (nf_tables): invalid port/service `abc' specified", "Error occurred at line: 27"}}}
+	capsLog := map[string]LogTail{"istio-init": {Previous: []string{"error: could not fetch rule set generation id: Permission denied (you must be root)"}}}
+	cases := []struct {
+		name     string
+		logs     map[string]LogTail
+		workload string
+		annot    map[string]string
+		want     []string
+	}{
+		{"bad port, a Deployment's pod", portsLog, "deployment/broken-init", map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"},
+			[]string{`kubectl patch deployment/broken-init -n shop --type=json`, `traffic.sidecar.istio.io~1includeOutboundPorts`, `traffic.sidecar.istio.io/includeOutboundPorts="abc"`}},
+		{"bad port, a bare pod", portsLog, "", map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"},
+			[]string{`kubectl get pod web-1 -n shop -o yaml > web-1.yaml`, `traffic.sidecar.istio.io/includeOutboundPorts="abc"`, `kubectl replace --force -f web-1.yaml`}},
+		{"bad port from the mesh-wide values", portsLog, "deployment/web", nil,
+			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`, "global.proxy.includeOutboundPorts"}},
+		{"no NET_ADMIN", capsLog, "deployment/web", nil,
+			[]string{`kubectl get pod web-1 -n shop -o jsonpath=`, "NET_ADMIN and NET_RAW"}},
+		{"unrecognised: the log's last line", map[string]LogTail{"istio-init": {Previous: []string{"something odd", ""}}}, "", nil,
+			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`}},
+	}
+	for _, tc := range cases {
+		p := shape(podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+			initSt: []corev1.ContainerStatus{loop}, phase: corev1.PodPending})
+		p.Annotations = tc.annot
+		r := AnalyzeStartup(StartupFacts{Pod: p, Logs: tc.logs, Workload: tc.workload, Now: t0.Add(time.Minute)})
+		if len(r.Hazards) == 0 || r.Hazards[0].ID != "istio-init-failed" {
+			t.Errorf("%s: hazards %q", tc.name, hazardIDs(r))
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.Hazards[0].Fix, w) {
+				t.Errorf("%s: fix %q lacks %q", tc.name, r.Hazards[0].Fix, w)
+			}
+		}
+		if tc.name == "unrecognised: the log's last line" && !strings.Contains(r.Hazards[0].Message, "its log ends: something odd") {
+			t.Errorf("%s: message %q does not quote the log's last line", tc.name, r.Hazards[0].Message)
+		}
+	}
+}
