@@ -181,6 +181,8 @@ func (o *DiagnoseOptions) Validate() error {
 		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
 	case o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode:
 		return usageErrorf("--via %q: ephemeral or node", o.Via)
+	case o.Timeout <= 0:
+		return usageErrorf("--timeout must be positive")
 	case len(o.Filenames) > 0 && o.Rules:
 		return usageErrorf("--rules and --connections read running pods; a manifest (-f) has none")
 	case len(o.Args) == 0 && o.viaSet && o.Via == nsexec.ViaEphemeral:
@@ -216,11 +218,6 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
-	}
-	if o.Verify {
-		if err := o.why.verify(ctx, reports); err != nil {
-			return err
-		}
 	}
 	incomplete := factsIncomplete(facts)
 
@@ -270,6 +267,16 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods"}})
 		}
 	}
+	// --via ephemeral reads one pod: refused for several before any dry
+	// run, ephemeral container or node pod.
+	if running := runningPods(items); o.Rules && o.viaSet && o.Via == nsexec.ViaEphemeral && running > 1 {
+		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", running)
+	}
+	if o.Verify {
+		if err := o.why.verify(ctx, reports); err != nil {
+			return err
+		}
+	}
 	if o.Rules {
 		if err := o.readRules(ctx, items, single); err != nil {
 			return err
@@ -285,6 +292,32 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 		ds = append(ds, d)
 	}
 	return o.finish(ds, !single, dedupe(incomplete))
+}
+
+// rulesSkipped says why --rules reads no rules of an item's pod, "" when
+// it reads them.
+func rulesSkipped(it *item) string {
+	p := it.pod
+	switch {
+	case p.Spec.HostNetwork:
+		return "the pod uses the node's network (hostNetwork): it has no rules of its own"
+	case meshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
+		return "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
+	case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
+		return fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", dash(string(p.Status.Phase)))
+	}
+	return ""
+}
+
+// runningPods counts the items' pods whose rules --rules reads.
+func runningPods(items []*item) int {
+	n := 0
+	for _, it := range items {
+		if it.pod != nil && rulesSkipped(it) == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func dedupe(in []string) []string {
@@ -419,16 +452,12 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 	itemOf := map[string]*item{}
 	for _, it := range items {
 		p := it.pod
-		switch {
-		case p == nil:
+		if p == nil {
 			continue
-		case p.Spec.HostNetwork:
-			it.facts.CaptureSkipped = "the pod uses the node's network (hostNetwork): it has no rules of its own"
-		case meshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
-			it.facts.CaptureSkipped = "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
-		case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
-			it.facts.CaptureSkipped = fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", dash(string(p.Status.Phase)))
-		default:
+		}
+		if skipped := rulesSkipped(it); skipped != "" {
+			it.facts.CaptureSkipped = skipped
+		} else {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 			itemOf[p.Namespace+"/"+p.Name] = it
 		}

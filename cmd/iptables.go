@@ -126,14 +126,20 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 			if len(args) == 1 {
 				o.Pod = args[0]
 			}
+			o.viaSet = cmd.Flags().Changed("via")
+			// Every flag is checked before anything is read or created: an
+			// ephemeral container can never be removed from a pod.
+			fleet := o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || cmd.Flags().Changed("namespace"))
+			if err := o.validateFlags(fleet); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || cmd.Flags().Changed("namespace")) {
+			if fleet {
 				ns, explicit, client, err := connect(o.configFlags)
 				if err != nil {
 					return err
 				}
-				o.viaSet = cmd.Flags().Changed("via")
 				if o.isFleet(explicit) {
 					err := o.runFleet(ctx, ns, client)
 					if err != nil && ctx.Err() != nil {
@@ -176,6 +182,69 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// validateFlags checks every flag and argument on its own, before any
+// request: the live path adds an ephemeral container or a node pod, so a
+// usage error found after it would leave the pod changed for nothing.
+func (o *IptablesOptions) validateFlags(fleet bool) error {
+	if err := validateOutput(o.Output, outputRaw); err != nil {
+		return err
+	}
+	switch {
+	case o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode:
+		return usageErrorf("--via %q: ephemeral or node", o.Via)
+	case o.Interval < 0:
+		return usageErrorf("--interval must be positive")
+	case o.Timeout <= 0:
+		return usageErrorf("--timeout must be positive")
+	case o.Pod != "" && len(o.FromFiles) > 0:
+		return usageErrorf("give either a POD or --from-file, not both")
+	case o.Pod != "" && (o.AllNamespaces || o.Selector != ""):
+		return usageErrorf("-A and -l select the pods of a fleet audit; they take no POD")
+	case len(o.FromFiles) > 2:
+		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
+	case o.Connections && o.Pod == "" && !fleet:
+		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
+	}
+	if fleet {
+		switch {
+		case o.Via == nsexec.ViaEphemeral && o.viaSet:
+			return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
+		case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
+			return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
+		case o.Output == outputRaw || o.Connections:
+			return usageErrorf("-o raw and --connections are for one POD")
+		}
+	}
+	var ips []netip.Addr
+	for _, s := range o.PodIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return usageErrorf("--pod-ip %q: %v", s, err)
+		}
+		ips = append(ips, a)
+	}
+	for _, s := range o.Nameservers {
+		if _, err := netip.ParseAddr(s); err != nil {
+			return usageErrorf("--nameserver %q: %v", s, err)
+		}
+	}
+	if o.expectSet {
+		args, err := capture.SplitShell(o.ExpectArgs)
+		if err != nil {
+			return usageErrorf("--expect-args: %v", err)
+		}
+		if _, err := capture.ParseCaptureArgs(append([]string{}, args...), nil); err != nil {
+			return usageErrorf("--expect-args: %v", err)
+		}
+	}
+	for _, t := range o.Traces {
+		if _, err := capture.ParseTraceSpec(t, ips); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	return nil
 }
 
 // Complete reads the dumps: from the files, or from the live pod.

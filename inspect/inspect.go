@@ -480,6 +480,9 @@ func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, r
 		// with a one-line explanation instead of its log.
 		if prev, err := read(true); err == nil && !(len(prev) == 1 && strings.HasPrefix(prev[0], "unable to retrieve container logs")) {
 			t.Previous = prev
+			// Between two runs (the next one being created) only the
+			// previous run has a log: it is the one that says why.
+			t.Unavailable = ""
 		}
 	}
 	return t

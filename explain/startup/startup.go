@@ -752,12 +752,12 @@ func logEnd(c ContainerStartup) string {
 	if c.Log == nil {
 		return "its log says why"
 	}
-	if c.Log.Unavailable != "" {
-		return "its log could not be read (" + c.Log.Unavailable + ")"
-	}
 	lines := c.Log.Previous
 	if len(lines) == 0 {
 		lines = c.Log.Current
+	}
+	if len(lines) == 0 && c.Log.Unavailable != "" {
+		return "its log could not be read (" + c.Log.Unavailable + ")"
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {

@@ -277,6 +277,14 @@ func TestDiagnose(t *testing.T) {
 		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_RAW"}, Drop: []corev1.Capability{"ALL"}}}}}
 	create(ns, noNetAdmin)
 
+	// 11. A Deployment whose template has an includeOutboundPorts that istiod
+	// admits unchecked and istio-init then fails on: a crash loop whose
+	// cause is in its log, whose fix is on the Deployment.
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, appDeployment(ns, "ports", 1,
+		map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// 5. A classic sidecar without holdApplicationUntilProxyStarts whose
 	// proxy becomes ready 6s after it starts (the stand-in proxy reads its
 	// delay from proxyMetadata, which istiod passes on): the app starts first.
@@ -314,8 +322,23 @@ func TestDiagnose(t *testing.T) {
 		}
 		return p.Status.Phase == corev1.PodRunning && running == 2
 	})
+	// Failed and restarted: from then on, whichever phase of its crash
+	// loop istio-init is in (running its next attempt, back-off, just
+	// terminated), the init check fails.
 	c.WaitPod(t, ns, "no-netadmin", 120*time.Second, "istio-init to fail and restart", func(p *corev1.Pod) bool {
-		return len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].RestartCount >= 1
+		if len(p.Status.InitContainerStatuses) == 0 {
+			return false
+		}
+		s := p.Status.InitContainerStatuses[0]
+		return s.RestartCount >= 1 && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
+	})
+	ports := waitPods(t, c, ns, "app=ports", 1)[0].Name
+	c.WaitPod(t, ns, ports, 120*time.Second, "istio-init to fail and restart", func(p *corev1.Pod) bool {
+		if len(p.Status.InitContainerStatuses) == 0 {
+			return false
+		}
+		s := p.Status.InitContainerStatuses[0]
+		return s.RestartCount >= 1 && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
 	})
 	waitFailedCreate(t, c, ns, "10.0.0.0/33")
 	waitFailedCreate(t, c, brokenNS, "istiod-broken")
@@ -420,7 +443,13 @@ exit 1`
 	t.Run("istio-init without NET_ADMIN", func(t *testing.T) {
 		r, d := diagOne(t, c, "no-netadmin", "-n", ns)
 		k.check(t, r.code == 4, "exit %d, want 4: %s", r.code, r.stderr)
-		k.firstIs(t, "no-netadmin", d, diagnose.CheckInit, diagnose.Fail, "kubectl logs no-netadmin -n "+ns+" -c istio-init")
+		// The fix names the cause its log gave: the capabilities, shown
+		// with the command that reads them.
+		k.firstIs(t, "no-netadmin", d, diagnose.CheckInit, diagnose.Fail, "kubectl get pod no-netadmin -n "+ns+" -o jsonpath=")
+		k.check(t, strings.Contains(d.Fix, "NET_ADMIN and NET_RAW"), "fix %q does not name the capabilities istio-init needs", d.Fix)
+		// The kubelet's own account of the failure and the restarts, in
+		// whatever phase of its crash loop istio-init is.
+		k.check(t, strings.Contains(d.Verdict, "exit 1 (Error)") && strings.Contains(d.Verdict, "restarted "), "init evidence %q lacks the kubelet's exit code and reason, or the restarts", d.Verdict)
 		// iptables-nft says "Could not fetch rule set generation id:
 		// Permission denied (you must be root)": the cause is the capability.
 		k.check(t, strings.Contains(checkOf(d, diagnose.CheckInit).Evidence, "NET_ADMIN"), "init evidence %q does not name the missing NET_ADMIN capability", checkOf(d, diagnose.CheckInit).Evidence)
@@ -430,9 +459,61 @@ exit 1`
 		h := mesh(t, c, "", "diagnose", "no-netadmin", "-n", ns)
 		lines := strings.SplitN(h.stdout, "\n", 4)
 		top := strings.Join(lines[:min(3, len(lines))], "\n")
-		k.check(t, h.code == 4 && strings.Contains(top, "init") && strings.Contains(top, "kubectl logs no-netadmin -n "+ns+" -c istio-init"),
+		k.check(t, h.code == 4 && strings.Contains(top, "init") && strings.Contains(top, "kubectl get pod no-netadmin -n "+ns+" -o jsonpath="),
 			"human output: exit %d; the first 3 lines lack the init check or its fix:\n%s", h.code, h.stdout)
 		k.check(t, !strings.Contains(h.stdout, "\x1b"), "piped output has escape codes")
+		k.faults++
+	})
+
+	// The same crash loop asked about again and again, through its
+	// phases: each time istio-init's state changes (running its next
+	// attempt, back-off, terminated, the next restart), until it has been
+	// restarted once more. The same answer every time, naming the cause
+	// from istio-init's log and the fix on the Deployment, with the
+	// annotation and its value.
+	t.Run("istio-init crash loop, asked in each phase", func(t *testing.T) {
+		answers := map[string]int{}
+		states := map[string]bool{}
+		calls, firstRestarts := 0, int32(-1)
+		ask := func(args ...string) {
+			r, doc := diag(t, c, args...)
+			calls++
+			where := "diagnose " + strings.Join(args, " ")
+			d, ok := itemOf(doc.all(), ns, "Pod", "ports")
+			k.check(t, r.code == 4 && ok, "%s: exit %d, pod item %v: %s", where, r.code, ok, r.stderr)
+			k.firstIs(t, where, d, diagnose.CheckInit, diagnose.Fail, "kubectl patch deployment/ports -n "+ns+" --type=json")
+			k.check(t, strings.Contains(d.Fix, `traffic.sidecar.istio.io/includeOutboundPorts="abc"`), "%s: fix %q does not name the annotation and its value", where, d.Fix)
+			k.check(t, strings.Contains(d.Verdict, "iptables-restore refused a port") && strings.Contains(d.Verdict, "exit 1 (Error)"),
+				"%s: verdict %q lacks the cause from istio-init's log or the kubelet's exit and reason", where, d.Verdict)
+			answers[d.Status+" | "+d.First+" | "+d.Fix]++
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, ports, metav1.GetOptions{})
+			if err != nil || len(p.Status.InitContainerStatuses) == 0 {
+				return false, nil
+			}
+			st := p.Status.InitContainerStatuses[0]
+			phase := "waiting"
+			switch {
+			case st.State.Running != nil:
+				phase = "running"
+			case st.State.Terminated != nil:
+				phase = "terminated"
+			}
+			key := fmt.Sprintf("%s after %d restarts", phase, st.RestartCount)
+			if firstRestarts < 0 {
+				firstRestarts = st.RestartCount
+			}
+			if !states[key] {
+				states[key] = true
+				ask("deploy/ports", "-n", ns)
+				ask(ports, "-n", ns)
+			}
+			return st.RestartCount > firstRestarts && calls >= 4, nil
+		})
+		k.check(t, err == nil, "istio-init of %s was not restarted again within 120s (states seen: %v)", ports, states)
+		k.check(t, len(answers) == 1, "the same crash loop got %d different answers: %v", len(answers), answers)
+		t.Logf("asked %d times in %d states of the loop: %v", calls, len(states), states)
 		k.faults++
 	})
 
@@ -607,7 +688,7 @@ exit 1`
 		// ... unless another check fails: that is the answer, exit 4.
 		r, d = diagOne(t, c, "no-netadmin", "-n", ns, "--as", noWebhooks)
 		k.check(t, r.code == 4, "no webhooks, failing init: exit %d, want 4: %s", r.code, r.stderr)
-		k.firstIs(t, "no-netadmin as "+noWebhooks, d, diagnose.CheckInit, diagnose.Fail, "kubectl logs no-netadmin -n "+ns+" -c istio-init")
+		k.firstIs(t, "no-netadmin as "+noWebhooks, d, diagnose.CheckInit, diagnose.Fail, "kubectl get pod no-netadmin -n "+ns+" -o jsonpath=")
 		k.check(t, checkOf(d, diagnose.CheckInjection).Status == diagnose.Unknown, "injection %q for a user who may not read the webhooks, want unknown", checkOf(d, diagnose.CheckInjection).Status)
 		k.faults++
 	})
@@ -622,17 +703,25 @@ exit 1`
 			"drift":       {"Pod", "", diagnose.Pass}, // its rules are not read without --rules
 			"bypass":      {"Pod", "", diagnose.Pass}, // nor its connections without --connections
 			"healthy":     {"Pod", "", diagnose.Pass},
+			"ports":       {"Pod", diagnose.CheckInit, diagnose.Fail},
+		}
+		// ports's pod is named after its Deployment; bad-cidr has only a ReplicaSet.
+		short := func(it diagnose.Diagnosis) string {
+			switch {
+			case it.WorkloadKind == "ReplicaSet" && strings.HasPrefix(it.Name, "bad-cidr-"):
+				return "bad-cidr"
+			case it.WorkloadKind == "Pod" && strings.HasPrefix(it.Name, "ports-"):
+				return "ports"
+			}
+			return it.Name
 		}
 		r, doc := diag(t, c, "-n", ns)
 		k.check(t, r.code == 4 && doc.Kind == "DiagnosisList", "exit %d kind %q, want 4 DiagnosisList: %s", r.code, doc.Kind, r.stderr)
-		k.check(t, len(doc.Items) == len(want), "%d items, want %d (the 7 pods and bad-cidr's ReplicaSet)", len(doc.Items), len(want))
+		k.check(t, len(doc.Items) == len(want), "%d items, want %d (the 8 pods and bad-cidr's ReplicaSet)", len(doc.Items), len(want))
 		seen := map[string]bool{}
 		var order []string
 		for i, it := range doc.Items {
-			name := it.Name
-			if it.WorkloadKind == "ReplicaSet" && strings.HasPrefix(name, "bad-cidr-") {
-				name = "bad-cidr"
-			}
+			name := short(it)
 			order = append(order, it.WorkloadKind+"/"+it.Name+" "+it.Status)
 			w, ok := want[name]
 			k.check(t, ok && !seen[name], "unexpected or repeated item %s %s", it.WorkloadKind, it.Name)
@@ -656,10 +745,7 @@ exit 1`
 				k.check(t, diagRank[doc.Items[i-1].Status] >= diagRank[it.Status], "-A: not worst first: %s/%s (%s) after %s/%s (%s)",
 					it.Namespace, it.Name, it.Status, doc.Items[i-1].Namespace, doc.Items[i-1].Name, doc.Items[i-1].Status)
 			}
-			name := it.Name
-			if it.WorkloadKind == "ReplicaSet" && strings.HasPrefix(name, "bad-cidr-") {
-				name = "bad-cidr"
-			}
+			name := short(it)
 			if w, ok := want[name]; ok && it.Namespace == ns {
 				mine++
 				k.check(t, it.First == w.first && it.Status == w.status, "-A: %s first %q status %q, want %q %q", name, it.First, it.Status, w.first, w.status)

@@ -58,8 +58,14 @@ func TestStartupOnRealKubelet(t *testing.T) {
 	c.WaitPod(t, native, "native", 90*time.Second, "ready", testcluster.Running)
 	c.WaitPod(t, held, "held", 90*time.Second, "ready", testcluster.Running)
 	c.WaitPod(t, native, "slow-proxy", 90*time.Second, "ready", testcluster.Running)
+	// Failed and restarted: a crash loop, whichever phase of it istio-init
+	// is in when it is asked about.
 	c.WaitPod(t, native, "bad-init", 90*time.Second, "istio-init to crash-loop", func(p *corev1.Pod) bool {
-		return len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].RestartCount >= 1
+		if len(p.Status.InitContainerStatuses) == 0 {
+			return false
+		}
+		s := p.Status.InitContainerStatuses[0]
+		return s.RestartCount >= 1 && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
 	})
 
 	get := func(t *testing.T, ns, name string) (startupDoc, *corev1.Pod) {
@@ -135,6 +141,11 @@ func TestStartupOnRealKubelet(t *testing.T) {
 		if logs := strings.Join(append(init.Log.Current, init.Log.Previous...), "\n"); !strings.Contains(logs, "invalid port/service `abc'") {
 			t.Errorf("log tail lacks the error: %q", logs)
 		}
+		// A bare pod: its fix is to re-create it without the bad value, named.
+		if fix := hazardFix(d.StartupReport, "istio-init-failed"); !strings.Contains(fix, "kubectl get pod bad-init -n "+native+" -o yaml") ||
+			!strings.Contains(fix, `traffic.sidecar.istio.io/includeOutboundPorts="abc"`) {
+			t.Errorf("istio-init-failed's fix %q does not name the pod, the annotation and its value", fix)
+		}
 		r := mesh(t, c, "", "startup", "bad-init", "-n", native)
 		if !strings.Contains(r.stdout, "Timeline") || !strings.Contains(r.stdout, "istio-init-failed") || strings.Contains(r.stdout, "\x1b") {
 			t.Errorf("plain output:\n%s", r.stdout)
@@ -205,4 +216,14 @@ func TestStartupBadInput(t *testing.T) {
 	if !strings.Contains(r.stdout, "iptables-restore rejected") || !strings.Contains(r.stdout, "line 3 failed") {
 		t.Errorf("with logs:\n%s", r.stdout)
 	}
+}
+
+// hazardFix is the fix of the report's first hazard of that id.
+func hazardFix(r startup.StartupReport, id string) string {
+	for _, h := range r.Hazards {
+		if h.ID == id {
+			return h.Fix
+		}
+	}
+	return ""
 }
