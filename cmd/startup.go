@@ -32,6 +32,8 @@ type StartupOptions struct {
 	namespace string
 	client    *inspect.Client
 	now       func() time.Time
+	// sweepLogs counts the pods whose logs a sweep read (analyze).
+	sweepLogs int
 	genericiooptions.IOStreams
 }
 
@@ -204,8 +206,19 @@ func (o *StartupOptions) events(ctx context.Context, ns, podName string) (map[st
 	return nil, []string{"events: forbidden: the user may not list events " + scope}, nil
 }
 
-// analyze builds one pod's report; detail reads the logs of its failed containers.
+// sweepLogPods is how many pods with a failing Istio init container a
+// sweep reads the logs of (one request or two each): their causes are
+// named, not only "its log says why"; past it, the sweep stays as fast.
+const sweepLogPods = 20
+
+// analyze builds one pod's report; detail reads the logs of its failed
+// containers. In a sweep (detail false) the logs of a failing istio-init or
+// istio-validation are read too, for the first sweepLogPods such pods.
 func (o *StartupOptions) analyze(ctx context.Context, p *corev1.Pod, events map[string][]corev1.Event, incomplete []string, detail bool) *startup.StartupReport {
+	if !detail && o.sweepLogs < sweepLogPods && istioInitFailing(p) {
+		o.sweepLogs++
+		detail = true
+	}
 	facts := startup.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: o.now()}
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		facts.OwnerKind = ref.Kind
@@ -273,6 +286,23 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 	}
 	printIncomplete(p, dedupe(unknowns))
 	return nil
+}
+
+// istioInitFailing: an istio-init or istio-validation of the pod has
+// failed (its log names the cause).
+func istioInitFailing(p *corev1.Pod) bool {
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name != "istio-init" && s.Name != "istio-validation" {
+			continue
+		}
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			return true
+		}
+		if t := s.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 && s.State.Terminated == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // failedLogs reads the log tails of the init containers that failed and of
