@@ -239,6 +239,11 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 			return usageErrorf("--expect-args: %v", err)
 		}
 	}
+	if len(ips) == 0 && o.Pod != "" {
+		// A live pod's own addresses are read later: stand-ins of both
+		// families check the specs' syntax meanwhile.
+		ips = []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
+	}
 	for _, t := range o.Traces {
 		if _, err := capture.ParseTraceSpec(t, ips); err != nil {
 			return &UsageError{Err: err}

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"charm.land/lipgloss/v2"
 )
@@ -129,5 +131,40 @@ func TestIptablesBadInput(t *testing.T) {
 	code, out, _ := run(t, "iptables", "--from-file", write("plain", "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -d 10.0.0.0/8 -j RETURN\nCOMMIT\n"))
 	if code != ExitOK || !strings.Contains(out, "no Istio (ISTIO_*) or Linkerd (PROXY_INIT_*) chains") {
 		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// validateFlags takes what a live pod will settle (its addresses) and
+// refuses what no pod can: it runs before any request.
+func TestIptablesValidateFlagsBeforeAnyRequest(t *testing.T) {
+	ok := []*IptablesOptions{
+		{Pod: "web", Via: "ephemeral", Timeout: time.Minute, Traces: []string{"in:8080", "out:10.0.0.1:443,uid=1337"}},
+		{Pod: "web", Via: "node", Timeout: time.Minute, Output: "raw"},
+		{FromFiles: []string{"-"}, Via: "ephemeral", Timeout: time.Minute, PodIPs: []string{"10.1.2.3"}, Traces: []string{"in:8080"}},
+	}
+	for _, o := range ok {
+		if err := o.validateFlags(false); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	bad := []struct {
+		o     *IptablesOptions
+		fleet bool
+	}{
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, Output: "xml"}, false},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, Traces: []string{"garbage"}}, false},
+		{&IptablesOptions{Pod: "web", Via: "bogus", Timeout: time.Minute}, false},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: 0}, false},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, AllNamespaces: true}, false},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, expectSet: true, ExpectArgs: "-p 'x"}, false},
+		{&IptablesOptions{FromFiles: []string{"-"}, Via: "ephemeral", Timeout: time.Minute, Traces: []string{"in:8080"}}, false},
+		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Traces: []string{"out:10.0.0.1:80"}}, true},
+		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Output: "xml"}, true},
+	}
+	for _, b := range bad {
+		var usage *UsageError
+		if err := b.o.validateFlags(b.fleet); !errors.As(err, &usage) {
+			t.Errorf("%+v (fleet %v): %v, want a usage error", b.o, b.fleet, err)
+		}
 	}
 }
