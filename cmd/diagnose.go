@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -506,7 +507,7 @@ func noRules(p *corev1.Pod, in capture.CaptureInput) *capture.CaptureReport {
 	in.Dumps = []*capture.Ruleset{{Family: "ipv4"}}
 	in.Traces = nil
 	if in.Context == nil {
-		in.Context = &capture.PodContext{ProxyUID: "1337"}
+		in.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
 	}
 	if args, env, src, ok := capture.CaptureArgsFromPod(p); ok {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = args, env, src

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -376,7 +377,7 @@ func (o *IptablesOptions) validateCommon() error {
 	}
 	o.input.Traces = o.Traces
 	if o.input.Context == nil {
-		o.input.Context = &capture.PodContext{ProxyUID: "1337"}
+		o.input.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -148,7 +149,7 @@ func (o *IptablesOptions) readFleet(ctx context.Context, client *inspect.Client,
 		nodes = append(nodes, n)
 		selected += len(pods)
 		for _, p := range pods {
-			_, ok := p.Annotations[ambientRedirection]
+			_, ok := p.Annotations[istio.AnnotationRedirection]
 			ambient = ambient || ok
 		}
 	}
@@ -230,7 +231,7 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 		if image == "" {
 			image = imageOf(p, "")
 		}
-		_, ok := p.Annotations[ambientRedirection]
+		_, ok := p.Annotations[istio.AnnotationRedirection]
 		ambient = ambient || ok
 	}
 	if image == "" && ambient {
@@ -282,12 +283,12 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 			continue
 		}
 		if in.Context == nil {
-			in.Context = &capture.PodContext{ProxyUID: "1337"}
+			in.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
 		}
 		if !fleet.connections {
 			in.Conntrack, in.Sockets, in.ConntrackRead = "", "", false // the audit reads rules, not flows
 		}
-		if _, ok := p.Annotations[ambientRedirection]; ok && in.ExpectArgs == nil {
+		if _, ok := p.Annotations[istio.AnnotationRedirection]; ok && in.ExpectArgs == nil {
 			if fleet.cni != nil {
 				in.Ambient = ambientExpectation(fleet.cni, p)
 			} else {
@@ -323,7 +324,7 @@ func (o *IptablesOptions) auditNode(ctx context.Context, runner *nsexec.Runner, 
 func auditTraces(p *corev1.Pod, ips []netip.Addr, nameservers []string) capture.AuditTraces {
 	port := 8080
 	for _, c := range p.Spec.Containers {
-		if c.Name != "istio-proxy" && len(c.Ports) > 0 {
+		if c.Name != istio.ProxyContainer && len(c.Ports) > 0 {
 			port = int(c.Ports[0].ContainerPort)
 			break
 		}
@@ -347,18 +348,18 @@ func auditTraces(p *corev1.Pod, ips []netip.Addr, nameservers []string) capture.
 func meshOf(p *corev1.Pod) string {
 	proxy, init := false, false
 	for _, c := range p.Spec.InitContainers {
-		proxy = proxy || c.Name == "istio-proxy"
-		init = init || c.Name == "istio-init"
+		proxy = proxy || c.Name == istio.ProxyContainer
+		init = init || c.Name == istio.InitContainer
 	}
 	for _, c := range p.Spec.Containers {
-		proxy = proxy || c.Name == "istio-proxy"
+		proxy = proxy || c.Name == istio.ProxyContainer
 	}
 	switch {
 	case proxy && init:
 		return "istio sidecar"
 	case proxy:
 		return "istio sidecar (CNI)"
-	case p.Annotations[ambientRedirection] != "":
+	case p.Annotations[istio.AnnotationRedirection] != "":
 		return "istio ambient"
 	}
 	return "none"

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -48,7 +49,7 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	if image == "" {
 		image = imageOf(pod, o.Container)
 	}
-	_, ambient := pod.Annotations[ambientRedirection]
+	_, ambient := pod.Annotations[istio.AnnotationRedirection]
 	if image == "" && ambient && o.Container == "" {
 		// An ambient pod has no proxy container: the istio-cni agent on its
 		// node has the tools, and its image is on the node already.
@@ -86,10 +87,6 @@ func agentImage(ctx context.Context, ic *inspect.Client, node string) (string, e
 	}
 	return agent.Spec.Containers[0].Image, nil
 }
-
-// ambientRedirection is the annotation istio-cni's agent gives a pod it
-// captures in ambient mode.
-const ambientRedirection = "ambient.istio.io/redirection"
 
 // expectAmbient sets what a pod's ambient in-pod rules are compared with:
 // istio-cni's ConfigMap and the pod's annotations. Unread, nothing is
@@ -139,7 +136,7 @@ func ambientExpectation(cm *corev1.ConfigMap, pod *corev1.Pod) *capture.AmbientC
 
 func imageOf(p *corev1.Pod, container string) string {
 	all := append(append([]corev1.Container{}, p.Spec.Containers...), p.Spec.InitContainers...)
-	for _, want := range []string{container, "istio-proxy", "istio-init", "istio-validation"} {
+	for _, want := range []string{container, istio.ProxyContainer, istio.InitContainer, istio.ValidationContainer} {
 		if want == "" {
 			continue
 		}
@@ -292,7 +289,7 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 	}
 	backend = strings.Join(backends, ", ")
 
-	ctx := &capture.PodContext{ProxyUID: "1337", Ports: map[int]string{}}
+	ctx := &capture.PodContext{ProxyUID: istio.ProxyUID, Ports: map[int]string{}}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
 		for _, port := range c.Ports {
 			label := fmt.Sprintf("containerPort of %s", c.Name)
@@ -301,7 +298,7 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 			}
 			ctx.Ports[int(port.ContainerPort)] = label
 		}
-		if c.Name == "istio-proxy" && c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		if c.Name == istio.ProxyContainer && c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
 			ctx.ProxyUID = fmt.Sprint(*c.SecurityContext.RunAsUser)
 		}
 	}

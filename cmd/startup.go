@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // StartupOptions holds the flags of `kubectl mesh startup`.
@@ -292,7 +293,7 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 // failed (its log names the cause).
 func istioInitFailing(p *corev1.Pod) bool {
 	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name != "istio-init" && s.Name != "istio-validation" {
+		if s.Name != istio.InitContainer && s.Name != istio.ValidationContainer {
 			continue
 		}
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {

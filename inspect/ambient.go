@@ -8,13 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // IstioCNIConfig reads istio-cni's ConfigMap (the chart labels it
 // istio.io/rev; injection.AmbientConfigMap picks it), nil when there is
 // none. One LIST of labelled ConfigMaps, all namespaces.
 func (c *Client) IstioCNIConfig(ctx context.Context) (*corev1.ConfigMap, error) {
-	l, err := c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
+	l, err := c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: istio.LabelRev})
 	if err != nil {
 		return nil, err
 	}

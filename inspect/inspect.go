@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // PageSize is how many pods one LIST request returns: large enough that the
@@ -120,7 +121,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		},
 		func() { nss, nsErr = c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}) },
 		func() {
-			labelled, cmErr = c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "istio.io/rev"})
+			labelled, cmErr = c.Proto.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: istio.LabelRev})
 		},
 		func() {
 			deps, depErr = c.Proto.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app=istiod"})
@@ -162,7 +163,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	sort.Strings(namespaces)
 	addCMs := func(items []corev1.ConfigMap) {
 		for i := range items {
-			if strings.HasPrefix(items[i].Name, "istio-sidecar-injector") || injection.IsAmbientConfig(&items[i]) {
+			if strings.HasPrefix(items[i].Name, istio.InjectorConfigMap) || injection.IsAmbientConfig(&items[i]) {
 				f.ConfigMaps[items[i].Namespace+"/"+items[i].Name] = &items[i]
 			}
 		}

@@ -2,6 +2,8 @@ package capture
 
 import (
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Ambient mode's in-pod rules: istio-cni's node agent writes them into each
@@ -16,10 +18,10 @@ import (
 
 // Ambient mode's ports, marks and probe source, as istio-cni writes them.
 const (
-	AmbientOutboundPort  = 15001
-	AmbientInboundPort   = 15006
-	AmbientHBONEPort     = 15008
-	AmbientDNSPort       = 15053
+	AmbientOutboundPort  = istio.PortOutbound
+	AmbientInboundPort   = istio.PortInbound
+	AmbientHBONEPort     = istio.PortHBONE
+	AmbientDNSPort       = istio.PortDNS
 	ambientMark          = "0x539/0xfff"
 	ambientConnMark      = "0x111/0xfff"
 	ambientProbeSNAT     = "169.254.7.127"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // meshPorts names the ports Istio's and Linkerd's proxies use.
@@ -70,7 +72,7 @@ func describePorts(rs []portRange, ctx *PodContext) string {
 
 func describeOwner(kind, id string, ctx *PodContext) string {
 	who := kind + " " + id
-	uid := "1337"
+	uid := istio.ProxyUID
 	if ctx != nil && ctx.ProxyUID != "" {
 		uid = ctx.ProxyUID
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Flow is one live connection of the pod's network namespace, from its
@@ -151,10 +153,10 @@ const Bypassing = "bypassing the proxy"
 
 // proxyOwnPorts are the proxy's own listeners (health, metrics, admin,
 // HBONE): inbound connections to them are meant for the proxy.
-var proxyOwnPorts = map[uint16]bool{15000: true, 15008: true, 15020: true, 15021: true, 15090: true}
+var proxyOwnPorts = map[uint16]bool{istio.PortAdmin: true, istio.PortHBONE: true, istio.PortAgent: true, istio.PortHealth: true, istio.PortPrometheus: true}
 
 // Proxy ports replies come from when the rules redirected a flow.
-var proxyPorts = map[uint16]string{15001: "captured outbound", 15006: "captured inbound", 15053: "DNS via the proxy"}
+var proxyPorts = map[uint16]string{istio.PortOutbound: "captured outbound", istio.PortInbound: "captured inbound", istio.PortDNS: "DNS via the proxy"}
 
 // ClassifyConnections says what each flow of the pod is: taken by the proxy
 // (replies come from its port), made by the proxy (its uid, to where a
@@ -176,7 +178,7 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 	// uid, are its upstreams; any more are something else bypassing it.
 	upstreams := map[netip.AddrPort]int{}
 	for _, f := range flows {
-		if f.ReplySrc.Port() == 15001 && f.Dst.Port() != 15001 {
+		if f.ReplySrc.Port() == istio.PortOutbound && f.Dst.Port() != istio.PortOutbound {
 			upstreams[f.Dst]++
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // CaptureConfig is what istio-iptables is told to do: its flags, as the
@@ -137,7 +139,7 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 	fs.StringVarP(&c.ProxyPort, "envoy-port", "p", "15001", "")
 	fs.StringVarP(&c.InboundPort, "inbound-capture-port", "z", "15006", "")
 	fs.StringVarP(&c.TunnelPort, "inbound-tunnel-port", "e", "15008", "")
-	defUID := "1337"
+	defUID := istio.ProxyUID
 	if v := env["ENVOY_USER"]; v != "" {
 		defUID = v
 	}
@@ -152,7 +154,7 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 	fs.StringVarP(&inOut, "istio-outbound-ports", "q", "", "")
 	fs.StringVarP(&exOut, "istio-local-outbound-ports-exclude", "o", "", "")
 	fs.StringVarP(&virt, "kube-virt-interfaces", "k", "", "")
-	fs.StringVarP(&c.TProxyMark, "istio-inbound-tproxy-mark", "t", "1337", "")
+	fs.StringVarP(&c.TProxyMark, "istio-inbound-tproxy-mark", "t", "1337", "") // istio-iptables' default mark (the same number as the uid, not the uid)
 	fs.StringP("istio-inbound-tproxy-route-table", "r", "133", "")
 	fs.String("iptables-probe-port", "15002", "")
 	fs.String("probe-timeout", "5s", "")

@@ -6,11 +6,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// istioProxyName is the container Istio's injector adds: its environment and
-// security context tell how the CNI plugin writes the rules.
-const istioProxyName = "istio-proxy"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
 
 // CaptureArgsFromPod returns the istio-iptables arguments and environment a
 // pod's rules were written from, and where they were found: the istio-init
@@ -22,17 +20,17 @@ func CaptureArgsFromPod(p *corev1.Pod) (args []string, env map[string]string, so
 	env = map[string]string{}
 	var proxy *corev1.Container
 	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == istioProxyName {
+		if p.Spec.InitContainers[i].Name == istio.ProxyContainer {
 			proxy = &p.Spec.InitContainers[i]
 		}
 	}
 	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == istioProxyName {
+		if p.Spec.Containers[i].Name == istio.ProxyContainer {
 			proxy = &p.Spec.Containers[i]
 		}
 	}
 	for _, c := range p.Spec.InitContainers {
-		if c.Name != "istio-init" {
+		if c.Name != istio.InitContainer {
 			continue
 		}
 		for _, e := range c.Env {
@@ -85,7 +83,7 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 		b, _ := strconv.ParseBool(proxyEnv[envName])
 		return "--" + name + "=" + strconv.FormatBool(b)
 	}
-	uid, gid := "1337", "1337"
+	uid, gid := istio.ProxyUID, istio.ProxyGID
 	if sc := proxy.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil && *sc.RunAsUser != 0 {
 			uid = strconv.FormatInt(*sc.RunAsUser, 10)
@@ -94,7 +92,7 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 			gid = strconv.FormatInt(*sc.RunAsGroup, 10)
 		}
 	}
-	mode := get("sidecar.istio.io/interceptionMode", "REDIRECT")
+	mode := get(istio.AnnotationInterceptionMode, "REDIRECT")
 	if mode == "NONE" {
 		return nil, map[string]string{}, "", false
 	}
@@ -116,7 +114,7 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 		"-b", get("traffic.sidecar.istio.io/includeInboundPorts", "*"),
 		"-d", strings.Join(ports, ","),
 		"-o", get("traffic.sidecar.istio.io/excludeOutboundPorts", "15020")}
-	if v := get("traffic.sidecar.istio.io/includeOutboundPorts", ""); v != "" {
+	if v := get(istio.AnnotationIncludeOutboundPorts, ""); v != "" {
 		args = append(args, "-q", v)
 	}
 	if v := get("traffic.sidecar.istio.io/excludeInterfaces", ""); v != "" {

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Ambient mode: the istio-cni node agent, not a webhook, decides whether a
@@ -209,9 +211,9 @@ type ambientOutcome struct {
 // live pod) or would get (a template) a sidecar.
 func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, sidecar bool, add func(factor, value, effect, source string)) ambientOutcome {
 	var out ambientOutcome
-	_, nsHas := nsLabels[istioDataplaneLabel]
-	podMode, podHas := w.Labels[istioDataplaneLabel]
-	out.asked = podMode == "ambient" || nsLabels[istioDataplaneLabel] == "ambient" && podMode != "none"
+	_, nsHas := nsLabels[istio.LabelDataplaneMode]
+	podMode, podHas := w.Labels[istio.LabelDataplaneMode]
+	out.asked = podMode == "ambient" || nsLabels[istio.LabelDataplaneMode] == "ambient" && podMode != "none"
 	cfg, cfgUnknown := ambientConfigOf(f)
 	if cfg == nil && cfgUnknown == "" && !nsHas && !podHas {
 		return out // no ambient here, nor asked for
@@ -319,17 +321,17 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 			add(name+" on node "+w.Pod.Spec.NodeName, agentState(p), EffectInfoOnly, "pod status")
 		}
 	}
-	v, annotated := w.Pod.Annotations[istioRedirectionAnno]
+	v, annotated := w.Pod.Annotations[istio.AnnotationRedirection]
 	switch {
 	case v == "enabled":
 		out.capture = AmbientCaptured
 		out.why = "istio-cni set it up and ztunnel took it (ambient.istio.io/redirection=enabled)"
-		add("ambient.istio.io/redirection", quote(v), EffectInject, "pod annotation istio-cni writes once ztunnel has taken the pod")
+		add(istio.AnnotationRedirection, quote(v), EffectInject, "pod annotation istio-cni writes once ztunnel has taken the pod")
 		agentFactor("ztunnel", agents.ztunnel, EffectWarning)
 		return out
 	case v == "pending":
 		out.capture = AmbientPending
-		add("ambient.istio.io/redirection", quote(v), EffectWarning, "pod annotation: istio-cni wrote the pod's rules, ztunnel has not taken it")
+		add(istio.AnnotationRedirection, quote(v), EffectWarning, "pod annotation: istio-cni wrote the pod's rules, ztunnel has not taken it")
 		agentFactor("istio-cni", agents.cni, EffectInfoOnly)
 		agentFactor("ztunnel", agents.ztunnel, EffectBlocks)
 		out.why = "istio-cni wrote the pod's rules, but ztunnel on its node has not taken it (ambient.istio.io/redirection=pending)"
@@ -339,9 +341,9 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 		return out
 	}
 	if annotated {
-		add("ambient.istio.io/redirection", quote(v), EffectWarning, "pod annotation: a value istio-cni does not write")
+		add(istio.AnnotationRedirection, quote(v), EffectWarning, "pod annotation: a value istio-cni does not write")
 	} else {
-		add("ambient.istio.io/redirection", "(not set)", EffectWarning, "pod annotation istio-cni writes when it has set the pod up")
+		add(istio.AnnotationRedirection, "(not set)", EffectWarning, "pod annotation istio-cni writes when it has set the pod up")
 	}
 	out.capture = AmbientNotSetUp
 	agentFactor("istio-cni", agents.cni, EffectBlocks)

@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // istiod checks a pod's annotations when it is about to inject it, before it
@@ -20,7 +22,7 @@ import (
 // names are trimmed, 1–15 characters, a letter first. An annotation not named
 // here is not checked at admission.
 var annotationChecks = map[string]func(string) error{
-	"sidecar.istio.io/interceptionMode":                     checkInterceptionMode,
+	istio.AnnotationInterceptionMode:                        checkInterceptionMode,
 	"status.sidecar.istio.io/port":                          checkPort,
 	"readiness.status.sidecar.istio.io/initialDelaySeconds": checkUint32,
 	"readiness.status.sidecar.istio.io/periodSeconds":       checkUint32,
@@ -44,7 +46,7 @@ var annotationChecks = map[string]func(string) error{
 // without checking it at admission: a value that is not a list of ports
 // makes iptables-restore refuse the rules, and istio-init fails (seen with
 // Istio's own binaries: TestStartupOnRealKubelet's bad-init).
-const UncheckedOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
+const UncheckedOutboundPorts = istio.AnnotationIncludeOutboundPorts
 
 // initBreakingAnnotation says how istio-init will fail on an annotation
 // istiod admits, "" when none will make it.

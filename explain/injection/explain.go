@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Explain implements Mesh: every factor that decides Istio sidecar injection
@@ -36,8 +38,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			}
 		}
 	}
-	if _, ok := nsLabels[metadataNameLabel]; !ok {
-		nsLabels[metadataNameLabel] = w.Namespace
+	if _, ok := nsLabels[istio.LabelMetadataName]; !ok {
+		nsLabels[istio.LabelMetadataName] = w.Namespace
 	}
 	// The facts the verdict cannot be decided without, when they could not
 	// be read: an unknown fact never counts as "absent".
@@ -134,7 +136,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		return nil
 	}
 	if nsKnown { // unknown labels get no rows: the "namespace labels" row says so
-		if v, ok := nsLabels[istioInjectionLabel]; !ok {
+		if v, ok := nsLabels[istio.LabelInjection]; !ok {
 			add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
 		} else if v == "enabled" {
 			if e := hasSelector("istio-injection in (enabled)", false); e != nil {
@@ -145,9 +147,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		} else {
 			add("namespace label istio-injection", quote(v), EffectBlocks, nsSource+"; every Istio webhook needs it absent or \"enabled\"")
 		}
-		if v, ok := nsLabels[istioRevLabel]; !ok {
+		if v, ok := nsLabels[istio.LabelRev]; !ok {
 			add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
-		} else if _, both := nsLabels[istioInjectionLabel]; both {
+		} else if _, both := nsLabels[istio.LabelInjection]; both {
 			add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
 			r.Warnings = append(r.Warnings, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
 		} else if e := hasSelector("istio.io/rev in", false); e != nil {
@@ -159,7 +161,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		} else {
 			add("namespace label istio.io/rev", quote(v), EffectWarning, nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
 		}
-		if v, ok := nsLabels[istioDataplaneLabel]; ok {
+		if v, ok := nsLabels[istio.LabelDataplaneMode]; ok {
 			add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
 		}
 	}
@@ -169,24 +171,24 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if w.Pod == nil {
 		podSource = w.Kind + " " + w.Name + " pod template label"
 	}
-	if v, ok := w.Labels[istioInjectKey]; !ok {
+	if v, ok := w.Labels[istio.KeyInject]; !ok {
 		add("pod label sidecar.istio.io/inject", "(not set)", EffectNone, podSource)
 	} else if v == "false" {
 		add("pod label sidecar.istio.io/inject", quote(v), EffectSkip, podSource+"; every Istio webhook's objectSelector excludes it")
-	} else if e := hasSelector(istioInjectKey+" in (true)", true); e != nil {
+	} else if e := hasSelector(istio.KeyInject+" in (true)", true); e != nil {
 		add("pod label sidecar.istio.io/inject", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
 	} else {
 		add("pod label sidecar.istio.io/inject", quote(v), EffectNone, podSource+"; the namespace's labels decide which webhook is called")
 	}
-	if v, ok := w.Labels[istioRevLabel]; ok {
+	if v, ok := w.Labels[istio.LabelRev]; ok {
 		if e := hasSelector("istio.io/rev in", true); e != nil {
 			add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
 		} else {
 			add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
 		}
 	}
-	if v, ok := w.Annotations[istioInjectKey]; ok {
-		if _, label := w.Labels[istioInjectKey]; !label && len(matched) == 0 && v == "true" {
+	if v, ok := w.Annotations[istio.KeyInject]; ok {
+		if _, label := w.Labels[istio.KeyInject]; !label && len(matched) == 0 && v == "true" {
 			add("pod annotation sidecar.istio.io/inject", quote(v), EffectWarning, "pod annotation; webhook selectors only see labels, so it cannot select a webhook (use the label)")
 		} else {
 			add("pod annotation sidecar.istio.io/inject", quote(v), EffectNone, "pod annotation; invisible to webhook selectors, read by istiod once a webhook is called (deprecated: use the label)")
@@ -306,8 +308,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 	}
 	if injecting != nil {
-		if v := w.Annotations[istioInterceptAnno]; v == "NONE" {
-			add("sidecar.istio.io/interceptionMode", `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
+		if v := w.Annotations[istio.AnnotationInterceptionMode]; v == "NONE" {
+			add(istio.AnnotationInterceptionMode, `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
 		}
 		k := nativeSidecar(f, injecting.rev, w)
 		r.Sidecar = k.kind
@@ -333,8 +335,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			if st.native {
 				kind = "native sidecar (init container, restartPolicy Always)"
 			}
-			add("sidecar.istio.io/status", st.evidence, EffectInfoOnly, "pod (written by the injector)")
-			add("istio-proxy", kind+", image "+st.image, EffectInfoOnly, "pod spec")
+			add(istio.AnnotationStatus, st.evidence, EffectInfoOnly, "pod (written by the injector)")
+			add(istio.ProxyContainer, kind+", image "+st.image, EffectInfoOnly, "pod spec")
 			if has := kindOf(st.native); r.Sidecar != "" && r.Sidecar != has {
 				add("sidecar kind now", has+" → "+r.Sidecar, EffectWarning, "the pod has a "+has+" sidecar; created now it would get a "+r.Sidecar+" one (see sidecar kind)")
 			}
@@ -342,7 +344,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 				add("proxy version", st.image, EffectWarning, "revision "+st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
 			}
 		} else {
-			add("sidecar.istio.io/status", "(not set)", EffectInfoOnly, "pod: not injected")
+			add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
 		}
 	}
 

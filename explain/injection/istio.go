@@ -14,25 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
-// Istio's labels and annotations that decide injection.
-const (
-	istioInjectionLabel  = "istio-injection"
-	istioRevLabel        = "istio.io/rev"
-	istioTagLabel        = "istio.io/tag"
-	istioDataplaneLabel  = "istio.io/dataplane-mode"
-	istioInjectKey       = "sidecar.istio.io/inject"
-	istioStatusAnno      = "sidecar.istio.io/status"
-	istioRedirectionAnno = "ambient.istio.io/redirection"
-	istioInterceptAnno   = "sidecar.istio.io/interceptionMode"
-	istioTemplatesAnno   = "inject.istio.io/templates"
-	istioNativeAnno      = "sidecar.istio.io/nativeSidecar"
-	istioDeactivated     = "istio.io/deactivated"
-	metadataNameLabel    = "kubernetes.io/metadata.name"
-	istioProxyName       = "istio-proxy"
-	istioInjectorCMName  = "istio-sidecar-injector"
-)
+// Istio's labels and annotations that decide injection are named in
+// internal/istio.
 
 // istioIgnoredNamespaces are never injected, whatever the labels say (istiod's
 // built-in list, the same from Istio 1.20 on).
@@ -48,7 +35,7 @@ var _ Mesh = Istio{}
 func (Istio) Name() string { return "istio" }
 
 // ProxyContainer implements Mesh.
-func (Istio) ProxyContainer() string { return istioProxyName }
+func (Istio) ProxyContainer() string { return istio.ProxyContainer }
 
 // Installed implements Mesh: any MutatingWebhookConfiguration with an Istio webhook.
 func (Istio) Installed(f *ClusterFacts) bool {
@@ -133,10 +120,10 @@ func istioRevisions(f *ClusterFacts) map[string]*istioRevision {
 	sort.Strings(keys)
 	for _, k := range keys {
 		cm := f.ConfigMaps[k]
-		if cm.Name != istioInjectorCMName && !strings.HasPrefix(cm.Name, istioInjectorCMName+"-") {
+		if cm.Name != istio.InjectorConfigMap && !strings.HasPrefix(cm.Name, istio.InjectorConfigMap+"-") {
 			continue
 		}
-		name := strings.TrimPrefix(strings.TrimPrefix(cm.Name, istioInjectorCMName), "-")
+		name := strings.TrimPrefix(strings.TrimPrefix(cm.Name, istio.InjectorConfigMap), "-")
 		if name == "" {
 			name = "default"
 		}
@@ -167,7 +154,7 @@ func istioRevisions(f *ClusterFacts) map[string]*istioRevision {
 	}
 	// The istiod image is the better witness of the version: prefer it.
 	for _, d := range f.ControlPlanes {
-		rev := d.Labels[istioRevLabel]
+		rev := d.Labels[istio.LabelRev]
 		if rev == "" {
 			rev = "default"
 		}
@@ -236,7 +223,7 @@ func selectorString(s *metav1.LabelSelector) (labels.Selector, string) {
 }
 
 func isDeactivated(s *metav1.LabelSelector) bool {
-	return s != nil && s.MatchLabels[istioDeactivated] != ""
+	return s != nil && s.MatchLabels[istio.LabelDeactivated] != ""
 }
 
 func rulesCoverPodCreate(rules []admissionregistrationv1.RuleWithOperations) bool {
@@ -297,8 +284,8 @@ func istioModelOf(f *ClusterFacts) *istioModel {
 			if !isIstioWebhook(w.Name) {
 				continue
 			}
-			e := compiledWebhook{webhookEval: webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istioTagLabel]}}
-			e.revision = c.Labels[istioRevLabel]
+			e := compiledWebhook{webhookEval: webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istio.LabelTag]}}
+			e.revision = c.Labels[istio.LabelRev]
 			if e.revision == "" && w.ClientConfig.Service != nil {
 				e.revision = strings.TrimPrefix(strings.TrimPrefix(w.ClientConfig.Service.Name, "istiod"), "-")
 			}
@@ -395,7 +382,7 @@ func valueOrUnset(m map[string]string, k string) string {
 // injectionLabels renders the namespace labels that matter for injection.
 func injectionLabels(l map[string]string) string {
 	var parts []string
-	for _, k := range []string{istioInjectionLabel, istioRevLabel, istioDataplaneLabel} {
+	for _, k := range []string{istio.LabelInjection, istio.LabelRev, istio.LabelDataplaneMode} {
 		if v, ok := l[k]; ok {
 			parts = append(parts, k+"="+v)
 		}
@@ -437,10 +424,10 @@ func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
 	}
 
 	value, from, present := "", "", false
-	if v, ok := w.Annotations[istioInjectKey]; ok {
+	if v, ok := w.Annotations[istio.KeyInject]; ok {
 		value, from, present = v, "annotation", true
 	}
-	if v, ok := w.Labels[istioInjectKey]; ok {
+	if v, ok := w.Labels[istio.KeyInject]; ok {
 		if present && v != value {
 			add("sidecar.istio.io/inject annotation", quote(value), EffectNone, "pod annotation (the label wins over it)")
 		}
@@ -584,11 +571,11 @@ func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
 
 // templatesProblem checks inject.istio.io/templates against the revision's templates.
 func templatesProblem(r *istioRevision, w *Workload) (Factor, bool) {
-	v, ok := w.Annotations[istioTemplatesAnno]
+	v, ok := w.Annotations[istio.AnnotationTemplates]
 	if !ok {
 		return Factor{}, false
 	}
-	f := Factor{Factor: "inject.istio.io/templates", Value: quote(v), Effect: EffectNone, Source: "pod annotation"}
+	f := Factor{Factor: istio.AnnotationTemplates, Value: quote(v), Effect: EffectNone, Source: "pod annotation"}
 	if len(r.config.Templates) == 0 {
 		f.Source += "; the injector ConfigMap lists no templates to check against"
 		return f, true
@@ -639,8 +626,8 @@ const minNativeKubelet = 33
 // one that exists, else every node, each of whose kubelet must be 1.33 or newer
 // (a version it cannot parse counts as older; no node at all means classic).
 func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
-	if v, ok := w.Annotations[istioNativeAnno]; ok {
-		return sidecarKind{kind: kindOf(v == "true"), why: "pod annotation " + istioNativeAnno + "=" + quote(v)}
+	if v, ok := w.Annotations[istio.AnnotationNativeSidecar]; ok {
+		return sidecarKind{kind: kindOf(v == "true"), why: "pod annotation " + istio.AnnotationNativeSidecar + "=" + quote(v)}
 	}
 	mode, modeFrom := "", ""
 	if v, ok := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]; ok {
@@ -734,15 +721,15 @@ type istioStatus struct {
 
 func readIstioStatus(p *corev1.Pod) istioStatus {
 	s := istioStatus{}
-	raw, hasStatus := p.Annotations[istioStatusAnno]
+	raw, hasStatus := p.Annotations[istio.AnnotationStatus]
 	for _, c := range p.Spec.InitContainers {
-		if c.Name == istioProxyName {
+		if c.Name == istio.ProxyContainer {
 			s.injected, s.image = true, c.Image
 			s.native = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 		}
 	}
 	for _, c := range p.Spec.Containers {
-		if c.Name == istioProxyName {
+		if c.Name == istio.ProxyContainer {
 			s.injected, s.image = true, c.Image
 		}
 	}
@@ -752,13 +739,13 @@ func readIstioStatus(p *corev1.Pod) istioStatus {
 		}
 		_ = json.Unmarshal([]byte(raw), &st)
 		s.revision = st.Revision
-		s.evidence = istioStatusAnno + " " + raw
+		s.evidence = istio.AnnotationStatus + " " + raw
 		s.injected = s.injected || raw != ""
 	} else if s.injected {
-		s.evidence = "container istio-proxy (no " + istioStatusAnno + ": injected by hand or by istioctl kube-inject?)"
+		s.evidence = "container istio-proxy (no " + istio.AnnotationStatus + ": injected by hand or by istioctl kube-inject?)"
 	}
 	if s.revision == "" && s.injected {
-		s.revision = p.Annotations[istioRevLabel]
+		s.revision = p.Annotations[istio.LabelRev]
 	}
 	return s
 }

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Memo explains live pods that share everything the answer depends on only
@@ -215,7 +217,7 @@ func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool, b
 		b.WriteString("H")
 	}
 	for _, c := range w.Pod.Spec.InitContainers {
-		if c.Name == istioProxyName {
+		if c.Name == istio.ProxyContainer {
 			b.WriteString("I")
 			field(c.Image)
 			if c.RestartPolicy != nil {
@@ -224,7 +226,7 @@ func (Istio) memoKey(b *strings.Builder, w *Workload, label func(string) bool, b
 		}
 	}
 	for _, c := range w.Pod.Spec.Containers {
-		if c.Name == istioProxyName {
+		if c.Name == istio.ProxyContainer {
 			b.WriteString("C")
 			field(c.Image)
 		}

@@ -3,6 +3,8 @@ package injection
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // istioVerdict fills r's verdict, short reason, fix and mismatch from what
@@ -87,12 +89,12 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 // tag; the annotation sidecar.istio.io/inject="true", which selectors do not
 // see) — a mistake, not a choice; a pod that opts out is not asking.
 func askedForInjection(w *Workload, nsLabels map[string]string) bool {
-	if w.Labels[istioInjectKey] == "false" || w.Annotations[istioInjectKey] == "false" {
+	if w.Labels[istio.KeyInject] == "false" || w.Annotations[istio.KeyInject] == "false" {
 		return false
 	}
-	_, rev := nsLabels[istioRevLabel]
-	_, injection := nsLabels[istioInjectionLabel]
-	return rev && !injection || w.Annotations[istioInjectKey] == "true" && w.Labels[istioInjectKey] == ""
+	_, rev := nsLabels[istio.LabelRev]
+	_, injection := nsLabels[istio.LabelInjection]
+	return rev && !injection || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == ""
 }
 
 // ambientVerdict says what ambient mode makes of a workload it enrolls
@@ -129,18 +131,18 @@ func tagOf(evals []*webhookEval, full string) string {
 // istioWhyNot says why w gets no sidecar, and how to enable injection.
 func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabels map[string]string) (string, string) {
 	ns := w.Namespace
-	if v, ok := nsLabels[istioInjectionLabel]; ok && v != "enabled" {
+	if v, ok := nsLabels[istio.LabelInjection]; ok && v != "enabled" {
 		return fmt.Sprintf("namespace label istio-injection=%q blocks every Istio webhook", v),
 			fmt.Sprintf("kubectl label namespace %s istio-injection=enabled --overwrite", ns)
 	}
-	if w.Labels[istioInjectKey] == "false" {
+	if w.Labels[istio.KeyInject] == "false" {
 		return "pod label sidecar.istio.io/inject=\"false\" excludes it from every Istio webhook",
-			setTemplateLabel(w, istioInjectKey, "")
+			setTemplateLabel(w, istio.KeyInject, "")
 	}
 	if len(calls) == 0 {
 		active := activeNamespaceWebhooks(evals)
-		if rev, ok := nsLabels[istioRevLabel]; ok {
-			if _, both := nsLabels[istioInjectionLabel]; !both {
+		if rev, ok := nsLabels[istio.LabelRev]; ok {
+			if _, both := nsLabels[istio.LabelInjection]; !both {
 				fix := ""
 				if len(active) > 0 {
 					fix = fmt.Sprintf("kubectl label namespace %s %s --overwrite", ns, active[0])
@@ -148,9 +150,9 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 				return fmt.Sprintf("no active Istio webhook serves revision or tag %q (namespace label istio.io/rev)", rev), fix
 			}
 		}
-		if v := w.Annotations[istioInjectKey]; v == "true" && w.Labels[istioInjectKey] == "" {
+		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
 			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
-				setTemplateLabel(w, istioInjectKey, "true")
+				setTemplateLabel(w, istio.KeyInject, "true")
 		}
 		why := "no Istio webhook matches: the namespace has no istio-injection=enabled or istio.io/rev label, and the pod no sidecar.istio.io/inject=true or istio.io/rev label"
 		if len(evals) == 0 {
@@ -169,10 +171,10 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 	switch {
 	case w.Spec.HostNetwork, strings.HasPrefix(last.d.reason, "namespace "):
 		return why, ""
-	case strings.Contains(last.d.reason, "sidecar.istio.io/inject"):
-		return why, setTemplateLabel(w, istioInjectKey, "true")
+	case strings.Contains(last.d.reason, istio.KeyInject):
+		return why, setTemplateLabel(w, istio.KeyInject, "true")
 	default:
-		return why, setTemplateLabel(w, istioInjectKey, "true")
+		return why, setTemplateLabel(w, istio.KeyInject, "true")
 	}
 }
 
@@ -191,7 +193,7 @@ func activeNamespaceWebhooks(evals []*webhookEval) []string {
 				continue
 			}
 			label := "istio-injection=enabled"
-			if strings.HasPrefix(pass, "istio.io/rev") {
+			if strings.HasPrefix(pass, istio.LabelRev) {
 				rest := e.nsSelector[i+len(pass):]
 				label = "istio.io/rev=" + strings.SplitN(strings.SplitN(rest, ")", 2)[0], ",", 2)[0]
 			}

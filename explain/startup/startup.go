@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // StartupFacts is what the startup analysis reads for one pod.
@@ -32,14 +34,10 @@ type LogTail struct {
 	Unavailable string `json:"unavailable,omitempty"`
 }
 
-// istioProxyName is the container Istio's injector adds, whether as a
-// classic or a native sidecar.
-const istioProxyName = "istio-proxy"
-
 // Container roles.
 const (
-	RoleIstioInit       = "istio-init"
-	RoleIstioValidation = "istio-validation"
+	RoleIstioInit       = istio.InitContainer
+	RoleIstioValidation = istio.ValidationContainer
 	RoleProxyNative     = "proxy (native sidecar)"
 	RoleProxy           = "proxy (sidecar)"
 	RoleNativeSidecar   = "native sidecar"
@@ -148,13 +146,13 @@ func timePtr(t time.Time) *time.Time {
 func roleOf(c corev1.Container, init bool) string {
 	native := init && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 	switch {
-	case c.Name == "istio-init":
+	case c.Name == istio.InitContainer:
 		return RoleIstioInit
-	case c.Name == "istio-validation":
+	case c.Name == istio.ValidationContainer:
 		return RoleIstioValidation
-	case c.Name == istioProxyName && native:
+	case c.Name == istio.ProxyContainer && native:
 		return RoleProxyNative
-	case c.Name == istioProxyName:
+	case c.Name == istio.ProxyContainer:
 		return RoleProxy
 	case native:
 		return RoleNativeSidecar
@@ -207,10 +205,6 @@ const (
 	causeBadPorts   = "bad-ports"
 )
 
-// includeOutboundPorts is the annotation istiod passes to istio-iptables
-// unchecked.
-const includeOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
-
 // knownFailures recognises istio-init / istio-validation failures from
 // their logs and termination messages.
 var knownFailures = []struct {
@@ -230,7 +224,7 @@ var knownFailures = []struct {
 	{[]string{"failed parsing cidr", "invalid cidr", "invalid cidr address"}, "",
 		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)", ""},
 	{[]string{"invalid port/service"}, "",
-		"iptables-restore refused a port istio-iptables was given: a " + includeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", causeBadPorts},
+		"iptables-restore refused a port istio-iptables was given: a " + istio.AnnotationIncludeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", causeBadPorts},
 	{[]string{"chain already exists"}, "",
 		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)", ""},
 	{[]string{"iptables-restore"}, "error occurred at line",
@@ -421,7 +415,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 
 	var proxy *ContainerStartup
 	for i := range r.InitContainers {
-		if r.InitContainers[i].Name == istioProxyName {
+		if r.InitContainers[i].Name == istio.ProxyContainer {
 			proxy = &r.InitContainers[i]
 			r.Native = r.InitContainers[i].Role == RoleProxyNative
 		}
@@ -430,7 +424,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 		}
 	}
 	for i := range r.Containers {
-		if r.Containers[i].Name == istioProxyName {
+		if r.Containers[i].Name == istio.ProxyContainer {
 			proxy = &r.Containers[i]
 		}
 	}
@@ -438,13 +432,13 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 		r.Mesh = "istio"
 		proxy.ReadyAt = readyAt(proxy, r.Events, p)
 		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-			if c.Name == istioProxyName && c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil &&
+			if c.Name == istio.ProxyContainer && c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil &&
 				strings.Contains(strings.Join(c.Lifecycle.PostStart.Exec.Command, " "), "pilot-agent wait") {
 				r.Hold = true
 			}
 		}
 	}
-	if _, ok := p.Annotations[ambientRedirection]; ok || ambientSandboxEvent(r.Events) != nil {
+	if _, ok := p.Annotations[istio.AnnotationRedirection]; ok || ambientSandboxEvent(r.Events) != nil {
 		r.Ambient = proxy == nil
 	}
 	switch {
@@ -514,7 +508,7 @@ func readyAt(proxy *ContainerStartup, events []EventLine, p *corev1.Pod) *time.T
 	}
 	var last time.Time
 	for _, e := range events {
-		if e.Container == istioProxyName && e.Reason == "Unhealthy" && (strings.Contains(e.Message, "Startup probe") || strings.Contains(e.Message, "Readiness probe")) {
+		if e.Container == istio.ProxyContainer && e.Reason == "Unhealthy" && (strings.Contains(e.Message, "Startup probe") || strings.Contains(e.Message, "Readiness probe")) {
 			last = e.Time
 		}
 	}
@@ -665,7 +659,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 		last := ""
 		for _, e := range r.Events {
-			if e.Container == istioProxyName && e.Reason == "Unhealthy" {
+			if e.Container == istio.ProxyContainer && e.Reason == "Unhealthy" {
 				last = ": " + e.Message
 			}
 		}
@@ -698,7 +692,6 @@ func StartupSeverity(r *StartupReport) int {
 // gives the pod to ztunnel and annotates it ambient.istio.io/redirection:
 // "enabled", or "pending" while ztunnel has not taken it.
 const (
-	ambientRedirection = "ambient.istio.io/redirection"
 	// What Istio's CNI plugin says when it cannot reach the node agent, and
 	// the agent when no ztunnel is connected to it.
 	cniAgentUnreachable = "failed to contact node Istio CNI agent"
@@ -740,7 +733,7 @@ func ambientHazards(r *StartupReport, f StartupFacts, add func(id, container, ms
 		}
 		return
 	}
-	if f.Pod.Annotations[ambientRedirection] == "pending" {
+	if f.Pod.Annotations[istio.AnnotationRedirection] == "pending" {
 		add("ambient-pending", "", "istio-cni wrote the pod's capture rules, but ztunnel on "+node+" has not taken the pod (ambient.istio.io/redirection=pending): its connections are redirected to ztunnel's ports, where nothing serves them yet",
 			agents+"   # istio-cni retries once ztunnel there is ready")
 	}
@@ -782,15 +775,15 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	}
 	switch c.cause {
 	case causeNoNetAdmin:
-		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
+		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name==istio.InitContainer)].securityContext.capabilities}'`, r.Name, ns) +
 			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
 	case causeBadPorts:
-		v, ok := f.Pod.Annotations[includeOutboundPorts]
+		v, ok := f.Pod.Annotations[istio.AnnotationIncludeOutboundPorts]
 		if !ok {
-			return logs + "   # the pod has no " + includeOutboundPorts + " annotation: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"
+			return logs + "   # the pod has no " + istio.AnnotationIncludeOutboundPorts + " annotation: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"
 		}
-		set := fmt.Sprintf("%s=%q", includeOutboundPorts, v)
-		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(includeOutboundPorts, "/", "~1")
+		set := fmt.Sprintf("%s=%q", istio.AnnotationIncludeOutboundPorts, v)
+		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(istio.AnnotationIncludeOutboundPorts, "/", "~1")
 		if f.Workload != "" && !strings.HasPrefix(f.Workload, "replicaset/") && !strings.HasPrefix(f.Workload, "job/") {
 			return fmt.Sprintf(`kubectl patch %s -n %s --type=json -p '[{"op":"remove","path":"%s"}]'`, f.Workload, ns, path) +
 				"   # " + set + " is not a list of port numbers; or set it to one (e.g. \"443,8080\"), and the rollout re-creates the pod"

@@ -1,0 +1,54 @@
+// Package istio is the one place for the names Istio gives things that
+// kubectl-mesh reads: its containers, labels and annotations, the proxy's
+// identity and ports. Every package names them from here.
+package istio
+
+// The containers Istio's injector adds.
+const (
+	ProxyContainer      = "istio-proxy"
+	InitContainer       = "istio-init"
+	ValidationContainer = "istio-validation" // with the Istio CNI plugin, in place of istio-init
+)
+
+// ProxyUID and ProxyGID are the user and group the proxy runs as:
+// istio-iptables lets their own traffic through uncaptured.
+const (
+	ProxyUID = "1337"
+	ProxyGID = "1337"
+)
+
+// Labels and annotations.
+const (
+	LabelInjection      = "istio-injection"
+	LabelRev            = "istio.io/rev"
+	LabelTag            = "istio.io/tag"
+	LabelDataplaneMode  = "istio.io/dataplane-mode"
+	LabelDeactivated    = "istio.io/deactivated"
+	LabelMetadataName   = "kubernetes.io/metadata.name"
+	KeyInject           = "sidecar.istio.io/inject" // a label (the annotation is not seen by webhook selectors)
+	AnnotationStatus    = "sidecar.istio.io/status"
+	AnnotationTemplates = "inject.istio.io/templates"
+	// AnnotationRedirection is what istio-cni's agent writes on a pod it
+	// set up in ambient mode: "enabled", or "pending" until ztunnel took it.
+	AnnotationRedirection          = "ambient.istio.io/redirection"
+	AnnotationInterceptionMode     = "sidecar.istio.io/interceptionMode"
+	AnnotationNativeSidecar        = "sidecar.istio.io/nativeSidecar"
+	AnnotationIncludeOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
+	AnnotationExcludeInboundPorts  = "traffic.sidecar.istio.io/excludeInboundPorts"
+)
+
+// InjectorConfigMap is the injector's ConfigMap (istio-sidecar-injector,
+// or istio-sidecar-injector-REVISION).
+const InjectorConfigMap = "istio-sidecar-injector"
+
+// The proxy's ports.
+const (
+	PortAdmin      = 15000
+	PortOutbound   = 15001 // captured outbound traffic
+	PortInbound    = 15006 // captured inbound traffic
+	PortHBONE      = 15008
+	PortAgent      = 15020 // merged metrics, the agent's own endpoints
+	PortHealth     = 15021 // readiness (/healthz/ready)
+	PortDNS        = 15053 // DNS captured to the proxy
+	PortPrometheus = 15090
+)
