@@ -91,7 +91,7 @@ var matrixRoles = []matrixRole{
 // (every known answer equals the admin's); no fix is built on an unknown;
 // every unknown names the permission that would settle it; no factor row
 // contradicts an unknown. The cells are compared with
-// testdata/permission-matrix.md, the table the README shows.
+// testdata/permission-matrix.md, the table docs/permissions.md shows.
 func TestPermissionMatrix(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
@@ -144,7 +144,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	noNodePods(t, c)
 
-	// Per role and command: what the user gets, in the README's words.
+	// Per role and command: what the user gets, in docs/permissions.md's words.
 	summary := map[string]map[string]string{}
 	checks := 0
 	admin := results[matrixRoles[len(matrixRoles)-1].name]
@@ -257,7 +257,7 @@ func TestPermissionMatrix(t *testing.T) {
 		}
 	}
 
-	// The matrix, as the README shows it.
+	// The matrix, as docs/permissions.md shows it.
 	var b strings.Builder
 	b.WriteString("| role | " + strings.Join(commandNames(commands), " | ") + " |\n")
 	b.WriteString("|---" + strings.Repeat("|---", len(commands)) + "|\n")
@@ -279,7 +279,7 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatalf("%v (go test ./test/e2e -run TestPermissionMatrix -update-matrix writes it)", err)
 	}
 	if string(want) != b.String() {
-		t.Errorf("the permission matrix differs from %s (the README's table):\n--- got\n%s--- want\n%s", golden, b.String(), want)
+		t.Errorf("the permission matrix differs from %s (docs/permissions.md's table):\n--- got\n%s--- want\n%s", golden, b.String(), want)
 	}
 	testreport.Count(t, "permission matrix: %d roles × %d commands, %d checks", len(matrixRoles), len(commands), checks)
 }
@@ -506,7 +506,7 @@ func dedupe(in []string) []string {
 	return out
 }
 
-// abbrev shortens API group suffixes for the README's table (the user is told them in full).
+// abbrev shortens API group suffixes for docs/permissions.md's table (the user is told them in full).
 func abbrev(s string) string {
 	return strings.NewReplacer(".admissionregistration.k8s.io", "", ".discovery.k8s.io", "", ".apps", "").Replace(s)
 }
