@@ -68,7 +68,7 @@ type CaptureReportDoc struct {
 func NewIptablesCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &IptablesOptions{configFlags: configFlags, IOStreams: streams}
 	c := &cobra.Command{
-		Use:   "iptables (POD | --from-file DUMP [--from-file DUMP6] | -n NS | -l SELECTOR | -A) [flags]",
+		Use:   "iptables (POD | TYPE/NAME | --from-file DUMP [--from-file DUMP6] | -n NS | -l SELECTOR | -A) [flags]",
 		Short: "Explain a pod's traffic-capture rules, compare them with what they should be, trace connections",
 		Long: `Read the packet-filter rules of a pod's network namespace and explain them:
 every Istio (and Linkerd proxy-init) rule in plain language, as a tree from
@@ -87,6 +87,10 @@ and both families, with counters:
                              that enters the pod's network namespace with
                              nsenter; always deleted, also on Ctrl-C.
 --interval 10s dumps twice and shows what each rule counted in between.
+
+TYPE/NAME (deploy/web, sts/db, …): one of the workload's pods, picked as
+kubectl logs picks it (running and ready first, then the oldest); it says
+which when there are several. The fleet audit below reads them all.
 
 -n NS, -l SELECTOR or -A without a POD: a fleet audit. Every selected running
 pod's rules are read with one short-lived node pod per node (all of the

@@ -38,12 +38,26 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	o.namespace = ns
 	client := ic.Kube
 	name := strings.TrimPrefix(strings.TrimPrefix(o.Pod, "pod/"), "pods/")
-	pod, err := client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod %q not found in namespace %q", name, o.namespace)
+	var pod *corev1.Pod
+	if strings.Contains(name, "/") {
+		// A workload: one of its pods, picked as kubectl logs picks it.
+		pods, _, err := resolvePods(ctx, o.configFlags, ic, o.namespace, []string{name})
+		if err != nil {
+			return err
 		}
-		return err
+		if pod = pickPod(pods); len(pods) > 1 {
+			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
+		}
+		name = pod.Name
+	} else {
+		var err error
+		pod, err = client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("pod %q not found in namespace %q", name, o.namespace)
+			}
+			return err
+		}
 	}
 	image := o.Image
 	if image == "" {

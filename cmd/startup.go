@@ -11,11 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
@@ -107,7 +104,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	if len(o.Args) > 0 {
-		pods, single, err := o.resolve(ctx)
+		pods, single, err := resolvePods(ctx, o.configFlags, o.client, o.namespace, o.Args)
 		if err != nil {
 			return err
 		}
@@ -323,52 +320,6 @@ func (o *StartupOptions) failedLogs(ctx context.Context, p *corev1.Pod) map[stri
 	check(p.Status.InitContainerStatuses)
 	check(p.Status.ContainerStatuses)
 	return logs
-}
-
-// resolve turns POD, TYPE/NAME or TYPE NAME into pods; single is set for one pod.
-func (o *StartupOptions) resolve(ctx context.Context) ([]corev1.Pod, bool, error) {
-	infos, err := resolveArgs(o.configFlags, o.namespace, o.Args)
-	if err != nil {
-		return nil, false, err
-	}
-	var pods []corev1.Pod
-	for _, info := range infos {
-		u := info.Object.(*unstructured.Unstructured)
-		typed, err := scheme.Scheme.New(u.GroupVersionKind())
-		if err != nil {
-			return nil, false, &UsageError{Err: fmt.Errorf("%s creates no pods", describe(u.Object))}
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return nil, false, err
-		}
-		if p, ok := typed.(*corev1.Pod); ok {
-			pods = append(pods, *p)
-			continue
-		}
-		kind, name, _, _, selector, ok := podTemplate(typed)
-		if !ok {
-			return nil, false, &UsageError{Err: fmt.Errorf("%s creates no pods: startup shows pods and workloads with a pod template", describe(u.Object))}
-		}
-		if selector == nil {
-			return nil, false, fmt.Errorf("%s %s has no pod selector: name one of its pods", kind, name)
-		}
-		sel, err := metav1.LabelSelectorAsSelector(selector)
-		if err != nil {
-			return nil, false, err
-		}
-		err = o.client.EachPodPage(ctx, info.Namespace, sel.String(), func(page []corev1.Pod) error {
-			pods = append(pods, page...)
-			return nil
-		})
-		if err != nil {
-			return nil, false, explainAPIError(err, "list pods")
-		}
-		if len(pods) == 0 {
-			return nil, false, fmt.Errorf("%s %s has no pods", kind, name)
-		}
-		return pods, false, nil
-	}
-	return pods, len(pods) == 1, nil
 }
 
 // sortStartup puts reports in the order a sweep prints them (startupSweep's

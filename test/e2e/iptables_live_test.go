@@ -406,3 +406,45 @@ func TestIptablesLiveNativeNftables(t *testing.T) {
 		"traces %+v", d.Traces)
 	testreport.Count(t, "native nftables in a live pod: %d checks", checked)
 }
+
+// A workload names its pod: `iptables deploy/web` reads one of its pods,
+// picked as kubectl logs picks it (running and ready), and says which when
+// there are several; its rules are read and compared as a pod's are.
+func TestIptablesOfAWorkload(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, "ipt-workload", map[string]string{"istio-injection": "enabled"})
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, appDeployment(ns, "web", 2, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range waitPods(t, c, ns, "app=web", 2) {
+		c.WaitPod(t, ns, p.Name, 120*time.Second, "running and ready", testcluster.Running)
+		names[p.Name] = true
+	}
+	checks := 0
+	for _, target := range []string{"deploy/web", "deployment/web", "deployments/web"} {
+		r := mesh(t, c, "", "iptables", target, "-n", ns, "--via", "node", "-o", "json")
+		d := decode[captureDoc](t, r)
+		checks++
+		if r.code != 0 || d.Live == nil || !names[d.Live.Pod] {
+			t.Fatalf("iptables %s: exit %d, live %+v, want one of the pods %v: %s", target, r.code, d.Live, names, r.stderr)
+		}
+		checks++
+		if d.Drift == nil || len(d.Drift.Missing)+len(d.Drift.Extra) != 0 {
+			t.Errorf("iptables %s: drift %+v, want none", target, d.Drift)
+		}
+		checks++
+		if !strings.Contains(r.stderr, "Found 2 pods, using pod/"+d.Live.Pod) {
+			t.Errorf("iptables %s: stderr %q does not say which of the 2 pods it read", target, r.stderr)
+		}
+	}
+	r := mesh(t, c, "", "iptables", "deploy/nothing-here", "-n", ns, "--via", "node")
+	checks++
+	if r.code == 0 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("iptables deploy/nothing-here: exit %d, stderr %q: want not found", r.code, r.stderr)
+	}
+	noNodePods(t, c)
+	testreport.Count(t, "iptables TYPE/NAME: %d checks", checks)
+}

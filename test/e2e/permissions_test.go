@@ -288,7 +288,7 @@ func TestPermissionMatrix(t *testing.T) {
 // the admin passes is passed or unknown, never another answer; an unknown
 // check names the permission that would settle it; a check the user passes
 // the admin passes too; the exit is 3 exactly when something is unknown and
-// nothing failed. It returns the cell of the README's matrix.
+// nothing failed. It returns the cell of docs/permissions.md's matrix.
 func checkDiagnosis(t *testing.T, where string, code int, out, adminOut string, checks *int) string {
 	t.Helper()
 	var d, a diagnose.Diagnosis
