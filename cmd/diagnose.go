@@ -23,6 +23,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // DiagnoseOptions holds the flags of `kubectl mesh diagnose`.
@@ -50,13 +52,6 @@ type DiagnoseOptions struct {
 	why       *WhyInjectedOptions
 	st        *StartupOptions
 	genericiooptions.IOStreams
-}
-
-// DiagnosisDoc is one diagnosis as printed with -o json|yaml.
-type DiagnosisDoc struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	*diagnose.Diagnosis
 }
 
 // CheckCount counts one check's statuses over a list of diagnoses; First
@@ -146,7 +141,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
@@ -305,7 +300,7 @@ func rulesSkipped(it *item) string {
 	case meshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
 		return "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
 	case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
-		return fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", dash(string(p.Status.Phase)))
+		return fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", render.Dash(string(p.Status.Phase)))
 	}
 	return ""
 }
@@ -632,7 +627,7 @@ func sortDiagnoses(ds []*diagnose.Diagnosis) {
 		if ca, cb := checkRank(a.First), checkRank(b.First); ca != cb {
 			return ca < cb
 		}
-		return keyBefore(a.Namespace, a.Name, b.Namespace, b.Name)
+		return render.KeyBefore(a.Namespace, a.Name, b.Namespace, b.Name)
 	})
 }
 

@@ -6,21 +6,23 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // print prints one diagnosis (list false) or a list, sorted worst first.
 func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete []string) error {
 	if o.Output != "" {
 		if !list && len(ds) == 1 {
-			return printStructured(o.Out, o.Output, DiagnosisDoc{APIVersion: ReportAPIVersion, Kind: "Diagnosis", Diagnosis: ds[0]})
+			return render.Structured(o.Out, o.Output, render.DiagnosisDoc{APIVersion: render.APIVersion, Kind: "Diagnosis", Diagnosis: ds[0]})
 		}
-		return printList(o.Out, o.Output, "DiagnosisList", len(ds), func(i int) any { return ds[i] },
-			field{"summary", countChecks(ds)}, field{"incomplete", incomplete})
+		return render.List(o.Out, o.Output, "DiagnosisList", len(ds), func(i int) any { return ds[i] },
+			render.Field{Key: "summary", Value: countChecks(ds)}, render.Field{Key: "incomplete", Value: incomplete})
 	}
 	for _, d := range ds {
-		sanitize(d)
+		render.Sanitize(d)
 	}
-	p := newPrinter(o.Out)
+	p := render.NewPrinter(o.Out)
 	switch {
 	case len(ds) == 0:
 		fmt.Fprintln(o.ErrOut, "No pods found.")
@@ -34,9 +36,9 @@ func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete 
 	return nil
 }
 
-func printIncomplete(p *printer, incomplete []string) {
+func printIncomplete(p *render.Printer, incomplete []string) {
 	for _, u := range incomplete {
-		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
+		p.Para(p.Effect(injection.EffectUnknown)+": ", render.Escape(u))
 	}
 }
 
@@ -77,27 +79,27 @@ func headline(d *diagnose.Diagnosis) string {
 // printDiagnosis prints one pod: the answer first (the first failing check,
 // its finding and its fix), then the checklist, then what would settle the
 // unknown checks and the commands that show each check in full.
-func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
-	p.para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, escape(d.Namespace), escape(d.Name)), p.paint(statusEffect(d.Status), headline(d)))
+func printDiagnosis(p *render.Printer, d *diagnose.Diagnosis) {
+	p.Para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, render.Escape(d.Namespace), render.Escape(d.Name)), p.Paint(statusEffect(d.Status), headline(d)))
 	if d.First != "" {
-		p.para(p.bold("Finding:")+" ", escape(d.Verdict))
+		p.Para(p.Bold("Finding:")+" ", render.Escape(d.Verdict))
 		for i, l := range strings.Split(d.Fix, "\n") {
 			if l == "" {
 				continue
 			}
 			prefix := "         "
 			if i == 0 {
-				prefix = p.bold("Fix:") + "     "
+				prefix = p.Bold("Fix:") + "     "
 			}
-			p.fixLine(prefix, escape(l))
+			p.FixLine(prefix, render.Escape(l))
 		}
 	}
-	fmt.Fprintln(p.out)
+	fmt.Fprintln(p.Out)
 	rows := make([][]string, 0, len(d.Checks))
 	for _, c := range d.Checks {
-		rows = append(rows, []string{c.Name, p.paint(statusEffect(c.Status), c.Status), escape(strings.TrimPrefix(c.Evidence, "not checked: "))})
+		rows = append(rows, []string{c.Name, p.Paint(statusEffect(c.Status), c.Status), render.Escape(strings.TrimPrefix(c.Evidence, "not checked: "))})
 	}
-	p.table([]string{"CHECK", "STATUS", "EVIDENCE"}, rows)
+	p.Table([]string{"CHECK", "STATUS", "EVIDENCE"}, rows)
 	var needs, notRun []string
 	for _, c := range d.Checks {
 		needs = append(needs, c.Needs...)
@@ -106,14 +108,14 @@ func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
 		}
 	}
 	if len(notRun) > 0 {
-		p.para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
+		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
 	}
 	if needs = dedupe(needs); len(needs) > 0 {
-		fmt.Fprintln(p.out)
-		p.para(p.bold("Needs:")+" ", escape(strings.Join(needs, "; ")))
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Needs:")+" ", render.Escape(strings.Join(needs, "; ")))
 		for i := range needs {
 			if hint := canIHint(needs[i:]); hint != "" {
-				p.para("       ", escape(hint))
+				p.Para("       ", render.Escape(hint))
 			}
 		}
 	}
@@ -124,17 +126,17 @@ func printDiagnosis(p *printer, d *diagnose.Diagnosis) {
 		}
 	}
 	if len(more) > 0 {
-		fmt.Fprintln(p.out)
-		fmt.Fprintln(p.out, p.bold("In full:"))
+		fmt.Fprintln(p.Out)
+		fmt.Fprintln(p.Out, p.Bold("In full:"))
 		for _, m := range more {
-			p.command(fmt.Sprintf("  %-12s ", m[0]), escape(m[1]))
+			p.Command(fmt.Sprintf("  %-12s ", m[0]), render.Escape(m[1]))
 		}
 	}
 }
 
 // printDiagnosisRows prints many: a count per status, one row per pod,
 // worst first, grouped by the first failing check, and a count per check.
-func printDiagnosisRows(p *printer, ds []*diagnose.Diagnosis) {
+func printDiagnosisRows(p *render.Printer, ds []*diagnose.Diagnosis) {
 	status := map[string]int{}
 	rows := make([][]string, 0, len(ds))
 	for _, d := range ds {
@@ -145,36 +147,36 @@ func printDiagnosisRows(p *printer, ds []*diagnose.Diagnosis) {
 }
 
 // diagnosisRow is one diagnosis's row (escaped already).
-func diagnosisRow(p *printer, d *diagnose.Diagnosis) []string {
+func diagnosisRow(p *render.Printer, d *diagnose.Diagnosis) []string {
 	name := d.Name
 	if d.WorkloadKind != "Pod" {
 		name = strings.ToLower(d.WorkloadKind) + "/" + name
 	}
-	first := dash(d.First)
+	first := render.Dash(d.First)
 	if d.First != "" {
-		first = p.paint(statusEffect(d.Status), d.First)
+		first = p.Paint(statusEffect(d.Status), d.First)
 	}
 	finding := d.Verdict
 	if d.First == "" {
 		// What was not checked is counted under the table.
 		finding, _, _ = strings.Cut(finding, "; not checked: ")
 	}
-	return []string{escape(d.Namespace), escape(name), p.paint(statusEffect(d.Status), d.Status), first, escape(finding)}
+	return []string{render.Escape(d.Namespace), render.Escape(name), p.Paint(statusEffect(d.Status), d.Status), first, render.Escape(finding)}
 }
 
 // printDiagnosisTable prints n diagnoses' rows under a count per status,
 // then the count per check.
-func printDiagnosisTable(p *printer, n int, status map[string]int, rows [][]string, counts []CheckCount) {
+func printDiagnosisTable(p *render.Printer, n int, status map[string]int, rows [][]string, counts []CheckCount) {
 	var parts []string
 	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
 		if status[s] > 0 {
-			parts = append(parts, p.paint(statusEffect(s), fmt.Sprintf("%d %s", status[s], s)))
+			parts = append(parts, p.Paint(statusEffect(s), fmt.Sprintf("%d %s", status[s], s)))
 		}
 	}
-	p.para("", fmt.Sprintf("%s diagnosed: %s", countNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
-	fmt.Fprintln(p.out)
-	p.table([]string{"NAMESPACE", "POD", "STATUS", "FIRST", "FINDING"}, rows)
-	fmt.Fprintln(p.out)
+	p.Para("", fmt.Sprintf("%s diagnosed: %s", countNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
+	fmt.Fprintln(p.Out)
+	p.Table([]string{"NAMESPACE", "POD", "STATUS", "FIRST", "FINDING"}, rows)
+	fmt.Fprintln(p.Out)
 	crow := make([][]string, 0, len(counts))
 	num := func(i int) string {
 		if i == 0 {
@@ -185,6 +187,6 @@ func printDiagnosisTable(p *printer, n int, status map[string]int, rows [][]stri
 	for _, c := range counts {
 		crow = append(crow, []string{c.Name, num(c.First), num(c.Fail), num(c.Warning), num(c.Unknown), num(c.Pass), num(c.NotChecked)})
 	}
-	p.table([]string{"CHECK", "FIRST", "FAIL", "WARNING", "UNKNOWN", "PASS", "NOT CHECKED"}, crow)
-	p.para("", "A pod's checks, its fix and the commands that show each: kubectl mesh diagnose POD -n NAMESPACE")
+	p.Table([]string{"CHECK", "FIRST", "FAIL", "WARNING", "UNKNOWN", "PASS", "NOT CHECKED"}, crow)
+	p.Para("", "A pod's checks, its fix and the commands that show each: kubectl mesh diagnose POD -n NAMESPACE")
 }

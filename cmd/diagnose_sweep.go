@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // diagnoseSweep keeps, of each diagnosis of a sweep, only what is printed
@@ -13,8 +15,8 @@ import (
 // the diagnoses come.
 type diagnoseSweep struct {
 	o       *DiagnoseOptions
-	p       *printer
-	list    *sweptList
+	p       *render.Printer
+	list    *render.SweptList
 	buf     []byte
 	counts  []CheckCount
 	status  map[string]int
@@ -25,9 +27,9 @@ type diagnoseSweep struct {
 }
 
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
-	s := &diagnoseSweep{o: o, list: newSweptList(len(statusRank) * (len(diagnose.Order) + 1)), counts: countChecks(nil), status: map[string]int{}}
+	s := &diagnoseSweep{o: o, list: render.NewSweptList(len(statusRank) * (len(diagnose.Order) + 1)), counts: countChecks(nil), status: map[string]int{}}
 	if o.Output == "" {
-		s.p = newPrinter(o.Out)
+		s.p = render.NewPrinter(o.Out)
 	}
 	return s
 }
@@ -37,7 +39,7 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	s.outcome.add(s.o, d)
 	s.status[d.Status]++
 	addCounts(s.counts, d)
-	if s.list.len() == 0 {
+	if s.list.Len() == 0 {
 		s.only = d
 	} else {
 		s.only = nil
@@ -45,34 +47,34 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	// Its status's rank, then its first check's (none: last).
 	class := statusRank[d.Status]*(len(diagnose.Order)+1) + checkRank(d.First)
 	if s.o.Output != "" {
-		emptyLists(d)
+		render.EmptyLists(d)
 		b, err := json.Marshal(d)
 		if err != nil {
 			return err
 		}
-		return s.list.add(class, d.Namespace, d.Name, b)
+		return s.list.Add(class, d.Namespace, d.Name, b)
 	}
-	sanitize(d)
-	s.buf = appendRow(s.buf[:0], diagnosisRow(s.p, d)...)
-	return s.list.add(class, d.Namespace, d.Name, s.buf)
+	render.Sanitize(d)
+	s.buf = render.AppendRow(s.buf[:0], diagnosisRow(s.p, d)...)
+	return s.list.Add(class, d.Namespace, d.Name, s.buf)
 }
 
 // print writes the kept diagnoses worst first, as print writes a list.
 func (s *diagnoseSweep) print(incomplete []string) error {
 	if s.o.Output != "" {
-		return s.list.printList(s.o.Out, s.o.Output, "DiagnosisList", nil, field{"summary", s.counts}, field{"incomplete", incomplete})
+		return s.list.PrintList(s.o.Out, s.o.Output, "DiagnosisList", nil, render.Field{Key: "summary", Value: s.counts}, render.Field{Key: "incomplete", Value: incomplete})
 	}
-	switch s.list.len() {
+	switch s.list.Len() {
 	case 0:
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
 	case 1:
 		printDiagnosis(s.p, s.only)
 	default:
-		rows, err := s.list.rows()
+		rows, err := s.list.Rows()
 		if err != nil {
 			return err
 		}
-		printDiagnosisTable(s.p, s.list.len(), s.status, rows, s.counts)
+		printDiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts)
 	}
 	printIncomplete(s.p, incomplete)
 	return nil

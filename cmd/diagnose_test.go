@@ -13,6 +13,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // diagnosed are diagnoses of a crash-looping istio-init, a healthy pod, a
@@ -88,12 +90,12 @@ func ptrTo[T any](v T) *T { return &v }
 // the answer — the failing check and its fix — in the first lines.
 func TestDiagnoseGolden(t *testing.T) {
 	ds := diagnosed()
-	goldenAt(t, "diagnose-broken", func(p *printer) { printDiagnosis(p, ds[0]) })
-	goldenAt(t, "diagnose-healthy", func(p *printer) { printDiagnosis(p, ds[1]) })
-	goldenAt(t, "diagnose-unknown", func(p *printer) { printDiagnosis(p, ds[3]) })
+	goldenAt(t, "diagnose-broken", func(p *render.Printer) { printDiagnosis(p, ds[0]) })
+	goldenAt(t, "diagnose-healthy", func(p *render.Printer) { printDiagnosis(p, ds[1]) })
+	goldenAt(t, "diagnose-unknown", func(p *render.Printer) { printDiagnosis(p, ds[3]) })
 	sorted := append([]*diagnose.Diagnosis(nil), ds...)
 	sortDiagnoses(sorted)
-	goldenAt(t, "diagnose-rows", func(p *printer) { printDiagnosisRows(p, sorted) })
+	goldenAt(t, "diagnose-rows", func(p *render.Printer) { printDiagnosisRows(p, sorted) })
 
 	checked := 0
 	for _, tc := range []struct {
@@ -105,7 +107,7 @@ func TestDiagnoseGolden(t *testing.T) {
 		{ds[4], "injection failed", "kubectl edit deployment/refused-at-admission"},
 	} {
 		for _, w := range widths {
-			out := string(renderAt(w, func(p *printer) { printDiagnosis(p, tc.d) }))
+			out := string(renderAt(w, func(p *render.Printer) { printDiagnosis(p, tc.d) }))
 			lines := strings.Split(out, "\n")
 			head := strings.Join(lines[:min(len(lines), 7)], "\n")
 			// The head's words, as read across wrapped lines.
@@ -136,7 +138,7 @@ func TestDiagnoseExit(t *testing.T) {
 	run := func(failOn string, ds []*diagnose.Diagnosis, incomplete []string) int {
 		ds = append([]*diagnose.Diagnosis(nil), ds...) // finish sorts them
 		var out, errOut bytes.Buffer
-		o := &DiagnoseOptions{FailOn: failOn, Output: outputJSON}
+		o := &DiagnoseOptions{FailOn: failOn, Output: render.JSON}
 		o.Out, o.ErrOut = &out, &errOut
 		return exitCode(o.finish(ds, true, incomplete), &errOut)
 	}
@@ -190,7 +192,7 @@ func TestDiagnoseSweepPrintsAsDiagnoses(t *testing.T) {
 	orders := [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 1, 3}}
 	incomplete := []string{"events: forbidden: the user may not list events (all namespaces)"}
 	checked := 0
-	for _, format := range []string{outputJSON, outputYAML, ""} {
+	for _, format := range []string{render.JSON, render.YAML, ""} {
 		var want bytes.Buffer
 		o := &DiagnoseOptions{Output: format, FailOn: diagnose.Fail}
 		o.Out, o.ErrOut = &want, &bytes.Buffer{}

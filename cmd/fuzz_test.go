@@ -22,6 +22,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // runIn runs the command in-process with stdin.
@@ -122,20 +124,20 @@ func FuzzManifest(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: new, labels: {istio-injection: enabled}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: new, annotations: {sidecar.istio.io/inject: \"\\x1b]0;t\\x07\"}}\n  spec: {hostNetwork: true, containers: [{name: a}]}\n"))
 	f.Add([]byte(`{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"c"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}},"spec":{"containers":[{"name":"a"}]}}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, output := range []string{"", outputJSON} {
+		for _, output := range []string{"", render.JSON} {
 			var out, errOut bytes.Buffer
 			o := &WhyInjectedOptions{Filenames: []string{"-"}, Output: output, namespace: "default", mesh: injection.Istio{},
 				IOStreams: genericiooptions.IOStreams{In: bytes.NewReader(data), Out: &out, ErrOut: &errOut}}
 			facts := fuzzFacts()
 			reports, err := o.fromFiles(context.Background(), facts)
 			if err != nil {
-				rawControl(t, "error", escapeLines(err.Error()))
+				rawControl(t, "error", render.EscapeLines(err.Error()))
 				return
 			}
 			if err := o.print(reports, len(reports) != 1, nil); err != nil {
 				t.Fatal(err)
 			}
-			if output == outputJSON && !json.Valid(out.Bytes()) {
+			if output == render.JSON && !json.Valid(out.Bytes()) {
 				t.Errorf("-o json is not JSON: %.200s", out.String())
 			}
 			rawControl(t, "why-injected -f "+output, out.String())
@@ -160,10 +162,10 @@ func FuzzPod(f *testing.F) {
 		ev := corev1.Event{Reason: reason, Message: message, Count: 2, InvolvedObject: corev1.ObjectReference{FieldPath: fieldPath}, LastTimestamp: p.CreationTimestamp}
 		sr := startup.AnalyzeStartup(startup.StartupFacts{Pod: &p, Events: []corev1.Event{ev}, Now: origin,
 			Logs: map[string]startup.LogTail{"istio-init": {Current: []string{message}}}})
-		sanitize(ir)
-		sanitize(sr)
+		render.Sanitize(ir)
+		render.Sanitize(sr)
 		var out bytes.Buffer
-		pr := &printer{out: &out, color: true}
+		pr := &render.Printer{Out: &out, Color: true}
 		printFactorTable(pr, ir, true)
 		if err := printPodRows(pr, []*injection.InjectionReport{ir}, facts); err != nil {
 			t.Fatal(err)

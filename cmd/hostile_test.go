@@ -12,6 +12,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // hostile is text a cluster object or a dump could carry (an event message,
@@ -91,21 +93,21 @@ func checkNoControl(t *testing.T, what, out string) {
 // Every human renderer, colour forced on, given reports whose every string
 // field is hostile: nothing reaches the terminal unescaped (and nothing panics).
 func TestRenderersEscapeHostileText(t *testing.T) {
-	render := map[string]func(p *printer){}
+	views := map[string]func(p *render.Printer){}
 
 	var ir injection.InjectionReport
 	fillHostile(reflect.ValueOf(&ir).Elem(), 0)
 	ir2 := ir
 	ir2.Kind = "Pod"
-	render["why-injected (one pod)"] = func(p *printer) {
+	views["why-injected (one pod)"] = func(p *render.Printer) {
 		r := ir
-		sanitize(&r)
+		render.Sanitize(&r)
 		printFactorTable(p, &r, true)
 	}
-	render["why-injected (rows)"] = func(p *printer) {
+	views["why-injected (rows)"] = func(p *render.Printer) {
 		a, b := ir, ir2
-		sanitize(&a)
-		sanitize(&b)
+		render.Sanitize(&a)
+		render.Sanitize(&b)
 		if err := printPodRows(p, []*injection.InjectionReport{&a, &b}, &injection.ClusterFacts{}); err != nil {
 			t.Fatal(err)
 		}
@@ -113,28 +115,28 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 
 	var sr startup.StartupReport
 	fillHostile(reflect.ValueOf(&sr).Elem(), 0)
-	render["startup (one pod)"] = func(p *printer) {
+	views["startup (one pod)"] = func(p *render.Printer) {
 		r := sr
-		sanitize(&r)
+		render.Sanitize(&r)
 		printStartup(p, &r)
 	}
-	render["startup (rows)"] = func(p *printer) {
+	views["startup (rows)"] = func(p *render.Printer) {
 		r := sr
-		sanitize(&r)
+		render.Sanitize(&r)
 		printStartupRows(p, []*startup.StartupReport{&r})
 	}
 
 	var cr capture.CaptureReport
 	fillHostile(reflect.ValueOf(&cr).Elem(), 0)
-	render["iptables"] = func(p *printer) {
+	views["iptables"] = func(p *render.Printer) {
 		r := cr
-		sanitize(&r)
+		render.Sanitize(&r)
 		printCapture(p, &r)
 	}
 
-	for name, fn := range render {
+	for name, fn := range views {
 		var out bytes.Buffer
-		fn(&printer{out: &out, color: true})
+		fn(&render.Printer{Out: &out, Color: true})
 		if !ourSGR.MatchString(out.String()) {
 			t.Errorf("%s: colour was forced on, yet the output has no colour", name)
 		}

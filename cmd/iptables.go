@@ -18,6 +18,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 const outputRaw = "raw"
@@ -55,13 +57,6 @@ type IptablesOptions struct {
 	input       capture.CaptureInput
 	report      *capture.CaptureReport
 	genericiooptions.IOStreams
-}
-
-// CaptureReportDoc is the -o json|yaml document of `kubectl mesh iptables`.
-type CaptureReportDoc struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	*capture.CaptureReport
 }
 
 // NewIptablesCmd builds `kubectl mesh iptables`.
@@ -185,7 +180,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringArrayVar(&o.Nameservers, "nameserver", nil, "The pod's DNS servers, for DNS capture rules (repeatable)")
 	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -396,49 +391,49 @@ func (o *IptablesOptions) Run() error {
 	switch o.Output {
 	case outputRaw:
 		// The dumps as read; on a terminal, their control characters escaped.
-		tty := isTerminal(o.Out)
+		tty := render.IsTerminal(o.Out)
 		for _, b := range o.raw {
 			if tty {
-				b = []byte(escapeLines(string(b)))
+				b = []byte(render.EscapeLines(string(b)))
 			}
 			if _, err := o.Out.Write(b); err != nil {
 				return err
 			}
 		}
 		return nil
-	case outputJSON, outputYAML:
-		return printStructured(o.Out, o.Output, CaptureReportDoc{APIVersion: ReportAPIVersion, Kind: "CaptureReport", CaptureReport: rep})
+	case render.JSON, render.YAML:
+		return render.Structured(o.Out, o.Output, render.CaptureReportDoc{APIVersion: render.APIVersion, Kind: "CaptureReport", CaptureReport: rep})
 	}
-	sanitize(rep)
-	printCapture(newPrinter(o.Out), rep)
+	render.Sanitize(rep)
+	printCapture(render.NewPrinter(o.Out), rep)
 	return nil
 }
 
 // printCapture prints the answer first — the drift in one line, each
 // trace's verdict, the notes — then the annotated rule tree, then the
 // drift's rules and each trace's path.
-func printCapture(p *printer, rep *capture.CaptureReport) {
+func printCapture(p *render.Printer, rep *capture.CaptureReport) {
 	if l := rep.Live; l != nil {
-		head := fmt.Sprintf("Pod %s/%s, rules read via %s (%s)", escape(l.Namespace), escape(l.Pod), escape(l.Via), escape(l.Container))
+		head := fmt.Sprintf("Pod %s/%s, rules read via %s (%s)", render.Escape(l.Namespace), render.Escape(l.Pod), render.Escape(l.Via), render.Escape(l.Container))
 		if l.Interval != "" {
-			head += fmt.Sprintf("; counters: what each rule matched during %s", escape(l.Interval))
+			head += fmt.Sprintf("; counters: what each rule matched during %s", render.Escape(l.Interval))
 		}
-		p.para("", head)
+		p.Para("", head)
 	}
 	drifted := rep.Drift != nil && len(rep.Drift.Missing)+len(rep.Drift.Extra)+len(rep.Drift.Reordered) > 0
 	if rep.Drift != nil {
 		if drifted {
-			p.para(p.bold("Drift:")+" ", p.paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",
-				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against "+escape(rep.Expected)+" (the rules are below)")
+			p.Para(p.Bold("Drift:")+" ", p.Paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",
+				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against "+render.Escape(rep.Expected)+" (the rules are below)")
 		} else {
-			p.para(p.bold("Drift:")+" ", "none: the rules are exactly those "+escape(rep.Expected)+" call for")
+			p.Para(p.Bold("Drift:")+" ", "none: the rules are exactly those "+render.Escape(rep.Expected)+" call for")
 		}
 	}
 	for _, tr := range rep.Traces {
-		p.para(p.bold("Trace")+" "+escape(tr.Spec)+": ", escape(tr.Summary))
+		p.Para(p.Bold("Trace")+" "+render.Escape(tr.Spec)+": ", render.Escape(tr.Summary))
 	}
 	if rep.ConnectionsSummary != "" {
-		p.para(p.bold("Connections:")+" ", escape(rep.ConnectionsSummary))
+		p.Para(p.Bold("Connections:")+" ", render.Escape(rep.ConnectionsSummary))
 		// Bypassing flows, one line per destination and rule.
 		type group struct {
 			c capture.Connection
@@ -460,86 +455,86 @@ func printCapture(p *printer, rep *capture.CaptureReport) {
 			groups = append(groups, g)
 		}
 		for _, g := range groups {
-			what := escape(flowText(g.c))
+			what := render.Escape(flowText(g.c))
 			if g.n > 1 {
-				what = fmt.Sprintf("%d %s flows to %s (e.g. %s)", g.n, g.c.Proto, g.c.Dst, escape(flowText(g.c)))
+				what = fmt.Sprintf("%d %s flows to %s (e.g. %s)", g.n, g.c.Proto, g.c.Dst, render.Escape(flowText(g.c)))
 			}
-			p.para("  "+p.paint(injection.EffectBlocks, "bypassing")+" ", what+": "+escape(g.c.Why))
+			p.Para("  "+p.Paint(injection.EffectBlocks, "bypassing")+" ", what+": "+render.Escape(g.c.Why))
 			if g.c.Rule != "" {
-				p.para("    let through by: ", escape(g.c.Rule))
+				p.Para("    let through by: ", render.Escape(g.c.Rule))
 			}
 		}
 	}
 	for _, n := range rep.Notes {
-		p.para(p.effect(injection.EffectWarning)+": ", escape(n))
+		p.Para(p.Effect(injection.EffectWarning)+": ", render.Escape(n))
 	}
 	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 || rep.ConnectionsSummary != "" {
-		fmt.Fprintln(p.out)
+		fmt.Fprintln(p.Out)
 	}
 	for i, d := range rep.Dumps {
 		if i > 0 {
-			fmt.Fprintln(p.out)
+			fmt.Fprintln(p.Out)
 		}
 		backend := d.Backend
 		if backend == "" {
 			backend = "backend not stated"
 		}
-		fmt.Fprintf(p.out, "%s (%s, %d rules)\n", p.bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), escape(backend), d.RuleCount())
+		fmt.Fprintf(p.Out, "%s (%s, %d rules)\n", p.Bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), render.Escape(backend), d.RuleCount())
 		for _, t := range d.Tables {
 			if tableEmpty(t) {
 				continue
 			}
-			fmt.Fprintf(p.out, "\n%s\n", p.bold("table "+escape(t.Name)))
+			fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+render.Escape(t.Name)))
 			printed := map[string]bool{}
 			for _, c := range t.Chains {
 				if c.Policy == "" || len(c.Rules) == 0 {
 					continue
 				}
-				p.para("  ", fmt.Sprintf("%s (policy %s) %s", escape(c.Name), escape(c.Policy), counters(c.Packets, c.Bytes)))
+				p.Para("  ", fmt.Sprintf("%s (policy %s) %s", render.Escape(c.Name), render.Escape(c.Policy), counters(c.Packets, c.Bytes)))
 				printRules(p, t, c, "    ", printed, 0)
 			}
 			for _, c := range t.Chains {
 				if c.Policy == "" && !printed[c.Name] {
-					p.para("  ", escape(c.Name)+" (not jumped to from a built-in chain)")
+					p.Para("  ", render.Escape(c.Name)+" (not jumped to from a built-in chain)")
 					printRules(p, t, c, "    ", printed, 0)
 				}
 			}
 		}
 	}
 	if drifted {
-		fmt.Fprintln(p.out)
-		p.para(p.bold("Drift")+" ", "(expected from "+escape(rep.Expected)+")")
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Drift")+" ", "(expected from "+render.Escape(rep.Expected)+")")
 		for _, r := range rep.Drift.Missing {
-			p.para("  "+p.paint(injection.EffectBlocks, "missing:  ")+" ", escape(r))
+			p.Para("  "+p.Paint(injection.EffectBlocks, "missing:  ")+" ", render.Escape(r))
 		}
 		for _, r := range rep.Drift.Extra {
-			p.para("  "+p.paint(injection.EffectWarning, "extra:    ")+" ", escape(r))
+			p.Para("  "+p.Paint(injection.EffectWarning, "extra:    ")+" ", render.Escape(r))
 		}
 		for _, c := range rep.Drift.Reordered {
-			p.para("  "+p.paint(injection.EffectWarning, "reordered:")+" ", escape(c)+": the same rules in another order")
+			p.Para("  "+p.Paint(injection.EffectWarning, "reordered:")+" ", render.Escape(c)+": the same rules in another order")
 		}
 	}
 	if len(rep.Connections) > 0 {
-		fmt.Fprintln(p.out)
-		fmt.Fprintln(p.out, p.bold("Connections"))
+		fmt.Fprintln(p.Out)
+		fmt.Fprintln(p.Out, p.Bold("Connections"))
 		rows := make([][]string, 0, len(rep.Connections))
 		for _, c := range rep.Connections {
 			uid := "-"
 			if c.UID != nil {
 				uid = fmt.Sprint(*c.UID)
 			}
-			rows = append(rows, []string{escape(c.Class), c.Proto, c.Src.String(), c.Dst.String(), c.ReplySrc.String(), uid, escape(dash(c.State))})
+			rows = append(rows, []string{render.Escape(c.Class), c.Proto, c.Src.String(), c.Dst.String(), c.ReplySrc.String(), uid, render.Escape(render.Dash(c.State))})
 		}
-		p.table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
+		p.Table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
 	}
 	for _, tr := range rep.Traces {
-		fmt.Fprintln(p.out)
-		p.para(p.bold("Trace")+" ", escape(tr.Spec)+": "+escape(tr.Summary))
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Trace")+" ", render.Escape(tr.Spec)+": "+render.Escape(tr.Summary))
 		for _, s := range tr.Path {
-			p.para("    ", fmt.Sprintf("%s/%s %s %s", escape(s.Table), escape(s.Chain), counters(s.Packets, s.Bytes), escape(s.Rule)))
+			p.Para("    ", fmt.Sprintf("%s/%s %s %s", render.Escape(s.Table), render.Escape(s.Chain), counters(s.Packets, s.Bytes), render.Escape(s.Rule)))
 		}
 		for _, n := range tr.Notes {
-			p.para("    note: ", escape(n))
+			p.Para("    note: ", render.Escape(n))
 		}
 	}
 }
@@ -557,7 +552,7 @@ func counters(p, b uint64) string { return fmt.Sprintf("[%d pkts, %d bytes]", p,
 
 // printRules prints a chain's rules, each followed by what it means, and
 // the rules of the user chains it jumps to, nested.
-func printRules(p *printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int) {
+func printRules(p *render.Printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int) {
 	printed[c.Name] = true
 	for _, r := range c.Rules {
 		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
@@ -565,10 +560,10 @@ func printRules(p *printer, t *capture.Table, c *capture.Chain, indent string, p
 		if r.PacketsDelta != nil {
 			cnt = fmt.Sprintf("[+%d pkts, +%d bytes]", *r.PacketsDelta, *r.BytesDelta)
 		}
-		p.para(indent, cnt+" "+escape(spec))
-		p.para(indent+"  ↳ ", escape(r.Annotation))
+		p.Para(indent, cnt+" "+render.Escape(spec))
+		p.Para(indent+"  ↳ ", render.Escape(r.Annotation))
 		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
-			p.para(indent+"  ", escape(sub.Name))
+			p.Para(indent+"  ", render.Escape(sub.Name))
 			printRules(p, t, sub, indent+"    ", printed, depth+1)
 		}
 	}

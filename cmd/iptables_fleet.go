@@ -15,6 +15,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // AuditLine is one pod of a fleet audit (`kubectl mesh iptables -n/-l/-A`).
@@ -92,12 +94,12 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		return a.Pod < b.Pod
 	})
 	if o.Output != "" {
-		return printList(o.Out, o.Output, "CaptureAuditList", len(lines), func(i int) any { return lines[i] })
+		return render.List(o.Out, o.Output, "CaptureAuditList", len(lines), func(i int) any { return lines[i] })
 	}
 	for _, l := range lines {
-		sanitize(l)
+		render.Sanitize(l)
 	}
-	p := newPrinter(o.Out)
+	p := render.NewPrinter(o.Out)
 	rows := make([][]string, 0, len(lines))
 	drifted, failed := 0, 0
 	for _, l := range lines {
@@ -105,7 +107,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		switch {
 		case l.Error != "":
 			failed++
-			drift = p.paint("blocks", "error")
+			drift = p.Paint("blocks", "error")
 		case l.Drift != nil && *l.Drift:
 			drifted++
 			var parts []string
@@ -118,7 +120,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 			if len(parts) == 0 {
 				parts = append(parts, "reordered")
 			}
-			drift = p.paint("blocks", strings.Join(parts, ", "))
+			drift = p.Paint("blocks", strings.Join(parts, ", "))
 		case l.Drift != nil:
 			drift = "none"
 		}
@@ -126,14 +128,14 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		if l.Error != "" {
 			hazards = l.Error
 		}
-		rows = append(rows, []string{escape(l.Namespace), escape(l.Pod), escape(l.Mesh), escape(dash(l.Backend)), fmt.Sprint(l.Rules), drift,
-			portOf(l.Inbound), portOf(l.Outbound), portOf(l.DNS), escape(dash(hazards))})
+		rows = append(rows, []string{render.Escape(l.Namespace), render.Escape(l.Pod), render.Escape(l.Mesh), render.Escape(render.Dash(l.Backend)), fmt.Sprint(l.Rules), drift,
+			portOf(l.Inbound), portOf(l.Outbound), portOf(l.DNS), render.Escape(render.Dash(hazards))})
 	}
-	p.para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
+	p.Para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
 		len(lines), nodes, nodes, drifted, failed))
-	fmt.Fprintln(p.out)
-	p.table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
-	p.para("", "INBOUND, OUTBOUND, DNS: the proxy port a connection to the app's port, to an outside address and to the DNS server goes to, or no (not captured)")
+	fmt.Fprintln(p.Out)
+	p.Table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
+	p.Para("", "INBOUND, OUTBOUND, DNS: the proxy port a connection to the app's port, to an outside address and to the DNS server goes to, or no (not captured)")
 	return nil
 }
 
@@ -200,7 +202,7 @@ func portOf(s string) string {
 	if s == "not captured" {
 		return "no"
 	}
-	return escape(s)
+	return render.Escape(s)
 }
 
 func (l *AuditLine) rank() int {
@@ -368,7 +370,7 @@ func meshOf(p *corev1.Pod) string {
 // progress is a one-line counter on a terminal's stderr for long audits.
 type progress struct {
 	mu          sync.Mutex
-	p           *printer
+	p           *render.Printer
 	nodes, pods int
 	doneN       int
 	doneP       int
@@ -376,15 +378,15 @@ type progress struct {
 
 func newProgress(errOut any, nodes, pods int) *progress {
 	pr := &progress{nodes: nodes, pods: pods}
-	if w, ok := errOut.(interface{ Write([]byte) (int, error) }); ok && isTerminal(w) {
-		pr.p = &printer{out: w}
+	if w, ok := errOut.(interface{ Write([]byte) (int, error) }); ok && render.IsTerminal(w) {
+		pr.p = &render.Printer{Out: w}
 		pr.show()
 	}
 	return pr
 }
 
 func (pr *progress) show() {
-	fmt.Fprintf(pr.p.out, "\rreading capture rules: %d/%d nodes, %d/%d pods", pr.doneN, pr.nodes, pr.doneP, pr.pods)
+	fmt.Fprintf(pr.p.Out, "\rreading capture rules: %d/%d nodes, %d/%d pods", pr.doneN, pr.nodes, pr.doneP, pr.pods)
 }
 
 func (pr *progress) done(pods int) {
@@ -400,6 +402,6 @@ func (pr *progress) done(pods int) {
 
 func (pr *progress) clear() {
 	if pr.p != nil {
-		fmt.Fprintf(pr.p.out, "\r%s\r", strings.Repeat(" ", 60))
+		fmt.Fprintf(pr.p.Out, "\r%s\r", strings.Repeat(" ", 60))
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // completeLive dumps the rules of a running pod and takes the pod's own
@@ -297,7 +299,7 @@ func liveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 			return err == nil
 		}
 		if !readable(section(last, "iptables-nft-save")) && !readable(section(last, "iptables-legacy-save")) {
-			return in, nil, "", fmt.Errorf("the dump returned no iptables-save output: %q", truncate(section(last, "iptables-nft-save"), 200))
+			return in, nil, "", fmt.Errorf("the dump returned no iptables-save output: %q", render.Truncate(section(last, "iptables-nft-save"), 200))
 		}
 		noRules = true
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 const defaultIstioArgs = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020`
@@ -19,9 +21,9 @@ var dumpFile = filepath.Join("..", "explain", "capture", "testdata", "istio-defa
 
 // The human output: the annotated tree with counters, the drift and the traces.
 func TestIptablesGolden(t *testing.T) {
-	defer func() { forceWidth = 0 }()
+	defer func() { render.ForceWidth = 0 }()
 	for _, w := range widths {
-		forceWidth = w
+		render.ForceWidth = w
 		code, out, errOut := run(t, "iptables", "--from-file", dumpFile, "--pod-ip", "10.1.2.3",
 			"--expect-args", defaultIstioArgs+" -x 10.96.0.0/12",
 			"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "--trace", "out:10.1.2.3:8080", "--trace", "out:10.96.0.1:443,uid=1337")

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // The JSON list of a sweep whose answers the memo shares, encoded once per
@@ -24,11 +26,11 @@ func TestMemoEncoderEncodesAsJSON(t *testing.T) {
 		t.Fatal("no answer was shared")
 	}
 	var plain, fast bytes.Buffer
-	if err := printList(&plain, outputJSON, "InjectionReportList", len(reports), func(i int) any { return reports[i] }); err != nil {
+	if err := render.List(&plain, render.JSON, "InjectionReportList", len(reports), func(i int) any { return reports[i] }); err != nil {
 		t.Fatal(err)
 	}
 	enc := &memoEncoder{}
-	if err := printList(&fast, outputJSON, "InjectionReportList", len(reports), func(i int) any {
+	if err := render.List(&fast, render.JSON, "InjectionReportList", len(reports), func(i int) any {
 		it, err := enc.item(reports[i])
 		if err != nil {
 			t.Fatal(err)

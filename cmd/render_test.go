@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -94,15 +96,15 @@ func realisticReport() *injection.InjectionReport {
 var widths = []int{0, 80, 120}
 
 // renderAt renders with the printer of a terminal that wide (0: piped).
-func renderAt(width int, fn func(p *printer)) []byte {
+func renderAt(width int, fn func(p *render.Printer)) []byte {
 	var buf bytes.Buffer
-	fn(&printer{out: &buf, width: width})
+	fn(&render.Printer{Out: &buf, Width: width})
 	return buf.Bytes()
 }
 
 // goldenAt compares a view at every width with its golden files and checks
 // that no line is wider than the terminal.
-func goldenAt(t *testing.T, name string, fn func(p *printer)) {
+func goldenAt(t *testing.T, name string, fn func(p *render.Printer)) {
 	t.Helper()
 	for _, w := range widths {
 		out := renderAt(w, fn)
@@ -123,83 +125,22 @@ func goldenAt(t *testing.T, name string, fn func(p *printer)) {
 
 // Each why-injected view, piped and at 80 and 120 columns.
 func TestRenderGolden(t *testing.T) {
-	if p := newPrinter(&bytes.Buffer{}); p.color || p.width != 0 {
-		t.Fatalf("a buffer gets colour %v, width %d", p.color, p.width)
+	if p := render.NewPrinter(&bytes.Buffer{}); p.Color || p.Width != 0 {
+		t.Fatalf("a buffer gets colour %v, width %d", p.Color, p.Width)
 	}
 	rs := sampleReports()
-	goldenAt(t, "factor-table", func(p *printer) { printFactorTable(p, realisticReport(), false) })
-	goldenAt(t, "factor-table-all", func(p *printer) { printFactorTable(p, realisticReport(), true) })
-	goldenAt(t, "factor-table-native", func(p *printer) { printFactorTable(p, rs[0], false) })
+	goldenAt(t, "factor-table", func(p *render.Printer) { printFactorTable(p, realisticReport(), false) })
+	goldenAt(t, "factor-table-all", func(p *render.Printer) { printFactorTable(p, realisticReport(), true) })
+	goldenAt(t, "factor-table-native", func(p *render.Printer) { printFactorTable(p, rs[0], false) })
 	facts := &injection.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
 		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
-	goldenAt(t, "pod-rows", func(p *printer) {
+	goldenAt(t, "pod-rows", func(p *render.Printer) {
 		if err := printPodRows(p, sampleReports(), facts); err != nil {
 			t.Fatal(err)
 		}
 	})
-	out := renderAt(120, func(p *printer) { printFactorTable(p, realisticReport(), false) })
+	out := renderAt(120, func(p *render.Printer) { printFactorTable(p, realisticReport(), false) })
 	if lines := strings.SplitN(string(out), "\n", 3); !strings.HasPrefix(lines[1], "Verdict: Not injected") {
 		t.Errorf("the verdict is not on the second line:\n%s", out)
 	}
-}
-
-func TestEscape(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":            "plain",
-		"a\x1b[2Jb":        `a\x1b[2Jb`,
-		"line\nbreak":      `line\nbreak`,
-		"ünïcödé ok":       "ünïcödé ok",
-		"bell\a":           `bell\a`,
-		"tab	here":         "tab here",
-		`quotes "stay"`:    `quotes "stay"`,
-		"carriage\rreturn": `carriage\rreturn`,
-	} {
-		if got := escape(in); got != want {
-			t.Errorf("escape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// On a terminal the effects are coloured and headings bold (lipgloss v2
-// renders escape codes unconditionally, so the printer must not style at all
-// when colour is off).
-func TestColourOnlyWhenOn(t *testing.T) {
-	on := &printer{out: &bytes.Buffer{}, color: true}
-	off := &printer{out: &bytes.Buffer{}}
-	for e, code := range map[string]string{
-		injection.EffectInject: "\x1b[32m", injection.EffectSkip: "\x1b[31m", injection.EffectBlocks: "\x1b[31m",
-		injection.EffectWarning: "\x1b[33m", injection.EffectUnknown: "\x1b[35m",
-	} {
-		if got := on.effect(e); !strings.HasPrefix(got, code) || !strings.Contains(got, e) {
-			t.Errorf("colour on: effect %q renders %q, want it in %q", e, got, code)
-		}
-		if got := off.effect(e); got != e {
-			t.Errorf("colour off: effect %q renders %q", e, got)
-		}
-	}
-	if got := on.bold("Verdict"); !strings.HasPrefix(got, "\x1b[1m") {
-		t.Errorf("bold renders %q", got)
-	}
-	if got := off.bold("Verdict"); got != "Verdict" {
-		t.Errorf("bold without colour renders %q", got)
-	}
-	if got := on.effect(injection.EffectNone); got != injection.EffectNone {
-		t.Errorf("an effect without a colour renders %q", got)
-	}
-}
-
-// A wrapped line is never wider than asked, whatever lipgloss.Wrap does
-// with a line ending in "…." (it left one a column too wide).
-func TestWrapTextFits(t *testing.T) {
-	text := `Pods cannot be created: the apiserver rejected pod creation: Error creating: admission webhook "namespace.sidecar-injector.istio.io" denied the request: failed to run injection template: 1 error occurred:\n * invalid value '10.0.0.0/33' for annotation 'traffic.s….`
-	checked := 0
-	for w := 10; w <= 120; w++ {
-		for _, l := range strings.Split(wrapText(text, w, cellBreaks), "\n") {
-			if lipgloss.Width(l) > w {
-				t.Errorf("width %d: a line of %d: %q", w, lipgloss.Width(l), l)
-			}
-			checked++
-		}
-	}
-	t.Logf("%d wrapped lines fit", checked)
 }

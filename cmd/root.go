@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // Exit codes, documented in the README and in `kubectl mesh --help`.
@@ -94,14 +96,14 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	color := colorAuto
-	root.PersistentFlags().StringVar(&color, "color", colorAuto, "Colour human output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never")
-	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
+	color := render.ColorAuto
+	root.PersistentFlags().StringVar(&color, "color", render.ColorAuto, "Colour human output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{render.ColorAuto, render.ColorAlways, render.ColorNever}, cobra.ShellCompDirectiveNoFileComp))
 	addProfileFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		switch color {
-		case colorAuto, colorAlways, colorNever:
-			colorMode = color
+		case render.ColorAuto, render.ColorAlways, render.ColorNever:
+			render.ColorMode = color
 		default:
 			return &UsageError{Err: fmt.Errorf("--color must be auto, always or never, not %q", color)}
 		}
@@ -150,11 +152,11 @@ func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	if isTerminal(errOut) {
+	if render.IsTerminal(errOut) {
 		// On a terminal, wrapped to its width as the rest of the output.
-		newPrinter(errOut).para("error: ", escapeLines(err.Error()))
+		render.NewPrinter(errOut).Para("error: ", render.EscapeLines(err.Error()))
 	} else {
-		fmt.Fprintf(errOut, "error: %s\n", escapeLines(err.Error()))
+		fmt.Fprintf(errOut, "error: %s\n", render.EscapeLines(err.Error()))
 	}
 	var usage *UsageError
 	var incomplete *IncompleteError
@@ -172,4 +174,19 @@ func exitCode(err error, errOut io.Writer) int {
 	default:
 		return ExitError
 	}
+}
+
+// validateOutput checks an -o value against the formats a command supports.
+func validateOutput(format string, extra ...string) error {
+	switch format {
+	case "", render.JSON, render.YAML:
+		return nil
+	}
+	for _, e := range extra {
+		if format == e {
+			return nil
+		}
+	}
+	allowed := append([]string{render.JSON, render.YAML}, extra...)
+	return usageErrorf("unsupported output format %q: use one of %v", format, allowed)
 }

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // run executes `kubectl mesh args…` in process and returns its exit code and output.
@@ -28,7 +30,7 @@ func TestVersionOutputs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("-o json does not parse: %v\n%s", err, out)
 	}
-	if v.APIVersion != ReportAPIVersion || v.Kind != "Version" || v.Version == "" || v.GoVersion == "" {
+	if v.APIVersion != render.APIVersion || v.Kind != "Version" || v.Version == "" || v.GoVersion == "" {
 		t.Errorf("version report %+v", v)
 	}
 	code, out, _ = run(t, "version", "-o", "yaml")

@@ -17,6 +17,8 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // StartupOptions holds the flags of `kubectl mesh startup`.
@@ -33,13 +35,6 @@ type StartupOptions struct {
 	// sweepLogs counts the pods whose logs a sweep read (analyze).
 	sweepLogs int
 	genericiooptions.IOStreams
-}
-
-// StartupReportDoc is one pod's report as printed with -o json|yaml.
-type StartupReportDoc struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	*startup.StartupReport
 }
 
 // NewStartupCmd builds `kubectl mesh startup`.
@@ -72,7 +67,7 @@ For many pods (-n, -l, -A, a workload): one row per pod, worst first.`,
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Show the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -260,15 +255,15 @@ func incompleteError(incomplete []string) error {
 func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupReport) error {
 	if o.Output != "" {
 		if single {
-			return printStructured(o.Out, o.Output, StartupReportDoc{APIVersion: ReportAPIVersion, Kind: "StartupReport", StartupReport: reports[0]})
+			return render.Structured(o.Out, o.Output, render.StartupReportDoc{APIVersion: render.APIVersion, Kind: "StartupReport", StartupReport: reports[0]})
 		}
 		sortStartup(reports)
-		return printList(o.Out, o.Output, "StartupReportList", len(reports), func(i int) any { return reports[i] })
+		return render.List(o.Out, o.Output, "StartupReportList", len(reports), func(i int) any { return reports[i] })
 	}
 	for _, r := range reports {
-		sanitize(r)
+		render.Sanitize(r)
 	}
-	p := newPrinter(o.Out)
+	p := render.NewPrinter(o.Out)
 	if detail {
 		printStartup(p, reports[0])
 		return nil
@@ -330,6 +325,6 @@ func sortStartup(rs []*startup.StartupReport) {
 		if a != b {
 			return a > b
 		}
-		return keyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name)
+		return render.KeyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name)
 	})
 }

@@ -9,21 +9,23 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
-func printStartupRows(p *printer, rs []*startup.StartupReport) {
+func printStartupRows(p *render.Printer, rs []*startup.StartupReport) {
 	sortStartup(rs)
 	rows := make([][]string, 0, len(rs))
 	for _, r := range rs {
 		rows = append(rows, startupRow(p, r))
 	}
-	p.table(startupHeaders, rows)
+	p.Table(startupHeaders, rows)
 }
 
 var startupHeaders = []string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "HAZARDS"}
 
 // startupRow is one pod's row in the table of many pods.
-func startupRow(p *printer, r *startup.StartupReport) []string {
+func startupRow(p *render.Printer, r *startup.StartupReport) []string {
 	hazards := "-"
 	if len(r.Hazards) > 0 {
 		var ids []string
@@ -34,13 +36,13 @@ func startupRow(p *printer, r *startup.StartupReport) []string {
 			}
 			ids = append(ids, id)
 		}
-		hazards = p.paint(injection.EffectWarning, strings.Join(ids, ", "))
+		hazards = p.Paint(injection.EffectWarning, strings.Join(ids, ", "))
 	}
 	init := r.InitResult
 	if init == "failed" || init == "crash-looping" {
-		init = p.paint(injection.EffectBlocks, init)
+		init = p.Paint(injection.EffectBlocks, init)
 	}
-	return []string{escape(r.Namespace), escape(r.Name), r.Phase, init, escape(strings.Join(r.StartOrder, ",")), hazards}
+	return []string{render.Escape(r.Namespace), render.Escape(r.Name), r.Phase, init, render.Escape(strings.Join(r.StartOrder, ",")), hazards}
 }
 
 func fmtOffset(t *time.Time, origin time.Time) string {
@@ -58,9 +60,9 @@ func exitOf(cs startup.ContainerStartup) string {
 }
 
 // printStartup prints one pod: its containers, the timeline, hazards and events.
-func printStartup(p *printer, r *startup.StartupReport) {
+func printStartup(p *render.Printer, r *startup.StartupReport) {
 	origin := r.CreatedAt
-	p.para("", fmt.Sprintf("Pod %s/%s: %s on %s, created %s", escape(r.Namespace), escape(r.Name), escape(r.Phase), escape(dash(r.Node)), origin.UTC().Format(time.RFC3339)))
+	p.Para("", fmt.Sprintf("Pod %s/%s: %s on %s, created %s", render.Escape(r.Namespace), render.Escape(r.Name), render.Escape(r.Phase), render.Escape(render.Dash(r.Node)), origin.UTC().Format(time.RFC3339)))
 	mode := "classic sidecar"
 	switch {
 	case r.Mesh == "":
@@ -74,24 +76,24 @@ func printStartup(p *printer, r *startup.StartupReport) {
 	}
 	init := r.InitResult
 	if init == "failed" || init == "crash-looping" {
-		init = p.paint(injection.EffectBlocks, init)
+		init = p.Paint(injection.EffectBlocks, init)
 	}
-	p.para("Mesh: ", fmt.Sprintf("%s (%s); init: %s; order: %s", dash(r.Mesh), mode, init, escape(r.OrderVerdict)))
+	p.Para("Mesh: ", fmt.Sprintf("%s (%s); init: %s; order: %s", render.Dash(r.Mesh), mode, init, render.Escape(r.OrderVerdict)))
 	// The answer first: what failed, and the hazards with their fixes.
 	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
 		if cs.Failure != "" {
-			p.para(p.paint(injection.EffectBlocks, "failure")+" "+escape(cs.Name)+": ", escape(cs.Failure))
+			p.Para(p.Paint(injection.EffectBlocks, "failure")+" "+render.Escape(cs.Name)+": ", render.Escape(cs.Failure))
 		}
 	}
 	for _, h := range r.Hazards {
-		id := escape(h.ID)
+		id := render.Escape(h.ID)
 		if h.Container != "" {
-			id += " (" + escape(h.Container) + ")"
+			id += " (" + render.Escape(h.Container) + ")"
 		}
-		p.para(p.paint(injection.EffectWarning, "hazard")+" "+id+": ", escape(h.Message))
-		p.fixLine("  fix: ", escape(h.Fix))
+		p.Para(p.Paint(injection.EffectWarning, "hazard")+" "+id+": ", render.Escape(h.Message))
+		p.FixLine("  fix: ", render.Escape(h.Fix))
 	}
-	fmt.Fprintln(p.out)
+	fmt.Fprintln(p.Out)
 	row := func(cs startup.ContainerStartup) []string {
 		state := cs.State
 		if cs.Reason != "" {
@@ -105,24 +107,24 @@ func printStartup(p *printer, r *startup.StartupReport) {
 		if cs.Ready {
 			ready = "yes"
 		}
-		return []string{cs.Name, cs.Role, escape(state), exitOf(cs), fmtOffset(cs.StartedAt, origin), fmtOffset(cs.FinishedAt, origin), ready, fmt.Sprint(cs.Restarts), last}
+		return []string{cs.Name, cs.Role, render.Escape(state), exitOf(cs), fmtOffset(cs.StartedAt, origin), fmtOffset(cs.FinishedAt, origin), ready, fmt.Sprint(cs.Restarts), last}
 	}
 	var rows [][]string
 	for _, cs := range r.InitContainers {
 		rows = append(rows, row(cs))
 	}
-	p.table([]string{"INIT CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
-	fmt.Fprintln(p.out)
+	p.Table([]string{"INIT CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
+	fmt.Fprintln(p.Out)
 	rows = nil
 	for _, cs := range r.Containers {
 		rows = append(rows, row(cs))
 	}
-	p.table([]string{"CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
+	p.Table([]string{"CONTAINER", "ROLE", "STATE", "EXIT", "STARTED", "FINISHED", "READY", "RESTARTS", "LAST TERMINATION"}, rows)
 	for _, cs := range append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...) {
 		if cs.Log != nil {
 			if cs.Log.Unavailable != "" {
-				fmt.Fprintln(p.out)
-				p.para("log of "+escape(cs.Name)+" unavailable: ", escape(cs.Log.Unavailable))
+				fmt.Fprintln(p.Out)
+				p.Para("log of "+render.Escape(cs.Name)+" unavailable: ", render.Escape(cs.Log.Unavailable))
 			}
 			for _, part := range []struct {
 				name  string
@@ -131,32 +133,32 @@ func printStartup(p *printer, r *startup.StartupReport) {
 				if len(part.lines) == 0 {
 					continue
 				}
-				fmt.Fprintf(p.out, "\nlast lines of %s (%s):\n", cs.Name, part.name)
+				fmt.Fprintf(p.Out, "\nlast lines of %s (%s):\n", cs.Name, part.name)
 				for _, l := range part.lines {
-					p.para("  | ", escape(l))
+					p.Para("  | ", render.Escape(l))
 				}
 			}
 		}
 	}
-	fmt.Fprintln(p.out)
-	p.para(p.bold("Timeline")+" ", "(0s = pod created; start order: "+escape(strings.Join(r.StartOrder, " → "))+")")
-	p.para("", "# ran and finished, = running, x failed, * restarted, R ready, > still running")
+	fmt.Fprintln(p.Out)
+	p.Para(p.Bold("Timeline")+" ", "(0s = pod created; start order: "+render.Escape(strings.Join(r.StartOrder, " → "))+")")
+	p.Para("", "# ran and finished, = running, x failed, * restarted, R ready, > still running")
 	printTimeline(p, r, origin)
 	if len(r.Events) > 0 {
-		fmt.Fprintf(p.out, "\n%s\n", p.bold("Events"))
+		fmt.Fprintf(p.Out, "\n%s\n", p.Bold("Events"))
 		var rows [][]string
 		for _, e := range r.Events {
-			rows = append(rows, []string{fmtOffset(&e.Time, origin), escape(e.Reason), escape(dash(e.Container)), fmt.Sprintf("%d", e.Count), escape(truncate(e.Message, 120))})
+			rows = append(rows, []string{fmtOffset(&e.Time, origin), render.Escape(e.Reason), render.Escape(render.Dash(e.Container)), fmt.Sprintf("%d", e.Count), render.Escape(render.Truncate(e.Message, 120))})
 		}
-		p.table([]string{"AT", "REASON", "CONTAINER", "COUNT", "MESSAGE"}, rows)
+		p.Table([]string{"AT", "REASON", "CONTAINER", "COUNT", "MESSAGE"}, rows)
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintln(p.out)
-		p.para("note: ", escape(n))
+		fmt.Fprintln(p.Out)
+		p.Para("note: ", render.Escape(n))
 	}
 	for _, u := range r.Incomplete {
-		fmt.Fprintln(p.out)
-		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
+		fmt.Fprintln(p.Out)
+		p.Para(p.Effect(injection.EffectUnknown)+": ", render.Escape(u))
 	}
 }
 
@@ -164,7 +166,7 @@ func printStartup(p *printer, r *startup.StartupReport) {
 // completed run, '=' running, 'x' the end of a failed run, '*' the start of
 // the latest restart, 'R' when it became ready (when known), '>' still
 // running past the axis.
-func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
+func printTimeline(p *render.Printer, r *startup.StartupReport, origin time.Time) {
 	all := append(append([]startup.ContainerStartup{}, r.InitContainers...), r.Containers...)
 	details := make([]string, len(all))
 	nameWidth, detailWidth := len("CONTAINER"), 0
@@ -176,15 +178,15 @@ func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 		if cs.Restarts > 0 {
 			d += fmt.Sprintf(", %d restarts", cs.Restarts)
 		}
-		details[i] = escape(d)
-		nameWidth = max(nameWidth, lipgloss.Width(escape(cs.Name)))
+		details[i] = render.Escape(d)
+		nameWidth = max(nameWidth, lipgloss.Width(render.Escape(cs.Name)))
 		detailWidth = max(detailWidth, lipgloss.Width(details[i]))
 	}
 	// The bar is 48 wide, narrower on a narrow terminal (at least 16); when
 	// the state still does not fit after it, it goes on a line of its own.
 	width, below := 48, false
-	if p.width > 0 {
-		room := p.width - nameWidth - len("   |")
+	if p.Width > 0 {
+		room := p.Width - nameWidth - len("   |")
 		width = min(48, room-len("|   ")-detailWidth)
 		if width < 16 {
 			width, below = min(48, max(room-1, 8)), true
@@ -211,7 +213,7 @@ func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 		return min(max(i, 0), width-1)
 	}
 	label := fmt.Sprintf("%.1fs", span.Seconds())
-	fmt.Fprintf(p.out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", max(0, width-len(label)-1)), label)
+	fmt.Fprintf(p.Out, "%-*s   %s%s%s\n", nameWidth, "CONTAINER", " 0s", strings.Repeat(" ", max(0, width-len(label)-1)), label)
 	for ci, cs := range all {
 		bar := []rune(strings.Repeat(" ", width))
 		style := injection.EffectInfoOnly
@@ -246,12 +248,12 @@ func printTimeline(p *printer, r *startup.StartupReport, origin time.Time) {
 				bar[pos(*cs.ReadyAt)] = 'R'
 			}
 		}
-		name := escape(cs.Name) + strings.Repeat(" ", nameWidth-lipgloss.Width(escape(cs.Name)))
+		name := render.Escape(cs.Name) + strings.Repeat(" ", nameWidth-lipgloss.Width(render.Escape(cs.Name)))
 		if below {
-			fmt.Fprintf(p.out, "%s   |%s|\n", name, p.paint(style, string(bar)))
-			p.para(strings.Repeat(" ", nameWidth+4), details[ci])
+			fmt.Fprintf(p.Out, "%s   |%s|\n", name, p.Paint(style, string(bar)))
+			p.Para(strings.Repeat(" ", nameWidth+4), details[ci])
 			continue
 		}
-		fmt.Fprintf(p.out, "%s   |%s|   %s\n", name, p.paint(style, string(bar)), details[ci])
+		fmt.Fprintf(p.Out, "%s   |%s|   %s\n", name, p.Paint(style, string(bar)), details[ci])
 	}
 }

@@ -6,14 +6,16 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // startupSweep keeps, of each report of a sweep, only what is printed of it
 // (sweptList): its row for the table, its compact JSON for -o json|yaml.
 type startupSweep struct {
 	o    *StartupOptions
-	p    *printer
-	list *sweptList
+	p    *render.Printer
+	list *render.SweptList
 	buf  []byte
 	// incomplete is the first incomplete report's list (the error names it);
 	// unknowns are the distinct ones, in order, for the table's footer.
@@ -26,9 +28,9 @@ type startupSweep struct {
 const startupClasses = 4
 
 func newStartupSweep(o *StartupOptions) *startupSweep {
-	s := &startupSweep{o: o, seen: map[string]bool{}, list: newSweptList(startupClasses)}
+	s := &startupSweep{o: o, seen: map[string]bool{}, list: render.NewSweptList(startupClasses)}
 	if o.Output == "" {
-		s.p = newPrinter(o.Out)
+		s.p = render.NewPrinter(o.Out)
 	}
 	return s
 }
@@ -36,7 +38,7 @@ func newStartupSweep(o *StartupOptions) *startupSweep {
 // add keeps what is printed of r; r is not used afterwards.
 func (s *startupSweep) add(r *startup.StartupReport) error {
 	if s.o.Output == "" {
-		sanitize(r) // as print does: the footer and the error show it escaped
+		render.Sanitize(r) // as print does: the footer and the error show it escaped
 	}
 	if len(r.Incomplete) > 0 && s.incomplete == nil {
 		s.incomplete = r.Incomplete
@@ -49,33 +51,33 @@ func (s *startupSweep) add(r *startup.StartupReport) error {
 	}
 	class := startupClasses - 1 - startup.StartupSeverity(r)
 	if s.o.Output != "" {
-		emptyLists(r)
+		render.EmptyLists(r)
 		b, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
-		return s.list.add(class, r.Namespace, r.Name, b)
+		return s.list.Add(class, r.Namespace, r.Name, b)
 	}
-	s.buf = appendRow(s.buf[:0], startupRow(s.p, r)...)
-	return s.list.add(class, r.Namespace, r.Name, s.buf)
+	s.buf = render.AppendRow(s.buf[:0], startupRow(s.p, r)...)
+	return s.list.Add(class, r.Namespace, r.Name, s.buf)
 }
 
 // print writes the kept reports worst first, as print writes a sweep's reports.
 func (s *startupSweep) print() error {
 	if s.o.Output != "" {
-		return s.list.printList(s.o.Out, s.o.Output, "StartupReportList", nil)
+		return s.list.PrintList(s.o.Out, s.o.Output, "StartupReportList", nil)
 	}
-	if s.list.len() == 0 {
+	if s.list.Len() == 0 {
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
 		return nil
 	}
-	rows, err := s.list.rows()
+	rows, err := s.list.Rows()
 	if err != nil {
 		return err
 	}
-	s.p.table(startupHeaders, rows)
+	s.p.Table(startupHeaders, rows)
 	for _, u := range s.unknowns {
-		s.p.para(s.p.effect(injection.EffectUnknown)+": ", escape(u))
+		s.p.Para(s.p.Effect(injection.EffectUnknown)+": ", render.Escape(u))
 	}
 	return nil
 }

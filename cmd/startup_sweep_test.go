@@ -12,6 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // What a sweep keeps of each report prints, in JSON, YAML and as a table,
@@ -69,7 +71,7 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 		pods    []*corev1.Pod
 		inOrder bool
 	}{{"sorted", sorted, true}, {"shuffled", pods, false}, {"sorted until halfway", halfway, false}} {
-		for _, format := range []string{outputJSON, outputYAML, ""} {
+		for _, format := range []string{render.JSON, render.YAML, ""} {
 			var want, got, wantErr, gotErr bytes.Buffer
 			o := &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &want, ErrOut: &wantErr}}
 			rs := reports(arrival.pods)
@@ -84,7 +86,7 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			late := len(s.list.late)
+			late := s.list.Late()
 			if err := s.print(); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/buildinfo"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // VersionReport is what `kubectl mesh version -o json|yaml` prints.
@@ -39,7 +41,7 @@ func NewVersionCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -50,7 +52,7 @@ func (o *VersionOptions) Validate() error { return validateOutput(o.Output) }
 func (o *VersionOptions) Run() error {
 	info := buildinfo.Get()
 	if o.Output != "" {
-		return printStructured(o.Out, o.Output, VersionReport{APIVersion: ReportAPIVersion, Kind: "Version", Info: info})
+		return render.Structured(o.Out, o.Output, VersionReport{APIVersion: render.APIVersion, Kind: "Version", Info: info})
 	}
 	_, err := fmt.Fprintf(o.Out, "kubectl-mesh %s\n  commit:   %s\n  built:    %s\n  go:       %s\n  platform: %s\n",
 		info.Version, info.Commit, info.Date, info.GoVersion, info.Platform)

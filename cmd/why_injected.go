@@ -25,6 +25,8 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // WhyInjectedOptions holds the flags and state of `kubectl mesh why-injected`.
@@ -48,13 +50,6 @@ type WhyInjectedOptions struct {
 	// sources are what each report's pod would be created from, for --verify.
 	sources map[*injection.InjectionReport]verifySource
 	genericiooptions.IOStreams
-}
-
-// InjectionReportDoc is one report as printed with -o json|yaml.
-type InjectionReportDoc struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	*injection.InjectionReport
 }
 
 // A list of reports is printed (streamed) as
@@ -107,7 +102,7 @@ if re-created first.`,
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputJSON, outputYAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return c
 }
@@ -235,9 +230,9 @@ func factsIncomplete(facts *injection.ClusterFacts) []string {
 
 // newSweep keeps a sweep's reports for o's output.
 func (o *WhyInjectedOptions) newSweep(facts *injection.ClusterFacts, verified bool) *injectionSweep {
-	var p *printer
+	var p *render.Printer
 	if o.Output == "" {
-		p = newPrinter(o.Out)
+		p = render.NewPrinter(o.Out)
 	}
 	return newInjectionSweep(o, p, facts, verified)
 }

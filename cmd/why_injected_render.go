@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // print prints the reports of a pod, a workload (and its pods) or the
@@ -16,11 +16,11 @@ import (
 func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bool, incomplete []string) error {
 	if o.Output != "" {
 		if !list {
-			return printStructured(o.Out, o.Output, InjectionReportDoc{APIVersion: ReportAPIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
+			return render.Structured(o.Out, o.Output, render.InjectionReportDoc{APIVersion: render.APIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
 		}
 		item := func(i int) any { return reports[i] }
 		var encErr error
-		if o.Output == outputJSON && !o.Verify {
+		if o.Output == render.JSON && !o.Verify {
 			enc := &memoEncoder{}
 			item = func(i int) any {
 				it, err := enc.item(reports[i])
@@ -30,15 +30,15 @@ func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bo
 				return it
 			}
 		}
-		if err := printList(o.Out, o.Output, "InjectionReportList", len(reports), item, field{"incomplete", incomplete}); err != nil {
+		if err := render.List(o.Out, o.Output, "InjectionReportList", len(reports), item, render.Field{Key: "incomplete", Value: incomplete}); err != nil {
 			return err
 		}
 		return encErr
 	}
 	for _, r := range reports {
-		sanitize(r)
+		render.Sanitize(r)
 	}
-	p := newPrinter(o.Out)
+	p := render.NewPrinter(o.Out)
 	for i, r := range reports {
 		if i > 0 {
 			fmt.Fprintln(o.Out)
@@ -57,29 +57,29 @@ func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bo
 // coloured by outcome, the fix, what is missing — then the factors that
 // decided it; factors with no effect are collapsed into a line per kind
 // unless all is set.
-func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
-	fmt.Fprintf(p.out, "%s %s/%s (%s)\n", r.Kind, escape(r.Namespace), escape(r.Name), r.Mesh)
-	p.para(p.bold("Verdict:")+" ", p.paint(verdictEffect(r), escape(r.Verdict)))
+func printFactorTable(p *render.Printer, r *injection.InjectionReport, all bool) {
+	fmt.Fprintf(p.Out, "%s %s/%s (%s)\n", r.Kind, render.Escape(r.Namespace), render.Escape(r.Name), r.Mesh)
+	p.Para(p.Bold("Verdict:")+" ", p.Paint(verdictEffect(r), render.Escape(r.Verdict)))
 	if r.Fix != "" {
 		for i, l := range strings.Split(r.Fix, "\n") {
 			prefix := "         "
 			if i == 0 {
-				prefix = p.bold("Fix:") + "     "
+				prefix = p.Bold("Fix:") + "     "
 			}
-			p.fixLine(prefix, escape(l))
+			p.FixLine(prefix, render.Escape(l))
 		}
 	}
 	if len(r.Needs) > 0 {
-		p.para(p.bold("Needs:")+"   ", escape(strings.Join(r.Needs, "; ")))
+		p.Para(p.Bold("Needs:")+"   ", render.Escape(strings.Join(r.Needs, "; ")))
 		if hint := canIHint(r.Needs); hint != "" {
-			p.para("         ", escape(hint))
+			p.Para("         ", render.Escape(hint))
 		}
 	}
 	printProof(p, r)
 	for _, w := range r.Warnings {
-		p.para(p.effect(injection.EffectWarning)+": ", escape(w))
+		p.Para(p.Effect(injection.EffectWarning)+": ", render.Escape(w))
 	}
-	fmt.Fprintln(p.out)
+	fmt.Fprintln(p.Out)
 	rows := make([][]string, 0, len(r.Factors))
 	var quietWebhooks, quietOther []string
 	for _, f := range r.Factors {
@@ -91,17 +91,17 @@ func printFactorTable(p *printer, r *injection.InjectionReport, all bool) {
 			}
 			continue
 		}
-		rows = append(rows, []string{escape(f.Factor), escape(f.Value), p.effect(f.Effect), escape(f.Source)})
+		rows = append(rows, []string{render.Escape(f.Factor), render.Escape(f.Value), p.Effect(f.Effect), render.Escape(f.Source)})
 	}
-	p.table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
+	p.Table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
 	if len(quietWebhooks) > 0 {
-		p.para("", fmt.Sprintf("%s do not match: %s (--all lists them)", countNoun(len(quietWebhooks), "other webhook", "other webhooks"), escape(byConfiguration(quietWebhooks))))
+		p.Para("", fmt.Sprintf("%s do not match: %s (--all lists them)", countNoun(len(quietWebhooks), "other webhook", "other webhooks"), render.Escape(byConfiguration(quietWebhooks))))
 	}
 	if len(quietOther) > 0 {
-		p.para("", fmt.Sprintf("%s with no effect: %s (--all lists them)", countNoun(len(quietOther), "factor", "factors"), escape(strings.Join(quietOther, ", "))))
+		p.Para("", fmt.Sprintf("%s with no effect: %s (--all lists them)", countNoun(len(quietOther), "factor", "factors"), render.Escape(strings.Join(quietOther, ", "))))
 	}
 	for _, u := range r.Incomplete {
-		p.para(p.effect(injection.EffectUnknown)+": ", escape(u))
+		p.Para(p.Effect(injection.EffectUnknown)+": ", render.Escape(u))
 	}
 }
 
@@ -172,47 +172,30 @@ func canIHint(needs []string) string {
 	return cmd + ")"
 }
 
-// fixLine prints one line of a fix: a kubectl command wrapped so that it
-// still runs when copied, its trailing comment ("   # …") on lines of its own;
-// any other advice as text.
-func (p *printer) fixLine(prefix, line string) {
-	if !strings.HasPrefix(line, "kubectl ") {
-		p.para(prefix, line)
-		return
-	}
-	cmd, comment, hasComment := strings.Cut(line, "   # ")
-	if !hasComment || p.width == 0 || lipgloss.Width(prefix+line) <= p.width {
-		p.command(prefix, line)
-		return
-	}
-	p.command(prefix, cmd)
-	p.para(strings.Repeat(" ", lipgloss.Width(prefix))+"# ", comment)
-}
-
 // reportHint says what to do with a disagreement between prediction and proof.
 const reportHint = "The prediction and the apiserver disagree: that is a bug in kubectl-mesh's model of the mesh. " +
 	"Please report it with the output of the same command with -o yaml (it holds every factor and the proof)."
 
 // printProof prints --verify's proof under the verdict: what admission did,
 // and whether the prediction agrees.
-func printProof(p *printer, r *injection.InjectionReport) {
+func printProof(p *render.Printer, r *injection.InjectionReport) {
 	v := r.Verified
 	switch {
 	case r.NotVerified != "":
-		p.para(p.bold("Proof:")+"   ", "not verified: "+escape(r.NotVerified))
+		p.Para(p.Bold("Proof:")+"   ", "not verified: "+render.Escape(r.NotVerified))
 	case v == nil:
 	case v.Agrees == nil:
-		p.para(p.bold("Proof:")+"   ", escape(v.Summary())+" (dry run; the prediction could not be made, this is the answer)")
+		p.Para(p.Bold("Proof:")+"   ", render.Escape(v.Summary())+" (dry run; the prediction could not be made, this is the answer)")
 	case *v.Agrees:
-		p.para(p.bold("Proof:")+"   ", p.paint(injection.EffectInject, "agrees")+": "+escape(v.Summary())+" (dry run through the real admission chain)")
+		p.Para(p.Bold("Proof:")+"   ", p.Paint(injection.EffectInject, "agrees")+": "+render.Escape(v.Summary())+" (dry run through the real admission chain)")
 	default:
-		p.para(p.bold("Proof:")+"   ", p.paint(injection.EffectBlocks, "DISAGREES")+": "+escape(v.Disagreement))
-		p.para("         ", reportHint)
+		p.Para(p.Bold("Proof:")+"   ", p.Paint(injection.EffectBlocks, "DISAGREES")+": "+render.Escape(v.Disagreement))
+		p.Para("         ", reportHint)
 	}
 }
 
 // proofCell is the VERIFIED column of --verify.
-func proofCell(p *printer, r *injection.InjectionReport) string {
+func proofCell(p *render.Printer, r *injection.InjectionReport) string {
 	v := r.Verified
 	switch {
 	case v == nil:
@@ -222,9 +205,9 @@ func proofCell(p *printer, r *injection.InjectionReport) string {
 	case v.Agrees == nil:
 		return map[bool]string{true: "injects", false: "no"}[v.Injected]
 	case *v.Agrees:
-		return p.paint(injection.EffectInject, "agrees")
+		return p.Paint(injection.EffectInject, "agrees")
 	}
-	return p.paint(injection.EffectBlocks, "DISAGREES")
+	return p.Paint(injection.EffectBlocks, "DISAGREES")
 }
 
 // memoEncoder encodes each answer a sweep's pods share (injection.Memo)
@@ -260,7 +243,7 @@ func (e *memoEncoder) item(r *injection.InjectionReport) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodedItem(e.named(nil, id, name, owner, true)), nil
+	return render.EncodedItem(e.named(nil, id, name, owner, true)), nil
 }
 
 // id is the shared answer's number, encoded the first time it is asked for.
@@ -287,7 +270,7 @@ func (e *memoEncoder) named(dst []byte, id int, name, owner string, indented boo
 	b := e.compact[id]
 	if indented {
 		if e.indented[id] == nil {
-			e.indented[id] = indentJSON(nil, b, "    ", "  ")
+			e.indented[id] = render.IndentJSON(nil, b, "    ", "  ")
 		}
 		b = e.indented[id]
 	}
@@ -310,6 +293,6 @@ func (e *memoEncoder) named(dst []byte, id int, name, owner string, indented boo
 
 // encodeReport is r as compact JSON, as printList encodes it.
 func encodeReport(r *injection.InjectionReport) ([]byte, error) {
-	emptyLists(r)
+	render.EmptyLists(r)
 	return json.Marshal(r)
 }

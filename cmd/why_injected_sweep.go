@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // injectionSweep keeps, of each report of a sweep (or of a workload's pods),
@@ -15,11 +17,11 @@ import (
 // reports come.
 type injectionSweep struct {
 	o     *WhyInjectedOptions
-	p     *printer
+	p     *render.Printer
 	facts *injection.ClusterFacts // nil: no summary (a workload's pods)
 	// verified gives the table its VERIFIED column.
 	verified  bool
-	list      *sweptList
+	list      *render.SweptList
 	summaries injection.Summaries
 	enc       memoEncoder
 	buf       []byte
@@ -27,14 +29,14 @@ type injectionSweep struct {
 
 // newInjectionSweep keeps reports for o's output; the table is printed
 // with p.
-func newInjectionSweep(o *WhyInjectedOptions, p *printer, facts *injection.ClusterFacts, verified bool) *injectionSweep {
-	return &injectionSweep{o: o, p: p, facts: facts, verified: verified, list: newSweptList(injection.Ranks)}
+func newInjectionSweep(o *WhyInjectedOptions, p *render.Printer, facts *injection.ClusterFacts, verified bool) *injectionSweep {
+	return &injectionSweep{o: o, p: p, facts: facts, verified: verified, list: render.NewSweptList(injection.Ranks)}
 }
 
 // printPodRows prints one row per pod, mismatches first, then (with facts,
 // for a sweep) a summary per namespace and the commands that fix the
 // mismatches.
-func printPodRows(p *printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) error {
+func printPodRows(p *render.Printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) error {
 	s := newInjectionSweep(&WhyInjectedOptions{}, p, facts, anyVerified(reports))
 	for _, r := range reports {
 		if err := s.add(r); err != nil {
@@ -66,7 +68,7 @@ const (
 func (s *injectionSweep) item(dst, b []byte, indented bool) ([]byte, error) {
 	if len(b) > 0 && b[0] == itemShared {
 		id, n := binary.Uvarint(b[1:])
-		names, err := readRow(b[1+max(n, 0):])
+		names, err := render.ReadRow(b[1+max(n, 0):])
 		if n <= 0 || err != nil || id >= uint64(len(s.enc.compact)) || len(names) != 2 {
 			return nil, fmt.Errorf("internal error: a kept report cannot be read back")
 		}
@@ -76,7 +78,7 @@ func (s *injectionSweep) item(dst, b []byte, indented bool) ([]byte, error) {
 		return nil, fmt.Errorf("internal error: a kept report cannot be read back")
 	}
 	if indented {
-		return indentJSON(dst, b[1:], "    ", "  "), nil
+		return render.IndentJSON(dst, b[1:], "    ", "  "), nil
 	}
 	return append(dst, b[1:]...), nil
 }
@@ -101,7 +103,7 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 				return err
 			}
 			s.buf = binary.AppendUvarint(append(s.buf[:0], itemShared), uint64(id))
-			s.buf = appendRow(s.buf, name, owner)
+			s.buf = render.AppendRow(s.buf, name, owner)
 		} else {
 			b, err := encodeReport(r)
 			if err != nil {
@@ -109,36 +111,36 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 			}
 			s.buf = append(append(s.buf[:0], itemJSON), b...)
 		}
-		return s.list.add(rank, r.Namespace, r.Name, s.buf)
+		return s.list.Add(rank, r.Namespace, r.Name, s.buf)
 	}
-	sanitize(r)
+	render.Sanitize(r)
 	s.summaries.Add(r)
 	p := s.p
-	expected := p.yesNo(r.Expected)
+	expected := p.YesNo(r.Expected)
 	if r.Expected == nil {
-		expected = p.effect(injection.EffectUnknown)
+		expected = p.Effect(injection.EffectUnknown)
 	}
 	name := r.Name
 	if r.Kind != "Pod" {
 		name = strings.ToLower(r.Kind) + "/" + r.Name
 	}
-	reason, fix := escape(r.Reason), ""
+	reason, fix := render.Escape(r.Reason), ""
 	if r.IsMismatch() || r.CreationBlocked {
-		reason = p.effect(injection.EffectWarning) + ": " + reason
+		reason = p.Effect(injection.EffectWarning) + ": " + reason
 		fix = r.Fix
 	}
-	cells := []string{escape(r.Namespace), escape(name), p.yesNo(r.Injected), expected, escape(dash(r.Revision)), reason}
+	cells := []string{render.Escape(r.Namespace), render.Escape(name), p.YesNo(r.Injected), expected, render.Escape(render.Dash(r.Revision)), reason}
 	if s.verified {
 		cells = append(cells[:5], proofCell(p, r), reason)
 	}
 	var who, disagreement string
 	if r.Verified != nil && r.Verified.Agrees != nil && !*r.Verified.Agrees {
-		who, disagreement = escape(r.Namespace)+"/"+escape(r.Name), r.Verified.Disagreement
+		who, disagreement = render.Escape(r.Namespace)+"/"+render.Escape(r.Name), r.Verified.Disagreement
 	}
-	s.buf = appendRow(s.buf[:0], cells...)
-	s.buf = appendRow(s.buf, fix, who, disagreement)
-	s.buf = appendRow(s.buf, r.Needs...)
-	return s.list.add(rank, r.Namespace, r.Name, s.buf)
+	s.buf = render.AppendRow(s.buf[:0], cells...)
+	s.buf = render.AppendRow(s.buf, fix, who, disagreement)
+	s.buf = render.AppendRow(s.buf, r.Needs...)
+	return s.list.Add(rank, r.Namespace, r.Name, s.buf)
 }
 
 // print prints a sweep's kept reports: for -o json|yaml a list with the
@@ -146,9 +148,9 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 func (s *injectionSweep) print(incomplete []string) error {
 	switch {
 	case s.o.Output != "":
-		return s.list.printList(s.o.Out, s.o.Output, "InjectionReportList", s.item,
-			field{"summary", s.summaries.List(s.facts)}, field{"incomplete", incomplete})
-	case s.list.len() == 0:
+		return s.list.PrintList(s.o.Out, s.o.Output, "InjectionReportList", s.item,
+			render.Field{Key: "summary", Value: s.summaries.List(s.facts)}, render.Field{Key: "incomplete", Value: incomplete})
+	case s.list.Len() == 0:
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
 		return nil
 	}
@@ -162,12 +164,12 @@ func (s *injectionSweep) printTable() error {
 		headers = []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
 	}
 	p, cells := s.p, len(headers)
-	rows := make([][]string, 0, s.list.len())
+	rows := make([][]string, 0, s.list.Len())
 	var fixes, needs []string
 	var disagreements [][2]string
 	seen, seenNeed := map[string]bool{}, map[string]bool{}
-	err := s.list.each(func(b []byte) error {
-		f, err := readRow(b)
+	err := s.list.Each(func(b []byte) error {
+		f, err := render.ReadRow(b)
 		if err != nil {
 			return err
 		}
@@ -194,42 +196,42 @@ func (s *injectionSweep) printTable() error {
 	if err != nil {
 		return err
 	}
-	p.table(headers, rows)
+	p.Table(headers, rows)
 	for _, d := range disagreements {
-		fmt.Fprintln(p.out)
-		p.para(p.paint(injection.EffectBlocks, "DISAGREEMENT")+" "+d[0]+": ", escape(d[1]))
+		fmt.Fprintln(p.Out)
+		p.Para(p.Paint(injection.EffectBlocks, "DISAGREEMENT")+" "+d[0]+": ", render.Escape(d[1]))
 	}
 	if len(disagreements) > 0 {
-		p.para("", reportHint)
+		p.Para("", reportHint)
 	}
 	if s.facts != nil {
-		fmt.Fprintln(p.out)
+		fmt.Fprintln(p.Out)
 		var srows [][]string
 		for _, s := range s.summaries.List(s.facts) {
 			exp := fmt.Sprint(s.Expected)
 			if s.Unknown > 0 {
 				exp += fmt.Sprintf(" (+%d unknown)", s.Unknown)
 			}
-			srows = append(srows, []string{escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), exp,
-				fmt.Sprint(s.Mismatched), escape(dash(s.Labels)), s.Description})
+			srows = append(srows, []string{render.Escape(s.Namespace), fmt.Sprint(s.Pods), fmt.Sprint(s.Injected), exp,
+				fmt.Sprint(s.Mismatched), render.Escape(render.Dash(s.Labels)), s.Description})
 		}
-		p.table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
+		p.Table([]string{"NAMESPACE", "PODS", "INJECTED", "EXPECTED", "MISMATCHED", "LABELS", "SUMMARY"}, srows)
 	}
 	if len(needs) > 0 {
-		fmt.Fprintln(p.out)
-		p.para(p.bold("Unknown:")+" ", "whether some pods would be injected if re-created; it needs permission to:")
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Unknown:")+" ", "whether some pods would be injected if re-created; it needs permission to:")
 		for _, n := range needs {
-			p.para("  ", escape(n))
+			p.Para("  ", render.Escape(n))
 		}
 		if hint := canIHint(needs); hint != "" {
-			p.para("  ", escape(hint))
+			p.Para("  ", render.Escape(hint))
 		}
 	}
 	if len(fixes) > 0 {
-		fmt.Fprintf(p.out, "\n%s\n", p.bold("To fix the mismatches:"))
+		fmt.Fprintf(p.Out, "\n%s\n", p.Bold("To fix the mismatches:"))
 		for _, f := range fixes {
 			for _, l := range strings.Split(f, "\n") {
-				p.fixLine("  ", escape(l))
+				p.FixLine("  ", render.Escape(l))
 			}
 		}
 	}

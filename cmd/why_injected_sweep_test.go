@@ -13,6 +13,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+
+	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
 // What a why-injected sweep keeps of each report prints, as JSON and YAML,
@@ -40,7 +42,7 @@ func TestInjectionSweepPrintsAsReports(t *testing.T) {
 			}
 		}
 		// The apiserver's order: by namespace, then name.
-		sort.SliceStable(rs, func(i, j int) bool { return keyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name) })
+		sort.SliceStable(rs, func(i, j int) bool { return render.KeyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name) })
 		for _, name := range []string{"api", "web-<1>"} {
 			ev := corev1.Event{Reason: "FailedCreate", Message: `Internal error occurred: failed calling webhook "namespace.sidecar-injector.istio.io": connection refused`}
 			rs = append(rs, injection.Istio{}.Explain(facts, &injection.Workload{Kind: "Deployment", Namespace: "shop", Name: name,
@@ -61,19 +63,19 @@ func TestInjectionSweepPrintsAsReports(t *testing.T) {
 	}
 	checked, tables := 0, map[string]string{}
 	for name, order := range orders {
-		for _, format := range []string{outputJSON, outputYAML, ""} {
+		for _, format := range []string{render.JSON, render.YAML, ""} {
 			want := reports()
 			injection.SortReports(want)
 			var wantOut bytes.Buffer
 			if format != "" {
-				if err := printList(&wantOut, format, "InjectionReportList", len(want), func(i int) any { return want[i] },
-					field{"summary", injection.Summarize(facts, want)}, field{"incomplete", incomplete}); err != nil {
+				if err := render.List(&wantOut, format, "InjectionReportList", len(want), func(i int) any { return want[i] },
+					render.Field{Key: "summary", Value: injection.Summarize(facts, want)}, render.Field{Key: "incomplete", Value: incomplete}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var got, errOut bytes.Buffer
 			o := &WhyInjectedOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &errOut}}
-			s := newInjectionSweep(o, &printer{out: &got}, facts, false)
+			s := newInjectionSweep(o, &render.Printer{Out: &got}, facts, false)
 			rs := reports()
 			order(rs)
 			for _, r := range rs {
@@ -84,7 +86,7 @@ func TestInjectionSweepPrintsAsReports(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			late := len(s.list.late)
+			late := s.list.Late()
 			if err := s.print(incomplete); err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +132,7 @@ func TestInjectionSweepPrintsAsReports(t *testing.T) {
 // of 500 namespaces that share their answers as a cluster's do.
 func BenchmarkInjectionSweep(b *testing.B) {
 	facts := memoFacts()
-	for _, format := range []string{outputJSON, outputYAML, ""} {
+	for _, format := range []string{render.JSON, render.YAML, ""} {
 		b.Run("o="+format, func(b *testing.B) {
 			memo := injection.NewMemo(injection.Istio{}, facts, true)
 			var rs []*injection.InjectionReport
@@ -154,7 +156,7 @@ func BenchmarkInjectionSweep(b *testing.B) {
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {
 				o := &WhyInjectedOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard}}
-				s := newInjectionSweep(o, &printer{out: io.Discard}, facts, false)
+				s := newInjectionSweep(o, &render.Printer{Out: io.Discard}, facts, false)
 				for _, r := range rs {
 					if err := s.add(r); err != nil {
 						b.Fatal(err)

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bufio"
@@ -29,30 +29,30 @@ import (
 // render escape codes, so without colour no style is applied at all. On a
 // terminal the output fits its width (tables wrap their long cells inside
 // their column, text wraps under itself); piped output is never wrapped.
-type printer struct {
-	out   io.Writer
-	color bool
+type Printer struct {
+	Out   io.Writer
+	Color bool
 	// width is the terminal's width in columns, 0 when not a terminal.
-	width int
+	Width int
 }
 
 // colorMode is --color: auto, always or never.
-var colorMode = colorAuto
+var ColorMode = ColorAuto
 
 const (
-	colorAuto   = "auto"
-	colorAlways = "always"
-	colorNever  = "never"
+	ColorAuto   = "auto"
+	ColorAlways = "always"
+	ColorNever  = "never"
 )
 
 // isTerminal reports whether out is a terminal.
-func isTerminal(out io.Writer) bool {
+func IsTerminal(out io.Writer) bool {
 	f, ok := out.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // terminalWidth is the terminal's width (TIOCGWINSZ), else $COLUMNS, else 80.
-func terminalWidth(out io.Writer) int {
+func TerminalWidth(out io.Writer) int {
 	if f, ok := out.(*os.File); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
@@ -64,31 +64,31 @@ func terminalWidth(out io.Writer) int {
 	return 80
 }
 
-func newPrinter(out io.Writer) *printer {
-	tty := isTerminal(out)
+func NewPrinter(out io.Writer) *Printer {
+	tty := IsTerminal(out)
 	color := false
-	switch colorMode {
-	case colorAlways:
+	switch ColorMode {
+	case ColorAlways:
 		color = true
-	case colorNever:
+	case ColorNever:
 	default:
 		if tty {
 			_, noColor := os.LookupEnv("NO_COLOR")
 			color = !noColor && os.Getenv("TERM") != "dumb"
 		}
 	}
-	p := &printer{out: out, color: color}
+	p := &Printer{Out: out, Color: color}
 	switch {
-	case forceWidth > 0:
-		p.width = forceWidth
+	case ForceWidth > 0:
+		p.Width = ForceWidth
 	case tty:
-		p.width = terminalWidth(out)
+		p.Width = TerminalWidth(out)
 	}
 	return p
 }
 
 // forceWidth, when set (tests), renders as on a terminal that wide.
-var forceWidth int
+var ForceWidth int
 
 // colSep is the space between two columns, as kubectl's tables have.
 const colSep = "   "
@@ -100,7 +100,7 @@ const colSep = "   "
 // cells wrapped at word, comma or slash boundaries inside the column; when
 // even that cannot fit, each row is printed as "KEY: value" lines, as
 // kubectl describe does.
-func (p *printer) table(headers []string, rows [][]string) {
+func (p *Printer) Table(headers []string, rows [][]string) {
 	// Each cell's width, measured once.
 	n := len(headers)
 	cellW := make([][]int, len(rows)+1)
@@ -109,26 +109,26 @@ func (p *printer) table(headers []string, rows [][]string) {
 	for j, r := range append([][]string{headers}, rows...) {
 		cellW[j] = make([]int, n)
 		for i := 0; i < n && i < len(r); i++ {
-			cellW[j][i] = textWidth(r[i])
+			cellW[j][i] = TextWidth(r[i])
 			natural[i] = max(natural[i], cellW[j][i])
 			multiline = multiline || strings.Contains(r[i], "\n")
 		}
 	}
-	widths := p.fitColumns(headers, rows, natural)
+	widths := p.FitColumns(headers, rows, natural)
 	if widths == nil {
-		p.keyValues(headers, rows)
+		p.KeyValues(headers, rows)
 		return
 	}
 	if !multiline && slices.Equal(widths, natural) {
-		p.padded(headers, rows, widths, cellW)
+		p.Padded(headers, rows, widths, cellW)
 		return
 	}
-	p.wrapped(headers, rows, widths, cellW)
+	p.Wrapped(headers, rows, widths, cellW)
 }
 
 // textWidth is lipgloss.Width(s), the columns s takes on a terminal, without
 // its cost for text of printable ASCII only (one column a byte).
-func textWidth(s string) int {
+func TextWidth(s string) int {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
 			return lipgloss.Width(s)
@@ -141,8 +141,8 @@ func textWidth(s string) int {
 // cell padded to its column's width, the line trimmed at the end — what
 // tablewriter prints for it (TestPaddedTableIsTablewriters), at a small part
 // of the cost for a sweep's thousands of rows.
-func (p *printer) padded(headers []string, rows [][]string, widths []int, cellW [][]int) {
-	w := bufio.NewWriterSize(p.out, 64<<10)
+func (p *Printer) Padded(headers []string, rows [][]string, widths []int, cellW [][]int) {
+	w := bufio.NewWriterSize(p.Out, 64<<10)
 	var line []byte
 	for j, r := range append([][]string{headers}, rows...) {
 		line = line[:0]
@@ -158,7 +158,7 @@ func (p *printer) padded(headers []string, rows [][]string, widths []int, cellW 
 			line = append(line, colSep...)
 		}
 		trimmed := bytes.TrimRight(line, " ")
-		if len(bytes.TrimSpace([]byte(ansiStrip(string(trimmed))))) == 0 {
+		if len(bytes.TrimSpace([]byte(AnsiStrip(string(trimmed))))) == 0 {
 			continue
 		}
 		w.Write(trimmed)
@@ -169,13 +169,13 @@ func (p *printer) padded(headers []string, rows [][]string, widths []int, cellW 
 
 // wrapped prints a table through tablewriter, the cells wider than their
 // column wrapped inside it (cellW: each cell's width, the header row first).
-func (p *printer) wrapped(headers []string, rows [][]string, widths []int, cellW [][]int) {
+func (p *Printer) Wrapped(headers []string, rows [][]string, widths []int, cellW [][]int) {
 	wrapRow := func(j int, row []string) []string {
 		out := make([]string, len(row))
 		for i, cell := range row {
 			out[i] = cell
 			if i < len(widths) && cellW[j][i] > widths[i] {
-				out[i] = wrapText(cell, widths[i], cellBreaks)
+				out[i] = WrapText(cell, widths[i], CellBreaks)
 			}
 		}
 		return out
@@ -206,22 +206,22 @@ func (p *printer) wrapped(headers []string, rows [][]string, widths []int, cellW
 	_ = t.Render()
 	// tablewriter pads the last column too; kubectl's tables end at the text.
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if strings.TrimSpace(ansiStrip(line)) == "" {
+		if strings.TrimSpace(AnsiStrip(line)) == "" {
 			continue
 		}
-		fmt.Fprintln(p.out, strings.TrimRight(line, " \n"))
+		fmt.Fprintln(p.Out, strings.TrimRight(line, " \n"))
 	}
 }
 
 // fitColumns returns each column's width: its widest cell (natural), or
 // narrower so that the table fits the printer's width; nil when it cannot fit.
-func (p *printer) fitColumns(headers []string, rows [][]string, natural []int) []int {
+func (p *Printer) FitColumns(headers []string, rows [][]string, natural []int) []int {
 	n := len(headers)
 	widths := slices.Clone(natural)
-	if p.width == 0 {
+	if p.Width == 0 {
 		return widths
 	}
-	avail := p.width - len(colSep)*(n-1)
+	avail := p.Width - len(colSep)*(n-1)
 	total := 0
 	for _, w := range widths {
 		total += w
@@ -233,7 +233,7 @@ func (p *printer) fitColumns(headers []string, rows [][]string, natural []int) [
 		word := 0
 		for _, r := range rows {
 			if i < len(r) {
-				word = max(word, longestWord(r[i]))
+				word = max(word, LongestWord(r[i]))
 			}
 		}
 		mins[i] = min(widths[i], max(lipgloss.Width(h), min(word, 30)))
@@ -273,14 +273,14 @@ func (p *printer) fitColumns(headers []string, rows [][]string, natural []int) [
 
 // keyValues prints each row as "KEY: value" lines, values wrapped, a blank
 // line between rows: the layout for tables too wide for any column split.
-func (p *printer) keyValues(headers []string, rows [][]string) {
+func (p *Printer) KeyValues(headers []string, rows [][]string) {
 	keyW := 0
 	for _, h := range headers {
 		keyW = max(keyW, lipgloss.Width(h)+1)
 	}
 	for i, r := range rows {
 		if i > 0 {
-			fmt.Fprintln(p.out)
+			fmt.Fprintln(p.Out)
 		}
 		for j, h := range headers {
 			v := ""
@@ -290,7 +290,7 @@ func (p *printer) keyValues(headers []string, rows [][]string) {
 			if j > 0 && (v == "" || v == "-") {
 				continue // as kubectl describe: nothing to say, no line
 			}
-			p.para(fmt.Sprintf("%-*s ", keyW, h+":"), v)
+			p.Para(fmt.Sprintf("%-*s ", keyW, h+":"), v)
 		}
 	}
 }
@@ -298,24 +298,24 @@ func (p *printer) keyValues(headers []string, rows [][]string) {
 // para prints prefix and text, the text wrapped to the printer's width with
 // the lines after the first indented under it (the prefix's width); a prefix
 // wider than a third of the width gets a line of its own, the text under it.
-func (p *printer) para(prefix, text string) {
+func (p *Printer) Para(prefix, text string) {
 	indent := lipgloss.Width(prefix)
-	if p.width == 0 || indent+lipgloss.Width(text) <= p.width {
-		fmt.Fprintln(p.out, strings.TrimRight(prefix+text, " "))
+	if p.Width == 0 || indent+lipgloss.Width(text) <= p.Width {
+		fmt.Fprintln(p.Out, strings.TrimRight(prefix+text, " "))
 		return
 	}
-	if indent > p.width/3 {
+	if indent > p.Width/3 {
 		// A long prefix gets a line of its own, the text under it, two in.
-		fmt.Fprintln(p.out, strings.TrimRight(prefix, " "))
-		for _, l := range strings.Split(wrapText(text, p.width-2, ""), "\n") {
-			fmt.Fprintln(p.out, "  "+strings.TrimRight(l, " "))
+		fmt.Fprintln(p.Out, strings.TrimRight(prefix, " "))
+		for _, l := range strings.Split(WrapText(text, p.Width-2, ""), "\n") {
+			fmt.Fprintln(p.Out, "  "+strings.TrimRight(l, " "))
 		}
 		return
 	}
-	lines := strings.Split(wrapText(text, p.width-indent, ""), "\n")
-	fmt.Fprintln(p.out, strings.TrimRight(prefix+lines[0], " "))
+	lines := strings.Split(WrapText(text, p.Width-indent, ""), "\n")
+	fmt.Fprintln(p.Out, strings.TrimRight(prefix+lines[0], " "))
 	for _, l := range lines[1:] {
-		fmt.Fprintln(p.out, strings.Repeat(" ", indent)+strings.TrimRight(l, " "))
+		fmt.Fprintln(p.Out, strings.Repeat(" ", indent)+strings.TrimRight(l, " "))
 	}
 }
 
@@ -323,11 +323,11 @@ func (p *printer) para(prefix, text string) {
 // when copied from the terminal: a break outside quotes ends its line with
 // " \\", a break inside single quotes (the JSON of a patch) is whitespace
 // the argument may hold; later lines are indented under the first.
-func (p *printer) command(prefix, cmd string) {
+func (p *Printer) Command(prefix, cmd string) {
 	indent := lipgloss.Width(prefix)
-	avail := p.width - indent
-	if p.width == 0 || lipgloss.Width(cmd) <= avail || avail < 20 {
-		fmt.Fprintln(p.out, prefix+cmd)
+	avail := p.Width - indent
+	if p.Width == 0 || lipgloss.Width(cmd) <= avail || avail < 20 {
+		fmt.Fprintln(p.Out, prefix+cmd)
 		return
 	}
 	// Words and whether the space before each is inside quotes.
@@ -349,11 +349,11 @@ func (p *printer) command(prefix, cmd string) {
 	first := true
 	emit := func(s string) {
 		if first {
-			fmt.Fprintln(p.out, prefix+s)
+			fmt.Fprintln(p.Out, prefix+s)
 			first = false
 			return
 		}
-		fmt.Fprintln(p.out, strings.Repeat(" ", indent)+"  "+s)
+		fmt.Fprintln(p.Out, strings.Repeat(" ", indent)+"  "+s)
 	}
 	for i, w := range words[1:] {
 		inside := quoted[i]
@@ -373,11 +373,11 @@ func (p *printer) command(prefix, cmd string) {
 
 // cellBreaks are where a table cell may wrap besides spaces and hyphens:
 // selector terms, path and name parts.
-const cellBreaks = ",/."
+const CellBreaks = ",/."
 
 // wrapText wraps text to width columns at spaces, hyphens and breaks, and
 // inside a word only when a word is longer than the width.
-func wrapText(text string, width int, breaks string) string {
+func WrapText(text string, width int, breaks string) string {
 	out := lipgloss.Wrap(text, width, breaks)
 	if width < 2 {
 		return out
@@ -387,41 +387,41 @@ func wrapText(text string, width int, breaks string) string {
 	// so that no stub of a line is left behind.
 	for _, l := range strings.Split(out, "\n") {
 		if lipgloss.Width(strings.TrimRight(l, " ")) > width {
-			return wrapText(text, width-1, breaks)
+			return WrapText(text, width-1, breaks)
 		}
 	}
 	return out
 }
 
 // longestWord is the width of the longest run of text a cell wrap cannot break.
-func longestWord(cell string) int {
+func LongestWord(cell string) int {
 	longest := 0
 	// Names (pod-7d4b9, a.b.c) are words: a column is kept as wide as its
 	// longest one; selector terms (a,b) and paths (a/b) may break.
-	for _, w := range strings.FieldsFunc(ansiStrip(cell), func(r rune) bool { return r == ' ' || r == ',' || r == '/' }) {
+	for _, w := range strings.FieldsFunc(AnsiStrip(cell), func(r rune) bool { return r == ' ' || r == ',' || r == '/' }) {
 		longest = max(longest, lipgloss.Width(w)+1)
 	}
 	return longest
 }
 
 // ansiStrip removes SGR sequences (for measuring what is visible).
-func ansiStrip(s string) string { return sgrRE.ReplaceAllString(s, "") }
+func AnsiStrip(s string) string { return sgrRE.ReplaceAllString(s, "") }
 
 var sgrRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // bold and the effect colours; plain text when colour is off.
-func (p *printer) bold(s string) string {
-	if !p.color {
+func (p *Printer) Bold(s string) string {
+	if !p.Color {
 		return s
 	}
 	return lipgloss.NewStyle().Bold(true).Render(s)
 }
 
-func (p *printer) effect(e string) string { return p.paint(e, e) }
+func (p *Printer) Effect(e string) string { return p.Paint(e, e) }
 
 // paint renders text in the colour of an effect.
-func (p *printer) paint(e, text string) string {
-	if !p.color {
+func (p *Printer) Paint(e, text string) string {
+	if !p.Color {
 		return text
 	}
 	st := lipgloss.NewStyle()
@@ -441,7 +441,7 @@ func (p *printer) paint(e, text string) string {
 }
 
 // yesNo renders a tri-state: yes, no, or "-" when unknown.
-func (p *printer) yesNo(b *bool) string {
+func (p *Printer) YesNo(b *bool) string {
 	switch {
 	case b == nil:
 		return "-"
@@ -456,7 +456,7 @@ func (p *printer) yesNo(b *bool) string {
 // logs) safe to print: control characters, escape sequences included, are
 // shown escaped (\x1b, \n) instead of acting on the terminal; a tab
 // becomes a space.
-func escape(s string) string {
+func Escape(s string) string {
 	clean := true
 	for _, r := range s {
 		if unicode.IsControl(r) || r == unicode.ReplacementChar {
@@ -482,14 +482,14 @@ func escape(s string) string {
 	return b.String()
 }
 
-func dash(s string) string {
+func Dash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
 }
 
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -499,13 +499,13 @@ func truncate(s string, n int) string {
 // escapeLines is escape for text whose line breaks are its own (a fix of
 // several commands, an error, a dump): newlines stay, every other control
 // character is shown escaped.
-func escapeLines(s string) string {
+func EscapeLines(s string) string {
 	if !strings.ContainsRune(s, '\n') {
-		return escape(s)
+		return Escape(s)
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = escape(l)
+		lines[i] = Escape(l)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -516,7 +516,7 @@ func escapeLines(s string) string {
 // breaks are kept (a multi-line fix); renderers still escape() single-line
 // cells, which changes nothing more on text already sanitized. JSON and YAML
 // output are not sanitized: their encoders escape control characters.
-func sanitize(v any) {
+func Sanitize(v any) {
 	sanitizeValue(reflect.ValueOf(v), 0)
 }
 
@@ -561,7 +561,24 @@ func sanitizeValue(v reflect.Value, depth int) {
 		}
 	case reflect.String:
 		if v.CanSet() {
-			v.SetString(escapeLines(v.String()))
+			v.SetString(EscapeLines(v.String()))
 		}
 	}
+}
+
+// FixLine prints one line of a fix: a kubectl command wrapped so that it
+// still runs when copied, its trailing comment ("   # …") on lines of its own;
+// any other advice as text.
+func (p *Printer) FixLine(prefix, line string) {
+	if !strings.HasPrefix(line, "kubectl ") {
+		p.Para(prefix, line)
+		return
+	}
+	cmd, comment, hasComment := strings.Cut(line, "   # ")
+	if !hasComment || p.Width == 0 || lipgloss.Width(prefix+line) <= p.Width {
+		p.Command(prefix, line)
+		return
+	}
+	p.Command(prefix, cmd)
+	p.Para(strings.Repeat(" ", lipgloss.Width(prefix))+"# ", comment)
 }

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bufio"
@@ -14,37 +14,22 @@ import (
 // Output formats understood by every command's -o flag, besides the default
 // human-readable one.
 const (
-	outputJSON = "json"
-	outputYAML = "yaml"
+	JSON = "json"
+	YAML = "yaml"
 )
 
-// validateOutput checks an -o value against the formats a command supports.
-func validateOutput(format string, extra ...string) error {
-	switch format {
-	case "", outputJSON, outputYAML:
-		return nil
-	}
-	for _, e := range extra {
-		if format == e {
-			return nil
-		}
-	}
-	allowed := append([]string{outputJSON, outputYAML}, extra...)
-	return usageErrorf("unsupported output format %q: use one of %v", format, allowed)
-}
-
 // printStructured writes v as indented JSON or as YAML.
-func printStructured(w io.Writer, format string, v any) error {
-	emptyLists(v)
+func Structured(w io.Writer, format string, v any) error {
+	EmptyLists(v)
 	switch format {
-	case outputJSON:
+	case JSON:
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
-	case outputYAML:
+	case YAML:
 		b, err := yaml.Marshal(v)
 		if err != nil {
 			return err
@@ -57,40 +42,40 @@ func printStructured(w io.Writer, format string, v any) error {
 
 // ReportAPIVersion is the apiVersion of every report kubectl-mesh prints with
 // -o json|yaml. Fields are only added within a version, never renamed or removed.
-const ReportAPIVersion = "kubectl-mesh.io/v1alpha1"
+const APIVersion = "kubectl-mesh.io/v1alpha1"
 
 // field is one top-level field of a streamed list document.
-type field struct {
-	key   string
-	value any
+type Field struct {
+	Key   string
+	Value any
 }
 
 // printList writes {apiVersion, kind, items: [...], extra…} item by item, so
 // that a long list is never held in memory as one encoded document. Extra
 // fields whose value is nil or an empty slice are left out.
-func printList(w io.Writer, format, kind string, n int, item func(int) any, extra ...field) error {
+func List(w io.Writer, format, kind string, n int, item func(int) any, extra ...Field) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var kept []field
+	var kept []Field
 	for _, f := range extra {
-		if v := reflect.ValueOf(f.value); f.value == nil || (v.Kind() == reflect.Slice && v.Len() == 0) {
+		if v := reflect.ValueOf(f.Value); f.Value == nil || (v.Kind() == reflect.Slice && v.Len() == 0) {
 			continue
 		}
 		kept = append(kept, f)
 	}
 	switch format {
-	case outputJSON:
-		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", ReportAPIVersion, kind)
+	case JSON:
+		fmt.Fprintf(bw, "{\n  \"apiVersion\": %q,\n  \"kind\": %q,\n  \"items\": [", APIVersion, kind)
 		var buf []byte
 		for i := 0; i < n; i++ {
 			it := item(i)
-			b, ok := it.(encodedItem)
+			b, ok := it.(EncodedItem)
 			if !ok {
-				emptyLists(it)
+				EmptyLists(it)
 				compact, err := json.Marshal(it)
 				if err != nil {
 					return err
 				}
-				buf = indentJSON(buf[:0], compact, "    ", "  ")
+				buf = IndentJSON(buf[:0], compact, "    ", "  ")
 				b = buf
 			}
 			if i > 0 {
@@ -104,15 +89,15 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 		}
 		bw.WriteString("]")
 		for _, f := range kept {
-			b, err := json.MarshalIndent(f.value, "  ", "  ")
+			b, err := json.MarshalIndent(f.Value, "  ", "  ")
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(bw, ",\n  %q: %s", f.key, b)
+			fmt.Fprintf(bw, ",\n  %q: %s", f.Key, b)
 		}
 		bw.WriteString("\n}\n")
-	case outputYAML:
-		fmt.Fprintf(bw, "apiVersion: %s\nkind: %s\n", ReportAPIVersion, kind)
+	case YAML:
+		fmt.Fprintf(bw, "apiVersion: %s\nkind: %s\n", APIVersion, kind)
 		if n == 0 {
 			bw.WriteString("items: []\n")
 		} else {
@@ -126,7 +111,7 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 				// Encoded already (compact JSON): yaml.Marshal would encode it so first.
 				b, err = yaml.JSONToYAML(raw)
 			} else {
-				emptyLists(it)
+				EmptyLists(it)
 				b, err = yaml.Marshal(it)
 			}
 			if err != nil {
@@ -142,7 +127,7 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 			}
 		}
 		for _, f := range kept {
-			b, err := yaml.Marshal(map[string]any{f.key: f.value})
+			b, err := yaml.Marshal(map[string]any{f.Key: f.Value})
 			if err != nil {
 				return err
 			}
@@ -156,13 +141,13 @@ func printList(w io.Writer, format, kind string, n int, item func(int) any, extr
 
 // encodedItem is a list item already encoded as printList would encode it
 // (JSON, indented under "    ").
-type encodedItem []byte
+type EncodedItem []byte
 
 // emptyLists turns, in place, every nil slice and map reachable from v (a
 // pointer, or a struct holding pointers) into an empty one: a list with
 // nothing in it is [] in JSON and YAML, never null. Nil pointers stay null:
 // that is how a report says "unknown" or "not applicable".
-func emptyLists(v any) {
+func EmptyLists(v any) {
 	emptyListsValue(reflect.ValueOf(v), 0)
 }
 
@@ -212,7 +197,7 @@ func emptyListsValue(v reflect.Value, depth int) {
 // json.MarshalIndent does after json.Marshal), in one pass: json.Indent
 // re-scans and validates what Marshal has just written, and that was half
 // the cost of a long list (TestIndentJSONIsJSONIndent).
-func indentJSON(dst, src []byte, prefix, indent string) []byte {
+func IndentJSON(dst, src []byte, prefix, indent string) []byte {
 	depth := 0
 	newline := func() {
 		dst = append(dst, '\n')

@@ -1,4 +1,4 @@
-package cmd
+package render
 
 import (
 	"bufio"
@@ -24,9 +24,9 @@ import (
 // out of its class's order (a workload reported after the pods, a server
 // that does not sort) is kept uncompressed, in chunks the collector need not
 // scan, sorted at the end and merged in.
-type sweptList struct {
-	classes []sweptClass
-	late    []sweptItem
+type SweptList struct {
+	classes []SweptClass
+	late    []SweptItem
 	chunk   []byte
 	names   map[string]string // namespaces, interned
 	count   int
@@ -35,14 +35,14 @@ type sweptList struct {
 
 // sweptClass is the items of one class in print order: each one's namespace,
 // name and encoding, each preceded by its length (uvarint), compressed.
-type sweptClass struct {
+type SweptClass struct {
 	z                *flate.Writer
 	buf              bytes.Buffer
 	n                int
 	lastNS, lastName string
 }
 
-type sweptItem struct {
+type SweptItem struct {
 	class           int
 	namespace, name string
 	encoded         []byte
@@ -50,21 +50,21 @@ type sweptItem struct {
 
 const sweepChunk = 1 << 20
 
-func newSweptList(classes int) *sweptList {
-	return &sweptList{classes: make([]sweptClass, classes), names: map[string]string{}}
+func NewSweptList(classes int) *SweptList {
+	return &SweptList{classes: make([]SweptClass, classes), names: map[string]string{}}
 }
 
-func (l *sweptList) len() int { return l.count }
+func (l *SweptList) Len() int { return l.count }
 
 // add keeps b (it is copied) as the item of class for the pod namespace/name.
-func (l *sweptList) add(class int, namespace, name string, b []byte) error {
+func (l *SweptList) Add(class int, namespace, name string, b []byte) error {
 	l.count++
 	if class >= 0 && class < len(l.classes) {
 		c := &l.classes[class]
-		if c.n == 0 || !keyBefore(namespace, name, c.lastNS, c.lastName) {
-			c.lastNS, c.lastName = l.intern(namespace), name
+		if c.n == 0 || !KeyBefore(namespace, name, c.lastNS, c.lastName) {
+			c.lastNS, c.lastName = l.Intern(namespace), name
 			var err error
-			l.scratch, err = c.add(l.scratch, namespace, name, b)
+			l.scratch, err = c.Add(l.scratch, namespace, name, b)
 			return err
 		}
 	}
@@ -73,12 +73,12 @@ func (l *sweptList) add(class int, namespace, name string, b []byte) error {
 		l.chunk, start = make([]byte, 0, max(sweepChunk, len(b))), 0
 	}
 	l.chunk = append(l.chunk, b...)
-	l.late = append(l.late, sweptItem{class: class, namespace: l.intern(namespace), name: name,
+	l.late = append(l.late, SweptItem{class: class, namespace: l.Intern(namespace), name: name,
 		encoded: l.chunk[start:len(l.chunk):len(l.chunk)]})
 	return nil
 }
 
-func (l *sweptList) intern(ns string) string {
+func (l *SweptList) Intern(ns string) string {
 	if s, ok := l.names[ns]; ok {
 		return s
 	}
@@ -87,7 +87,7 @@ func (l *sweptList) intern(ns string) string {
 }
 
 // keyBefore orders pods by namespace, then name.
-func keyBefore(nsA, nameA, nsB, nameB string) bool {
+func KeyBefore(nsA, nameA, nsB, nameB string) bool {
 	if nsA != nsB {
 		return nsA < nsB
 	}
@@ -96,7 +96,7 @@ func keyBefore(nsA, nameA, nsB, nameB string) bool {
 
 // add appends namespace, name and b to the class's stream; scratch is a
 // buffer add may reuse, returned.
-func (c *sweptClass) add(scratch []byte, namespace, name string, b []byte) ([]byte, error) {
+func (c *SweptClass) Add(scratch []byte, namespace, name string, b []byte) ([]byte, error) {
 	if c.z == nil {
 		var err error
 		if c.z, err = flate.NewWriter(&c.buf, flate.BestSpeed); err != nil {
@@ -104,7 +104,7 @@ func (c *sweptClass) add(scratch []byte, namespace, name string, b []byte) ([]by
 		}
 	}
 	c.n++
-	scratch = appendRow(scratch[:0], namespace, name)
+	scratch = AppendRow(scratch[:0], namespace, name)
 	scratch = binary.AppendUvarint(scratch, uint64(len(b)))
 	if _, err := c.z.Write(scratch); err != nil {
 		return scratch, err
@@ -115,16 +115,16 @@ func (c *sweptClass) add(scratch []byte, namespace, name string, b []byte) ([]by
 
 // each calls fn with every item in print order; b is valid during the call
 // only. It gives the items back once: they are let go as they are read.
-func (l *sweptList) each(fn func(b []byte) error) error {
+func (l *SweptList) Each(fn func(b []byte) error) error {
 	sort.SliceStable(l.late, func(i, j int) bool {
 		a, b := &l.late[i], &l.late[j]
 		if a.class != b.class {
 			return a.class < b.class
 		}
-		return keyBefore(a.namespace, a.name, b.namespace, b.name)
+		return KeyBefore(a.namespace, a.name, b.namespace, b.name)
 	})
 	late := l.late
-	emit := func(until func(it *sweptItem) bool) error {
+	emit := func(until func(it *SweptItem) bool) error {
 		for len(late) > 0 && until(&late[0]) {
 			if err := fn(late[0].encoded); err != nil {
 				return err
@@ -134,13 +134,13 @@ func (l *sweptList) each(fn func(b []byte) error) error {
 		return nil
 	}
 	for class := range l.classes {
-		if err := emit(func(it *sweptItem) bool { return it.class < class }); err != nil {
+		if err := emit(func(it *SweptItem) bool { return it.class < class }); err != nil {
 			return err
 		}
-		err := l.classes[class].each(func(ns, name, b []byte) error {
+		err := l.classes[class].Each(func(ns, name, b []byte) error {
 			// Of equal keys, the streamed item came first.
-			if err := emit(func(it *sweptItem) bool {
-				return it.class == class && keyBefore(it.namespace, it.name, string(ns), string(name))
+			if err := emit(func(it *SweptItem) bool {
+				return it.class == class && KeyBefore(it.namespace, it.name, string(ns), string(name))
 			}); err != nil {
 				return err
 			}
@@ -150,7 +150,7 @@ func (l *sweptList) each(fn func(b []byte) error) error {
 			return err
 		}
 	}
-	if err := emit(func(*sweptItem) bool { return true }); err != nil {
+	if err := emit(func(*SweptItem) bool { return true }); err != nil {
 		return err
 	}
 	l.late, l.chunk = nil, nil
@@ -158,7 +158,7 @@ func (l *sweptList) each(fn func(b []byte) error) error {
 }
 
 // each calls fn with each item of the class, in order (the slices are reused).
-func (c *sweptClass) each(fn func(ns, name, b []byte) error) error {
+func (c *SweptClass) Each(fn func(ns, name, b []byte) error) error {
 	if c.n == 0 {
 		return nil
 	}
@@ -190,7 +190,7 @@ func (c *sweptClass) each(fn func(ns, name, b []byte) error) error {
 			return err
 		}
 	}
-	*c = sweptClass{}
+	*c = SweptClass{}
 	return nil
 }
 
@@ -198,11 +198,11 @@ func (c *sweptClass) each(fn func(ns, name, b []byte) error) error {
 // appends to dst the report an item encodes, as compact JSON, or indented
 // under "    " (nil: the items are compact JSON). The items are read back
 // on another core while the list is written.
-func (l *sweptList) printList(w io.Writer, format, kind string, item func(dst, b []byte, indented bool) ([]byte, error), extra ...field) error {
+func (l *SweptList) PrintList(w io.Writer, format, kind string, item func(dst, b []byte, indented bool) ([]byte, error), extra ...Field) error {
 	if item == nil {
 		item = func(dst, b []byte, indented bool) ([]byte, error) {
 			if indented {
-				return indentJSON(dst, b, "    ", "  "), nil
+				return IndentJSON(dst, b, "    ", "  "), nil
 			}
 			return append(dst, b...), nil
 		}
@@ -213,8 +213,8 @@ func (l *sweptList) printList(w io.Writer, format, kind string, item func(dst, b
 	var readErr error
 	go func() {
 		defer close(next)
-		readErr = l.each(func(b []byte) error {
-			out, err := item(nil, b, format == outputJSON)
+		readErr = l.Each(func(b []byte) error {
+			out, err := item(nil, b, format == JSON)
 			if err != nil {
 				return err
 			}
@@ -226,13 +226,13 @@ func (l *sweptList) printList(w io.Writer, format, kind string, item func(dst, b
 			}
 		})
 	}()
-	err := printList(w, format, kind, n, func(int) any {
+	err := List(w, format, kind, n, func(int) any {
 		b, ok := <-next
 		if !ok {
 			return json.RawMessage("null")
 		}
-		if format == outputJSON {
-			return encodedItem(b)
+		if format == JSON {
+			return EncodedItem(b)
 		}
 		return json.RawMessage(b)
 	}, extra...)
@@ -246,7 +246,7 @@ func (l *sweptList) printList(w io.Writer, format, kind string, item func(dst, b
 }
 
 // appendRow encodes a table row (and whatever else goes with it) as an item.
-func appendRow(dst []byte, cells ...string) []byte {
+func AppendRow(dst []byte, cells ...string) []byte {
 	for _, c := range cells {
 		dst = binary.AppendUvarint(dst, uint64(len(c)))
 		dst = append(dst, c...)
@@ -255,7 +255,7 @@ func appendRow(dst []byte, cells ...string) []byte {
 }
 
 // readRow decodes an item appendRow encoded.
-func readRow(b []byte) ([]string, error) {
+func ReadRow(b []byte) ([]string, error) {
 	var cells []string
 	for len(b) > 0 {
 		size, n := binary.Uvarint(b)
@@ -269,12 +269,16 @@ func readRow(b []byte) ([]string, error) {
 }
 
 // rows reads back the table rows (appendRow) the list keeps, in print order.
-func (l *sweptList) rows() ([][]string, error) {
+func (l *SweptList) Rows() ([][]string, error) {
 	rows := make([][]string, 0, l.count)
-	err := l.each(func(b []byte) error {
-		row, err := readRow(b)
+	err := l.Each(func(b []byte) error {
+		row, err := ReadRow(b)
 		rows = append(rows, row)
 		return err
 	})
 	return rows, err
 }
+
+// Late is how many items arrived out of their class's order (kept apart,
+// sorted and merged in when the list is written).
+func (l *SweptList) Late() int { return len(l.late) }

@@ -1,8 +1,9 @@
-package cmd
+package render
 
 import (
 	"bytes"
 	"math/rand"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,13 +13,16 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
+// sgr is an SGR escape sequence (a colour or style).
+var sgr = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
 // display is what a terminal shows of s: an SGR reset while no attribute is
 // set changes nothing and is dropped, as are the spaces that end a line.
 func display(s string) string {
 	var out strings.Builder
 	styled := false
 	for len(s) > 0 {
-		if loc := sgrRE.FindStringIndex(s); loc != nil && loc[0] == 0 {
+		if loc := sgr.FindStringIndex(s); loc != nil && loc[0] == 0 {
 			seq := s[:loc[1]]
 			reset := seq == "\x1b[0m" || seq == "\x1b[m"
 			if !reset || styled {
@@ -63,7 +67,7 @@ func TestPaddedTableIsTablewriters(t *testing.T) {
 			}
 		}
 		for _, width := range []int{0, 400} {
-			p := &printer{width: width}
+			p := &Printer{Width: width}
 			n := len(headers)
 			natural := make([]int, n)
 			cellW := make([][]int, len(rows)+1)
@@ -74,15 +78,15 @@ func TestPaddedTableIsTablewriters(t *testing.T) {
 					natural[i] = max(natural[i], cellW[j][i])
 				}
 			}
-			widths := p.fitColumns(headers, rows, natural)
+			widths := p.FitColumns(headers, rows, natural)
 			if !slices.Equal(widths, natural) {
 				t.Fatalf("width %d: columns narrowed %v → %v", width, natural, widths)
 			}
 			var fast, slow bytes.Buffer
-			p.out = &fast
-			p.padded(headers, rows, widths, cellW)
-			p.out = &slow
-			p.wrapped(headers, rows, widths, cellW)
+			p.Out = &fast
+			p.Padded(headers, rows, widths, cellW)
+			p.Out = &slow
+			p.Wrapped(headers, rows, widths, cellW)
 			if display(fast.String()) != display(slow.String()) || fast.String() != display(fast.String()) {
 				t.Fatalf("headers %q rows %q width %d:\npadded:\n%s\ntablewriter:\n%s", headers, rows, width, fast.String(), slow.String())
 			}
@@ -95,9 +99,9 @@ func TestPaddedTableIsTablewriters(t *testing.T) {
 // textWidth measures as lipgloss.Width does: printable ASCII, colour,
 // wide and combining characters, control characters.
 func TestTextWidthIsLipglossWidth(t *testing.T) {
-	p := &printer{color: true}
-	for _, s := range []string{"", "shop/web-5d8f-x", "a b ~", p.effect(injection.EffectWarning) + ": x", "日本語", "e\u0301", "\x7f", "tab\there", "über"} {
-		if got, want := textWidth(s), lipgloss.Width(s); got != want {
+	p := &Printer{Color: true}
+	for _, s := range []string{"", "shop/web-5d8f-x", "a b ~", p.Effect(injection.EffectWarning) + ": x", "日本語", "e\u0301", "\x7f", "tab\there", "über"} {
+		if got, want := TextWidth(s), lipgloss.Width(s); got != want {
 			t.Errorf("textWidth(%q) = %d, lipgloss.Width %d", s, got, want)
 		}
 	}

@@ -1,0 +1,39 @@
+package render
+
+import (
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+// The -o json|yaml documents of one report: the report with its
+// apiVersion (APIVersion) and kind. Lists are written by List.
+
+// InjectionReportDoc is one report as printed with -o json|yaml.
+type InjectionReportDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*injection.InjectionReport
+}
+
+// StartupReportDoc is one pod's report as printed with -o json|yaml.
+type StartupReportDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*startup.StartupReport
+}
+
+// CaptureReportDoc is the -o json|yaml document of `kubectl mesh iptables`.
+type CaptureReportDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*capture.CaptureReport
+}
+
+// DiagnosisDoc is one diagnosis as printed with -o json|yaml.
+type DiagnosisDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*diagnose.Diagnosis
+}
