@@ -50,7 +50,7 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 		if pod = pickPod(pods); len(pods) > 1 {
 			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
 		}
-		name = pod.Name
+		name, o.Pod = pod.Name, pod.Name
 	} else {
 		var err error
 		pod, err = client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})
