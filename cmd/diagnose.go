@@ -17,11 +17,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
-	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -297,7 +297,7 @@ func rulesSkipped(it *item) string {
 	switch {
 	case p.Spec.HostNetwork:
 		return "the pod uses the node's network (hostNetwork): it has no rules of its own"
-	case meshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
+	case rules.MeshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
 		return "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
 	case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
 		return fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", render.Dash(string(p.Status.Phase)))
@@ -338,7 +338,7 @@ func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.Injec
 	if len(reports) == 1 {
 		p, err := o.client.Kube.CoreV1().Pods(ns).Get(ctx, reports[0].Name, metav1.GetOptions{})
 		if err != nil {
-			return nil, explainAPIError(err, "get pods")
+			return nil, inspect.ExplainAPIError(err, "get pods")
 		}
 		return []*corev1.Pod{p}, nil
 	}
@@ -350,7 +350,7 @@ func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.Injec
 		return nil
 	})
 	if err != nil {
-		return nil, explainAPIError(err, "list pods")
+		return nil, inspect.ExplainAPIError(err, "list pods")
 	}
 	out := make([]*corev1.Pod, 0, len(reports))
 	for _, r := range reports {
@@ -470,8 +470,10 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 	if o.viaSet && o.Via == nsexec.ViaEphemeral {
 		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", len(itemOf))
 	}
-	ipt := &IptablesOptions{configFlags: o.configFlags, Image: o.Image, NodeNS: o.NodeNS, Timeout: o.Timeout, IOStreams: o.IOStreams}
-	lines, _, err := ipt.readFleet(ctx, o.client, byNode, o.Connections)
+	progress := newProgress(o.ErrOut, len(byNode), len(itemOf))
+	lines, _, err := rules.Audit(ctx, o.client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout,
+		Connections: o.Connections, Done: progress.done})
+	progress.clear()
 	if err != nil {
 		return err
 	}
@@ -481,12 +483,12 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 		case it == nil:
 		case l.Error != "":
 			it.facts.CaptureUnknown = "the rules could not be read: " + l.Error
-			if l.needs != "" {
-				it.facts.CaptureNeeds = []string{l.needs}
+			if l.Needs != "" {
+				it.facts.CaptureNeeds = []string{l.Needs}
 			}
 		case l.Report == nil:
 			// Read, and no table holds a rule.
-			it.facts.Capture = noRules(it.pod, capture.CaptureInput{})
+			it.facts.Capture = rules.NoRules(it.pod, capture.CaptureInput{})
 		default:
 			it.facts.Capture = l.Report
 		}
@@ -494,49 +496,24 @@ func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool
 	return nil
 }
 
-// noRules is the capture report of a pod whose network namespace holds no
-// rule at all (in: what was read of it): as it should be for a pod outside
-// the mesh; else every rule its arguments call for is missing. Its flows,
-// when read, are classified all the same.
-func noRules(p *corev1.Pod, in capture.CaptureInput) *capture.CaptureReport {
-	in.Dumps = []*capture.Ruleset{{Family: "ipv4"}}
-	in.Traces = nil
-	if in.Context == nil {
-		in.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
-	}
-	if args, env, src, ok := capture.CaptureArgsFromPod(p); ok {
-		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = args, env, src
-	}
-	rep, err := capture.ExplainCapture(in)
-	if err != nil {
-		return nil
-	}
-	return rep
-}
-
 // readOne reads one pod's rules the way `kubectl mesh iptables POD` does.
 func (o *DiagnoseOptions) readOne(ctx context.Context, it *item) error {
-	ipt := &IptablesOptions{configFlags: o.configFlags, Pod: it.pod.Name, Via: o.Via, Image: o.Image, NodeNS: o.NodeNS,
-		Timeout: o.Timeout, Connections: o.Connections, IOStreams: o.IOStreams}
-	err := ipt.Complete(ctx)
-	if err == nil {
-		err = ipt.Validate()
-	}
+	read, err := rules.ReadPod(ctx, o.client, rules.Request{Pod: it.pod, Via: o.Via, Image: o.Image, NodeNamespace: o.NodeNS,
+		Timeout: o.Timeout, Connections: o.Connections})
 	var rep *capture.CaptureReport
 	if err == nil {
-		rep, err = capture.ExplainCapture(ipt.input)
+		rep, err = capture.ExplainCapture(read.Input)
 	}
 	var perm *nsexec.PermissionError
-	var interrupted *InterruptedError
 	switch {
-	case errors.As(err, &interrupted) || ctx.Err() != nil:
+	case ctx.Err() != nil:
 		return err
 	case errors.As(err, &perm):
 		it.facts.CaptureUnknown, it.facts.CaptureNeeds = "the rules could not be read: "+perm.Msg, []string{perm.Need}
 	case err != nil:
 		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
 	default:
-		rep.Live = ipt.liveInfo()
+		rep.Live = &capture.LiveSource{Namespace: it.pod.Namespace, Pod: it.pod.Name, Via: read.Result.Via, Container: read.Result.Container, Backend: read.Backend}
 		it.facts.Capture = rep
 	}
 	return nil

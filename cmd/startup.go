@@ -164,7 +164,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return explainAPIError(err, "list pods")
+		return inspect.ExplainAPIError(err, "list pods")
 	}
 	<-evDone
 	if evErr != nil {

@@ -86,7 +86,7 @@ func resolvePods(ctx context.Context, flags *genericclioptions.ConfigFlags, clie
 			return nil
 		})
 		if err != nil {
-			return nil, false, explainAPIError(err, "list pods")
+			return nil, false, inspect.ExplainAPIError(err, "list pods")
 		}
 		if len(pods) == 0 {
 			return nil, false, fmt.Errorf("%s %s has no pods", kind, name)

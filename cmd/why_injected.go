@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -319,7 +318,7 @@ func (o *WhyInjectedOptions) sweep(ctx context.Context, facts *injection.Cluster
 		return nil
 	})
 	if err != nil {
-		return explainAPIError(err, "list pods")
+		return inspect.ExplainAPIError(err, "list pods")
 	}
 	if o.Selector == "" {
 		owners, err := o.blockedOwners(ctx, facts, pre.events)
@@ -384,13 +383,6 @@ func (o *WhyInjectedOptions) blockedOwners(ctx context.Context, facts *injection
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func explainAPIError(err error, what string) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("not allowed to %s: %v", what, err)
-	}
-	return err
 }
 
 // fromArgs explains POD, TYPE/NAME or TYPE NAME.
@@ -511,7 +503,7 @@ func (o *WhyInjectedOptions) explainObject(ctx context.Context, facts *injection
 		return nil
 	})
 	if err != nil {
-		return nil, explainAPIError(err, "list pods")
+		return nil, inspect.ExplainAPIError(err, "list pods")
 	}
 	return reports, nil
 }

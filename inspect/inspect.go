@@ -488,3 +488,12 @@ func (c *Client) LogTail(ctx context.Context, p *corev1.Pod, container string, r
 	}
 	return t
 }
+
+// ExplainAPIError says which permission a forbidden request lacked ("not
+// allowed to WHAT: …"); any other error is returned as it is.
+func ExplainAPIError(err error, what string) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("not allowed to %s: %v", what, err)
+	}
+	return err
+}

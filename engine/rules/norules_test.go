@@ -1,4 +1,4 @@
-package cmd
+package rules
 
 import (
 	"errors"
@@ -35,11 +35,11 @@ func TestLiveInputNoRulesOrUnread(t *testing.T) {
 		{"legacy tables without rules: read, no rules", dump("", "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n"), true, ""},
 		{"no tool ran: unread", dump("/bin/sh: iptables-nft-save: not found\n", missing), false, "no iptables-save output"},
 	} {
-		in, _, _, err := liveInput(pod, tc.res)
+		in, _, _, err := LiveInput(pod, tc.res)
 		switch {
-		case tc.noRules && !errors.Is(err, errNoRules):
-			t.Errorf("%s: %v, want errNoRules", tc.name, err)
-		case !tc.noRules && (err == nil || errors.Is(err, errNoRules) || !strings.Contains(err.Error(), tc.errContains)):
+		case tc.noRules && !errors.Is(err, ErrNoRules):
+			t.Errorf("%s: %v, want ErrNoRules", tc.name, err)
+		case !tc.noRules && (err == nil || errors.Is(err, ErrNoRules) || !strings.Contains(err.Error(), tc.errContains)):
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.errContains)
 		case tc.noRules && (in.ExpectArgs == nil || !in.ConntrackRead):
 			t.Errorf("%s: the pod's arguments %q and its flows (read %v) are lost", tc.name, in.ExpectArgs, in.ConntrackRead)
@@ -49,7 +49,7 @@ func TestLiveInputNoRulesOrUnread(t *testing.T) {
 			continue
 		}
 		// What diagnose makes of it: every rule the arguments call for missing.
-		rep := noRules(pod, in)
+		rep := NoRules(pod, in)
 		if rep == nil || rep.Drift == nil || len(rep.Drift.Missing) == 0 || rep.ConnectionsSummary == "" {
 			t.Errorf("%s: no rules read should be all rules missing, flows classified: %+v", tc.name, rep)
 		}
