@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/inject"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
@@ -49,7 +50,7 @@ type DiagnoseOptions struct {
 
 	namespace string
 	client    *inspect.Client
-	why       *WhyInjectedOptions
+	inj       *inject.Engine
 	st        *StartupOptions
 	genericiooptions.IOStreams
 }
@@ -160,8 +161,8 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 		return err
 	}
 	o.namespace, o.client = ns, client
-	o.why = &WhyInjectedOptions{configFlags: o.configFlags, Filenames: o.Filenames, Selector: o.Selector, AllNamespaces: o.AllNamespaces,
-		Verify: o.Verify, Args: args, namespace: ns, explicitNamespace: explicit, client: client, mesh: injection.Istio{}, IOStreams: o.IOStreams}
+	o.inj = &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
+		Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify}
 	o.st = &StartupOptions{configFlags: o.configFlags, Selector: o.Selector, AllNamespaces: o.AllNamespaces, Args: args,
 		namespace: ns, client: client, now: time.Now, IOStreams: o.IOStreams}
 	return nil
@@ -184,7 +185,7 @@ func (o *DiagnoseOptions) Validate() error {
 	case len(o.Args) == 0 && o.viaSet && o.Via == nsexec.ViaEphemeral:
 		return usageErrorf("--rules over many pods reads every pod of a node with one node pod; --via ephemeral is for one POD")
 	}
-	return o.why.Validate()
+	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }
 
 // item is one diagnosis with what it was made from, kept until every fact
@@ -202,20 +203,20 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	if len(o.Filenames) == 0 && len(o.Args) == 0 {
 		return o.sweep(ctx)
 	}
-	facts, err := o.why.meshFacts(ctx)
+	facts, err := o.inj.MeshFacts(ctx)
 	if err != nil {
 		return err
 	}
 	var reports []*injection.InjectionReport
 	if len(o.Filenames) > 0 {
-		reports, err = o.why.fromFiles(ctx, facts)
+		reports, err = o.inj.FromFiles(ctx, facts)
 	} else {
-		reports, err = o.why.fromArgs(ctx, facts)
+		reports, err = o.inj.FromArgs(ctx, facts)
 	}
 	if err != nil {
 		return err
 	}
-	incomplete := factsIncomplete(facts)
+	incomplete := inject.FactsIncomplete(facts)
 
 	// The pods of the reports: their startup, and with --rules their rules.
 	var podReports []*injection.InjectionReport
@@ -269,7 +270,7 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", running)
 	}
 	if o.Verify {
-		if err := o.why.verify(ctx, reports); err != nil {
+		if err := o.inj.VerifyReports(ctx, reports); err != nil {
 			return err
 		}
 	}
@@ -363,9 +364,9 @@ func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.Injec
 // one list of the pods shared by both subjects, the FailedCreate events
 // (why-injected) and the pods' events (startup) read meanwhile.
 func (o *DiagnoseOptions) sweep(ctx context.Context) error {
-	pre := o.why.startSweep(ctx)
-	defer pre.close()
-	ns := o.why.sweepNamespace()
+	pre := o.inj.StartSweep(ctx)
+	defer pre.Close()
+	ns := o.inj.SweepNamespace()
 	var events map[string][]corev1.Event
 	var evIncomplete []string
 	var evErr error
@@ -377,7 +378,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 	}()
 	defer func() { cancel(); <-evDone }()
 
-	facts, err := o.why.meshFacts(ctx)
+	facts, err := o.inj.MeshFacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 	keepFacts := o.Verify || o.Rules
 	var items []*item
 	kept := newDiagnoseSweep(o)
-	err = o.why.sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
+	err = o.inj.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
 		it := item{facts: diagnose.Facts{Injection: r}}
 		if p == nil {
 			it.facts.NoPod = "admission refuses its pods: none was created"
@@ -419,7 +420,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 		for _, it := range items {
 			reports = append(reports, it.facts.Injection)
 		}
-		if err := o.why.verify(ctx, reports); err != nil {
+		if err := o.inj.VerifyReports(ctx, reports); err != nil {
 			return err
 		}
 	}
@@ -433,7 +434,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 			return err
 		}
 	}
-	incomplete := dedupe(append(factsIncomplete(facts), evIncomplete...))
+	incomplete := dedupe(append(inject.FactsIncomplete(facts), evIncomplete...))
 	if err := kept.print(incomplete); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/inject"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
@@ -126,10 +127,11 @@ func FuzzManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, output := range []string{"", render.JSON} {
 			var out, errOut bytes.Buffer
-			o := &WhyInjectedOptions{Filenames: []string{"-"}, Output: output, namespace: "default", mesh: injection.Istio{},
+			o := &WhyInjectedOptions{Filenames: []string{"-"}, Output: output, namespace: "default",
 				IOStreams: genericiooptions.IOStreams{In: bytes.NewReader(data), Out: &out, ErrOut: &errOut}}
+			eng := &inject.Engine{Filenames: o.Filenames, Namespace: "default", Mesh: injection.Istio{}, In: o.In}
 			facts := fuzzFacts()
-			reports, err := o.fromFiles(context.Background(), facts)
+			reports, err := eng.FromFiles(context.Background(), facts)
 			if err != nil {
 				rawControl(t, "error", render.EscapeLines(err.Error()))
 				return

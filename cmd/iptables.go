@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -267,7 +268,7 @@ func (o *IptablesOptions) Complete(ctx context.Context) error {
 			}
 			stdinUsed = true
 		}
-		b, err = readInput(f, o.In)
+		b, err = engine.ReadInput(f, o.In)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
+	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
@@ -38,11 +40,11 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	var pod *corev1.Pod
 	if strings.Contains(name, "/") {
 		// A workload: one of its pods, picked as kubectl logs picks it.
-		pods, _, err := resolvePods(ctx, o.configFlags, ic, o.namespace, []string{name})
+		pods, _, err := target.Pods(ctx, o.configFlags, ic, o.namespace, []string{name})
 		if err != nil {
 			return err
 		}
-		if pod = pickPod(pods); len(pods) > 1 {
+		if pod = target.Pick(pods); len(pods) > 1 {
 			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
 		}
 		name, o.Pod = pod.Name, pod.Name
@@ -58,7 +60,7 @@ func (o *IptablesOptions) completeLive(ctx context.Context) error {
 	}
 	read, err := rules.ReadPod(ctx, ic, rules.Request{Pod: pod, Container: o.Container, Image: o.Image, Via: o.Via,
 		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, Force: o.Force, Connections: o.Connections})
-	var input *rules.InputError
+	var input *engine.InputError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
@@ -159,6 +160,7 @@ func exitCode(err error, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "error: %s\n", render.EscapeLines(err.Error()))
 	}
 	var usage *UsageError
+	var input *engine.InputError
 	var incomplete *IncompleteError
 	var interrupted *InterruptedError
 	var problem *ProblemError
@@ -167,7 +169,7 @@ func exitCode(err error, errOut io.Writer) int {
 		return ExitInterrupted
 	case errors.As(err, &problem):
 		return ExitProblem
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.As(err, &input):
 		return ExitUsage
 	case errors.As(err, &incomplete):
 		return ExitIncomplete

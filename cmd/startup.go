@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -99,7 +100,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	if len(o.Args) > 0 {
-		pods, single, err := resolvePods(ctx, o.configFlags, o.client, o.namespace, o.Args)
+		pods, single, err := target.Pods(ctx, o.configFlags, o.client, o.namespace, o.Args)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
@@ -49,13 +50,6 @@ type Read struct {
 	Result  *nsexec.Result
 }
 
-// InputError is a request that cannot be read as given (no image to read
-// the rules with): the caller's usage error.
-type InputError struct{ Err error }
-
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
-
 // ReadPod dumps the rules of a running pod and takes the pod's own context:
 // addresses, container ports, proxy uid, DNS servers, and the arguments its
 // rules were written from (for an ambient pod, istio-cni's ConfigMap).
@@ -71,14 +65,14 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 		// node has the tools, and its image is on the node already.
 		var err error
 		if image, err = AgentImage(ctx, ic, pod.Spec.NodeName); err != nil {
-			return nil, &InputError{fmt.Errorf("pod %s is in ambient mode and has no istio-proxy container; the istio-cni agent's image on node %s could not be looked up (%v): give an image with iptables with --image", pod.Name, pod.Spec.NodeName, inspect.ExplainAPIError(err, "list pods -l "+injection.AmbientCNISelector))}
+			return nil, &engine.InputError{Err: fmt.Errorf("pod %s is in ambient mode and has no istio-proxy container; the istio-cni agent's image on node %s could not be looked up (%v): give an image with iptables with --image", pod.Name, pod.Spec.NodeName, inspect.ExplainAPIError(err, "list pods -l "+injection.AmbientCNISelector))}
 		}
 	}
 	if image == "" {
 		if req.Container != "" {
-			return nil, &InputError{fmt.Errorf("pod %s has no container %q", pod.Name, req.Container)}
+			return nil, &engine.InputError{Err: fmt.Errorf("pod %s has no container %q", pod.Name, req.Container)}
 		}
-		return nil, &InputError{fmt.Errorf("pod %s has no istio-proxy or istio-init container whose image has iptables: give one with --image", pod.Name)}
+		return nil, &engine.InputError{Err: fmt.Errorf("pod %s has no istio-proxy or istio-init container whose image has iptables: give one with --image", pod.Name)}
 	}
 	res, err := (&nsexec.Runner{Client: ic.Kube}).Dump(ctx, nsexec.Request{Pod: pod, Via: req.Via, Image: image,
 		NodeNamespace: req.NodeNamespace, Interval: req.Interval, Timeout: req.Timeout, AllowNotRunning: req.Force})

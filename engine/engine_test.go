@@ -1,4 +1,4 @@
-package cmd
+package engine
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ func (endless) Read(p []byte) (int, error) {
 // An endless standard input, or a file over the bound, is a usage error, read
 // in bounded memory; a file within it is read whole.
 func TestReadInputIsBounded(t *testing.T) {
-	_, err := readInput("-", endless{})
-	var usage *UsageError
+	_, err := ReadInput("-", endless{})
+	var usage *InputError
 	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "64 MiB") {
 		t.Fatalf("endless stdin: %v", err)
 	}
@@ -37,17 +37,13 @@ func TestReadInputIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := readInput(big, nil); !errors.As(err, &usage) {
+	if _, err := ReadInput(big, nil); !errors.As(err, &usage) {
 		t.Errorf("a file over the bound: %v", err)
 	}
-	if b, err := readInput("-", bytes.NewReader([]byte("apiVersion: v1\n"))); err != nil || string(b) != "apiVersion: v1\n" {
+	if b, err := ReadInput("-", bytes.NewReader([]byte("apiVersion: v1\n"))); err != nil || string(b) != "apiVersion: v1\n" {
 		t.Errorf("small stdin: %q %v", b, err)
 	}
-	if _, err := readInput(filepath.Join(t.TempDir(), "missing"), nil); err == nil || errors.As(err, &usage) {
+	if _, err := ReadInput(filepath.Join(t.TempDir(), "missing"), nil); err == nil || errors.As(err, &usage) {
 		t.Errorf("a missing file is an error, not a usage error: %v", err)
-	}
-	var out bytes.Buffer
-	if code := exitCode(&InterruptedError{Err: errors.New("interrupted")}, &out); code != 130 {
-		t.Errorf("interrupted: exit %d", code)
 	}
 }
