@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine/inject"
+	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
@@ -51,7 +52,7 @@ type DiagnoseOptions struct {
 	namespace string
 	client    *inspect.Client
 	inj       *inject.Engine
-	st        *StartupOptions
+	starts    *podstart.Engine
 	genericiooptions.IOStreams
 }
 
@@ -163,8 +164,7 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 	o.namespace, o.client = ns, client
 	o.inj = &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
 		Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify}
-	o.st = &StartupOptions{configFlags: o.configFlags, Selector: o.Selector, AllNamespaces: o.AllNamespaces, Args: args,
-		namespace: ns, client: client, now: time.Now, IOStreams: o.IOStreams}
+	o.starts = &podstart.Engine{Client: client, Now: time.Now}
 	return nil
 }
 
@@ -236,7 +236,7 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 		if single {
 			name = podReports[0].Name
 		}
-		events, evIncomplete, err := o.st.events(ctx, podReports[0].Namespace, name)
+		events, evIncomplete, err := o.starts.Events(ctx, podReports[0].Namespace, name)
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 			} else {
 				// Named pods: the logs of their failing containers are read,
 				// so that the finding names the cause.
-				it.facts.Startup = o.st.analyze(ctx, pods[i], events, evIncomplete, true)
+				it.facts.Startup = o.starts.Analyze(ctx, pods[i], events, evIncomplete, true)
 			}
 			items = append(items, it)
 		}
@@ -374,7 +374,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 	evCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(evDone)
-		events, evIncomplete, evErr = o.st.events(evCtx, ns, "")
+		events, evIncomplete, evErr = o.starts.Events(evCtx, ns, "")
 	}()
 	defer func() { cancel(); <-evDone }()
 
@@ -396,7 +396,7 @@ func (o *DiagnoseOptions) sweep(ctx context.Context) error {
 			if evErr != nil {
 				return evErr
 			}
-			it.facts.Startup = o.st.analyze(ctx, p, events, evIncomplete, false)
+			it.facts.Startup = o.starts.Analyze(ctx, p, events, evIncomplete, false)
 		}
 		if keepFacts {
 			if p != nil && o.Rules {

@@ -9,15 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
-	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
@@ -32,15 +30,13 @@ type StartupOptions struct {
 
 	namespace string
 	client    *inspect.Client
-	now       func() time.Time
-	// sweepLogs counts the pods whose logs a sweep read (analyze).
-	sweepLogs int
+	eng       *podstart.Engine
 	genericiooptions.IOStreams
 }
 
 // NewStartupCmd builds `kubectl mesh startup`.
 func NewStartupCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StartupOptions{configFlags: configFlags, IOStreams: streams, now: time.Now}
+	o := &StartupOptions{configFlags: configFlags, IOStreams: streams}
 	c := &cobra.Command{
 		Use:   "startup [POD | TYPE/NAME | -l SELECTOR | -A]",
 		Short: "Show how a pod's init containers and sidecars started, in what order, and what went wrong",
@@ -77,6 +73,7 @@ func (o *StartupOptions) Complete(args []string) error {
 	o.Args = args
 	var err error
 	o.namespace, _, o.client, err = connect(o.configFlags)
+	o.eng = &podstart.Engine{Client: o.client, Now: time.Now}
 	return err
 }
 
@@ -110,13 +107,13 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		if detail {
 			podName = pods[0].Name
 		}
-		events, incomplete, err := o.events(ctx, o.namespace, podName)
+		events, incomplete, err := o.eng.Events(ctx, o.namespace, podName)
 		if err != nil {
 			return err
 		}
 		reports := make([]*startup.StartupReport, 0, len(pods))
 		for i := range pods {
-			reports = append(reports, o.analyze(ctx, &pods[i], events, incomplete, detail))
+			reports = append(reports, o.eng.Analyze(ctx, &pods[i], events, incomplete, detail))
 		}
 		return o.finish(single, detail, reports)
 	}
@@ -135,7 +132,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	evDone := make(chan struct{})
 	go func() {
 		defer close(evDone)
-		events, incomplete, evErr = o.events(ctx, ns, "")
+		events, incomplete, evErr = o.eng.Events(ctx, ns, "")
 	}()
 	defer func() { cancel(); <-evDone }()
 	var held *corev1.Pod
@@ -153,12 +150,12 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 				continue
 			}
 			if held != nil {
-				if err := kept.add(o.analyze(ctx, held, events, incomplete, false)); err != nil {
+				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false)); err != nil {
 					return err
 				}
 				held = nil
 			}
-			if err := kept.add(o.analyze(ctx, &page[i], events, incomplete, false)); err != nil {
+			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false)); err != nil {
 				return err
 			}
 		}
@@ -172,7 +169,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		return evErr
 	}
 	if held != nil {
-		return o.finish(false, true, []*startup.StartupReport{o.analyze(ctx, held, events, incomplete, true)})
+		return o.finish(false, true, []*startup.StartupReport{o.eng.Analyze(ctx, held, events, incomplete, true)})
 	}
 	if err := kept.print(); err != nil {
 		return err
@@ -181,59 +178,6 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		return incompleteError(kept.incomplete)
 	}
 	return nil
-}
-
-// events reads the events about pods in ns (one pod's when podName is set);
-// events the user may not list make the answer incomplete, not an error.
-func (o *StartupOptions) events(ctx context.Context, ns, podName string) (map[string][]corev1.Event, []string, error) {
-	events, err := o.client.PodEvents(ctx, ns, podName)
-	if err == nil {
-		return events, nil, nil
-	}
-	if !apierrors.IsForbidden(err) {
-		return nil, nil, err
-	}
-	scope := "(all namespaces)"
-	if ns != "" {
-		scope = "in namespace " + ns
-	}
-	return nil, []string{"events: forbidden: the user may not list events " + scope}, nil
-}
-
-// sweepLogPods is how many pods with a failing Istio init container a
-// sweep reads the logs of (one request or two each): their causes are
-// named, not only "its log says why"; past it, the sweep stays as fast.
-const sweepLogPods = 20
-
-// analyze builds one pod's report; detail reads the logs of its failed
-// containers. In a sweep (detail false) the logs of a failing istio-init or
-// istio-validation are read too, for the first sweepLogPods such pods.
-func (o *StartupOptions) analyze(ctx context.Context, p *corev1.Pod, events map[string][]corev1.Event, incomplete []string, detail bool) *startup.StartupReport {
-	if !detail && o.sweepLogs < sweepLogPods && istioInitFailing(p) {
-		o.sweepLogs++
-		detail = true
-	}
-	facts := startup.StartupFacts{Pod: p, Events: events[string(p.UID)], Now: o.now()}
-	if ref := metav1.GetControllerOf(p); ref != nil {
-		facts.OwnerKind = ref.Kind
-	}
-	if w := inspect.OwnerOf(p); w != nil {
-		facts.Workload = strings.ToLower(w.Kind) + "/" + w.Name
-	}
-	if detail {
-		facts.Logs = o.failedLogs(ctx, p)
-	}
-	r := startup.AnalyzeStartup(facts)
-	if p.Spec.NodeName == "" {
-		r.Notes = append(r.Notes, "not scheduled yet: no container has been created (see the events for why)")
-	}
-	r.Incomplete = append(r.Incomplete, incomplete...)
-	for _, c := range append(append([]startup.ContainerStartup(nil), r.InitContainers...), r.Containers...) {
-		if c.Log != nil && c.Log.Unavailable != "" {
-			r.Incomplete = append(r.Incomplete, "log of "+c.Name+": "+c.Log.Unavailable)
-		}
-	}
-	return r
 }
 
 // finish prints the reports; an incomplete answer is an IncompleteError.
@@ -280,42 +224,6 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 	}
 	printIncomplete(p, dedupe(unknowns))
 	return nil
-}
-
-// istioInitFailing: an istio-init or istio-validation of the pod has
-// failed (its log names the cause).
-func istioInitFailing(p *corev1.Pod) bool {
-	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name != istio.InitContainer && s.Name != istio.ValidationContainer {
-			continue
-		}
-		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return true
-		}
-		if t := s.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 && s.State.Terminated == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// failedLogs reads the log tails of the init containers that failed and of
-// containers that crash-loop: the only logs the report needs.
-func (o *StartupOptions) failedLogs(ctx context.Context, p *corev1.Pod) map[string]startup.LogTail {
-	logs := map[string]startup.LogTail{}
-	check := func(sts []corev1.ContainerStatus) {
-		for _, s := range sts {
-			bad := s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 ||
-				s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" ||
-				s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
-			if bad {
-				logs[s.Name] = o.client.LogTail(ctx, p, s.Name, s.RestartCount > 0, 20)
-			}
-		}
-	}
-	check(p.Status.InitContainerStatuses)
-	check(p.Status.ContainerStatuses)
-	return logs
 }
 
 // sortStartup puts reports in the order a sweep prints them (startupSweep's
