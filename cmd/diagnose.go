@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,15 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/inject"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
-	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
-	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
@@ -51,8 +47,7 @@ type DiagnoseOptions struct {
 
 	namespace string
 	client    *inspect.Client
-	inj       *inject.Engine
-	starts    *podstart.Engine
+	eng       *checkup.Engine
 	genericiooptions.IOStreams
 }
 
@@ -162,10 +157,42 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 		return err
 	}
 	o.namespace, o.client = ns, client
-	o.inj = &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
-		Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify}
-	o.starts = &podstart.Engine{Client: client, Now: time.Now}
+	o.eng = &checkup.Engine{
+		Inject: &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
+			Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify},
+		Starts: &podstart.Engine{Client: client, Now: time.Now}, Client: client,
+		Verify: o.Verify, Rules: o.Rules, Connections: o.Connections,
+		Via: o.Via, ViaSet: o.viaSet, Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout,
+		Progress: func(nodes, pods int) (func(int), func()) {
+			pr := newProgress(o.ErrOut, nodes, pods)
+			return pr.done, pr.clear
+		}}
 	return nil
+}
+
+// Run diagnoses the targets (or sweeps), prints the diagnoses and picks the
+// exit: a problem found (4), else an unknown answer (3), else 0.
+func (o *DiagnoseOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(o.Filenames) == 0 && len(o.Args) == 0 {
+		// A sweep keeps only what it prints of each diagnosis.
+		kept := newDiagnoseSweep(o)
+		incomplete, err := o.eng.Sweep(ctx, kept.add)
+		if err != nil {
+			return err
+		}
+		if err := kept.print(incomplete); err != nil {
+			return err
+		}
+		return kept.outcome.exit(incomplete)
+	}
+	ds, list, incomplete, err := o.eng.Targets(ctx)
+	if err != nil {
+		return err
+	}
+	return o.finish(ds, list, incomplete)
 }
 
 // Validate checks the flags.
@@ -186,338 +213,6 @@ func (o *DiagnoseOptions) Validate() error {
 		return usageErrorf("--rules over many pods reads every pod of a node with one node pod; --via ephemeral is for one POD")
 	}
 	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
-}
-
-// item is one diagnosis with what it was made from, kept until every fact
-// it needs is read.
-type item struct {
-	facts diagnose.Facts
-	pod   *corev1.Pod
-}
-
-// Run reads the facts, composes the diagnoses and prints them.
-func (o *DiagnoseOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if len(o.Filenames) == 0 && len(o.Args) == 0 {
-		return o.sweep(ctx)
-	}
-	facts, err := o.inj.MeshFacts(ctx)
-	if err != nil {
-		return err
-	}
-	var reports []*injection.InjectionReport
-	if len(o.Filenames) > 0 {
-		reports, err = o.inj.FromFiles(ctx, facts)
-	} else {
-		reports, err = o.inj.FromArgs(ctx, facts)
-	}
-	if err != nil {
-		return err
-	}
-	incomplete := inject.FactsIncomplete(facts)
-
-	// The pods of the reports: their startup, and with --rules their rules.
-	var podReports []*injection.InjectionReport
-	for _, r := range reports {
-		if r.Kind == "Pod" && len(o.Filenames) == 0 {
-			podReports = append(podReports, r)
-		}
-	}
-	pods, err := o.podsOf(ctx, podReports)
-	if err != nil {
-		return err
-	}
-	single := len(o.Filenames) == 0 && len(reports) == 1 && reports[0].Kind == "Pod"
-	var items []*item
-	if len(podReports) > 0 {
-		name := ""
-		if single {
-			name = podReports[0].Name
-		}
-		events, evIncomplete, err := o.starts.Events(ctx, podReports[0].Namespace, name)
-		if err != nil {
-			return err
-		}
-		incomplete = append(incomplete, evIncomplete...)
-		for i, r := range podReports {
-			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
-			if pods[i] == nil {
-				it.facts.NoPod = "the pod was deleted meanwhile"
-			} else {
-				// Named pods: the logs of their failing containers are read,
-				// so that the finding names the cause.
-				it.facts.Startup = o.starts.Analyze(ctx, pods[i], events, evIncomplete, true)
-			}
-			items = append(items, it)
-		}
-	}
-	for _, r := range reports {
-		switch {
-		case len(o.Filenames) > 0:
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "a manifest, not created yet: its pods are checked once they run"}})
-		case r.Kind != "Pod" && r.CreationBlocked:
-			// Its new pods are refused (its old ones, if any, are above).
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
-		case r.Kind != "Pod" && len(podReports) == 0:
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods"}})
-		}
-	}
-	// --via ephemeral reads one pod: refused for several before any dry
-	// run, ephemeral container or node pod.
-	if running := runningPods(items); o.Rules && o.viaSet && o.Via == nsexec.ViaEphemeral && running > 1 {
-		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", running)
-	}
-	if o.Verify {
-		if err := o.inj.VerifyReports(ctx, reports); err != nil {
-			return err
-		}
-	}
-	if o.Rules {
-		if err := o.readRules(ctx, items, single); err != nil {
-			return err
-		}
-	}
-	ds := make([]*diagnose.Diagnosis, 0, len(items))
-	for _, it := range items {
-		d := diagnose.Diagnose(it.facts)
-		if len(o.Filenames) > 0 {
-			// A manifest is not in the cluster: why-injected reads the file.
-			d.Checks[0].Detail = "kubectl mesh why-injected -f " + strings.Join(o.Filenames, " -f ")
-		}
-		ds = append(ds, d)
-	}
-	return o.finish(ds, !single, dedupe(incomplete))
-}
-
-// rulesSkipped says why --rules reads no rules of an item's pod, "" when
-// it reads them.
-func rulesSkipped(it *item) string {
-	p := it.pod
-	switch {
-	case p.Spec.HostNetwork:
-		return "the pod uses the node's network (hostNetwork): it has no rules of its own"
-	case rules.MeshOf(p) == "none" && (it.facts.Injection == nil || !it.facts.Injection.Ambient):
-		return "not in the mesh (no sidecar, not in ambient mode): no capture rules are called for"
-	case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "":
-		return fmt.Sprintf("the pod is %s, not Running: its rules are read once it runs", render.Dash(string(p.Status.Phase)))
-	}
-	return ""
-}
-
-// runningPods counts the items' pods whose rules --rules reads.
-func runningPods(items []*item) int {
-	n := 0
-	for _, it := range items {
-		if it.pod != nil && rulesSkipped(it) == "" {
-			n++
-		}
-	}
-	return n
-}
-
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	out := in[:0]
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// podsOf reads the pods the reports are about, in their order: one GET for
-// one pod, else one list of their namespace.
-func (o *DiagnoseOptions) podsOf(ctx context.Context, reports []*injection.InjectionReport) ([]*corev1.Pod, error) {
-	if len(reports) == 0 {
-		return nil, nil
-	}
-	ns := reports[0].Namespace
-	if len(reports) == 1 {
-		p, err := o.client.Kube.CoreV1().Pods(ns).Get(ctx, reports[0].Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, inspect.ExplainAPIError(err, "get pods")
-		}
-		return []*corev1.Pod{p}, nil
-	}
-	byName := map[string]*corev1.Pod{}
-	err := o.client.EachPodPage(ctx, ns, "", func(page []corev1.Pod) error {
-		for i := range page {
-			byName[page[i].Name] = &page[i]
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, inspect.ExplainAPIError(err, "list pods")
-	}
-	out := make([]*corev1.Pod, 0, len(reports))
-	for _, r := range reports {
-		out = append(out, byName[r.Name]) // nil: deleted meanwhile
-	}
-	return out, nil
-}
-
-// sweep diagnoses every pod of the namespace (-n, -l) or the cluster (-A):
-// one list of the pods shared by both subjects, the FailedCreate events
-// (why-injected) and the pods' events (startup) read meanwhile.
-func (o *DiagnoseOptions) sweep(ctx context.Context) error {
-	pre := o.inj.StartSweep(ctx)
-	defer pre.Close()
-	ns := o.inj.SweepNamespace()
-	var events map[string][]corev1.Event
-	var evIncomplete []string
-	var evErr error
-	evDone := make(chan struct{})
-	evCtx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(evDone)
-		events, evIncomplete, evErr = o.starts.Events(evCtx, ns, "")
-	}()
-	defer func() { cancel(); <-evDone }()
-
-	facts, err := o.inj.MeshFacts(ctx)
-	if err != nil {
-		return err
-	}
-	// Verify and --rules diagnose once every report and rule is read;
-	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
-	keepFacts := o.Verify || o.Rules
-	var items []*item
-	kept := newDiagnoseSweep(o)
-	err = o.inj.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
-		it := item{facts: diagnose.Facts{Injection: r}}
-		if p == nil {
-			it.facts.NoPod = "admission refuses its pods: none was created"
-		} else {
-			<-evDone
-			if evErr != nil {
-				return evErr
-			}
-			it.facts.Startup = o.starts.Analyze(ctx, p, events, evIncomplete, false)
-		}
-		if keepFacts {
-			if p != nil && o.Rules {
-				pod := *p
-				it.pod = &pod
-			}
-			items = append(items, &it)
-			return nil
-		}
-		return kept.add(diagnose.Diagnose(it.facts))
-	})
-	if err != nil {
-		return err
-	}
-	<-evDone
-	if evErr != nil {
-		return evErr
-	}
-	if o.Verify {
-		reports := make([]*injection.InjectionReport, 0, len(items))
-		for _, it := range items {
-			reports = append(reports, it.facts.Injection)
-		}
-		if err := o.inj.VerifyReports(ctx, reports); err != nil {
-			return err
-		}
-	}
-	if o.Rules {
-		if err := o.readRules(ctx, items, false); err != nil {
-			return err
-		}
-	}
-	for _, it := range items {
-		if err := kept.add(diagnose.Diagnose(it.facts)); err != nil {
-			return err
-		}
-	}
-	incomplete := dedupe(append(inject.FactsIncomplete(facts), evIncomplete...))
-	if err := kept.print(incomplete); err != nil {
-		return err
-	}
-	return kept.outcome.exit(incomplete)
-}
-
-// readRules reads the live rules (and with --connections the flows) of the
-// items' running pods: of one pod through an ephemeral container (or a node
-// pod with --via node), of many with one node pod per node.
-func (o *DiagnoseOptions) readRules(ctx context.Context, items []*item, one bool) error {
-	byNode := map[string][]*corev1.Pod{}
-	itemOf := map[string]*item{}
-	for _, it := range items {
-		p := it.pod
-		if p == nil {
-			continue
-		}
-		if skipped := rulesSkipped(it); skipped != "" {
-			it.facts.CaptureSkipped = skipped
-		} else {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-			itemOf[p.Namespace+"/"+p.Name] = it
-		}
-		it.facts.Connections = o.Connections
-	}
-	if len(itemOf) == 0 {
-		return nil
-	}
-	if len(itemOf) == 1 && (one || o.viaSet) {
-		for _, it := range itemOf {
-			return o.readOne(ctx, it)
-		}
-	}
-	if o.viaSet && o.Via == nsexec.ViaEphemeral {
-		return usageErrorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", len(itemOf))
-	}
-	progress := newProgress(o.ErrOut, len(byNode), len(itemOf))
-	lines, _, err := rules.Audit(ctx, o.client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout,
-		Connections: o.Connections, Done: progress.done})
-	progress.clear()
-	if err != nil {
-		return err
-	}
-	for _, l := range lines {
-		it := itemOf[l.Namespace+"/"+l.Pod]
-		switch {
-		case it == nil:
-		case l.Error != "":
-			it.facts.CaptureUnknown = "the rules could not be read: " + l.Error
-			if l.Needs != "" {
-				it.facts.CaptureNeeds = []string{l.Needs}
-			}
-		case l.Report == nil:
-			// Read, and no table holds a rule.
-			it.facts.Capture = rules.NoRules(it.pod, capture.CaptureInput{})
-		default:
-			it.facts.Capture = l.Report
-		}
-	}
-	return nil
-}
-
-// readOne reads one pod's rules the way `kubectl mesh iptables POD` does.
-func (o *DiagnoseOptions) readOne(ctx context.Context, it *item) error {
-	read, err := rules.ReadPod(ctx, o.client, rules.Request{Pod: it.pod, Via: o.Via, Image: o.Image, NodeNamespace: o.NodeNS,
-		Timeout: o.Timeout, Connections: o.Connections})
-	var rep *capture.CaptureReport
-	if err == nil {
-		rep, err = capture.ExplainCapture(read.Input)
-	}
-	var perm *nsexec.PermissionError
-	switch {
-	case ctx.Err() != nil:
-		return err
-	case errors.As(err, &perm):
-		it.facts.CaptureUnknown, it.facts.CaptureNeeds = "the rules could not be read: "+perm.Msg, []string{perm.Need}
-	case err != nil:
-		it.facts.CaptureUnknown = "the rules could not be read: " + err.Error()
-	default:
-		rep.Live = &capture.LiveSource{Namespace: it.pod.Namespace, Pod: it.pod.Name, Via: read.Result.Via, Container: read.Result.Container, Backend: read.Backend}
-		it.facts.Capture = rep
-	}
-	return nil
 }
 
 // finish prints the diagnoses and picks the exit: a problem found (4), else

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 
@@ -110,7 +111,7 @@ func printDiagnosis(p *render.Printer, d *diagnose.Diagnosis) {
 	if len(notRun) > 0 {
 		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
 	}
-	if needs = dedupe(needs); len(needs) > 0 {
+	if needs = checkup.Dedupe(needs); len(needs) > 0 {
 		fmt.Fprintln(p.Out)
 		p.Para(p.Bold("Needs:")+" ", render.Escape(strings.Join(needs, "; ")))
 		for i := range needs {

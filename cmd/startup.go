@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
@@ -222,7 +223,7 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 	for _, r := range reports {
 		unknowns = append(unknowns, r.Incomplete...)
 	}
-	printIncomplete(p, dedupe(unknowns))
+	printIncomplete(p, checkup.Dedupe(unknowns))
 	return nil
 }
 
