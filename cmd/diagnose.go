@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -49,18 +48,6 @@ type DiagnoseOptions struct {
 	client    *inspect.Client
 	eng       *checkup.Engine
 	genericiooptions.IOStreams
-}
-
-// CheckCount counts one check's statuses over a list of diagnoses; First
-// is how many have it as their first failing (or warning) check.
-type CheckCount struct {
-	Name       string `json:"name"`
-	First      int    `json:"first"`
-	Pass       int    `json:"pass"`
-	Warning    int    `json:"warning"`
-	Fail       int    `json:"fail"`
-	Unknown    int    `json:"unknown"`
-	NotChecked int    `json:"notChecked"`
 }
 
 // A list of diagnoses is printed as
@@ -218,7 +205,7 @@ func (o *DiagnoseOptions) Validate() error {
 // finish prints the diagnoses and picks the exit: a problem found (4), else
 // an unknown answer (3), else 0.
 func (o *DiagnoseOptions) finish(ds []*diagnose.Diagnosis, list bool, incomplete []string) error {
-	sortDiagnoses(ds)
+	render.SortDiagnoses(ds)
 	if err := o.print(ds, list, incomplete); err != nil {
 		return err
 	}
@@ -274,69 +261,4 @@ func (x *outcome) exit(incomplete []string) error {
 		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", why)}
 	}
 	return nil
-}
-
-// statusRank orders diagnoses worst first.
-var statusRank = map[string]int{diagnose.Fail: 0, diagnose.Unknown: 1, diagnose.Warning: 2, diagnose.Pass: 3}
-
-// checkRank is a check's place in causal order; no check is last.
-func checkRank(name string) int {
-	for i, c := range diagnose.Order {
-		if c == name {
-			return i
-		}
-	}
-	return len(diagnose.Order)
-}
-
-// sortDiagnoses puts the worst first, grouped by the first failing check,
-// then by namespace and name.
-func sortDiagnoses(ds []*diagnose.Diagnosis) {
-	sort.SliceStable(ds, func(i, j int) bool {
-		a, b := ds[i], ds[j]
-		if ra, rb := statusRank[a.Status], statusRank[b.Status]; ra != rb {
-			return ra < rb
-		}
-		if ca, cb := checkRank(a.First), checkRank(b.First); ca != cb {
-			return ca < cb
-		}
-		return render.KeyBefore(a.Namespace, a.Name, b.Namespace, b.Name)
-	})
-}
-
-// countChecks is the list's summary: each check's statuses.
-func countChecks(ds []*diagnose.Diagnosis) []CheckCount {
-	out := make([]CheckCount, len(diagnose.Order))
-	for i, n := range diagnose.Order {
-		out[i].Name = n
-	}
-	for _, d := range ds {
-		addCounts(out, d)
-	}
-	return out
-}
-
-// addCounts counts d's checks into counts (countChecks's).
-func addCounts(counts []CheckCount, d *diagnose.Diagnosis) {
-	for _, c := range d.Checks {
-		i := checkRank(c.Name)
-		if i >= len(counts) {
-			continue
-		}
-		switch c.Status {
-		case diagnose.Pass:
-			counts[i].Pass++
-		case diagnose.Warning:
-			counts[i].Warning++
-		case diagnose.Fail:
-			counts[i].Fail++
-		case diagnose.Unknown:
-			counts[i].Unknown++
-		default:
-			counts[i].NotChecked++
-		}
-		if c.Name == d.First {
-			counts[i].First++
-		}
-	}
 }

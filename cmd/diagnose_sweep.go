@@ -18,7 +18,7 @@ type diagnoseSweep struct {
 	p       *render.Printer
 	list    *render.SweptList
 	buf     []byte
-	counts  []CheckCount
+	counts  []render.CheckCount
 	status  map[string]int
 	outcome outcome
 	// only is the first diagnosis, kept while it is the only one: a sweep
@@ -27,7 +27,7 @@ type diagnoseSweep struct {
 }
 
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
-	s := &diagnoseSweep{o: o, list: render.NewSweptList(len(statusRank) * (len(diagnose.Order) + 1)), counts: countChecks(nil), status: map[string]int{}}
+	s := &diagnoseSweep{o: o, list: render.NewSweptList(len(render.StatusRank) * (len(diagnose.Order) + 1)), counts: render.CountChecks(nil), status: map[string]int{}}
 	if o.Output == "" {
 		s.p = render.NewPrinter(o.Out)
 	}
@@ -38,14 +38,14 @@ func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
 func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	s.outcome.add(s.o, d)
 	s.status[d.Status]++
-	addCounts(s.counts, d)
+	render.AddCounts(s.counts, d)
 	if s.list.Len() == 0 {
 		s.only = d
 	} else {
 		s.only = nil
 	}
 	// Its status's rank, then its first check's (none: last).
-	class := statusRank[d.Status]*(len(diagnose.Order)+1) + checkRank(d.First)
+	class := render.StatusRank[d.Status]*(len(diagnose.Order)+1) + render.CheckRank(d.First)
 	if s.o.Output != "" {
 		render.EmptyLists(d)
 		b, err := json.Marshal(d)
@@ -55,7 +55,7 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 		return s.list.Add(class, d.Namespace, d.Name, b)
 	}
 	render.Sanitize(d)
-	s.buf = render.AppendRow(s.buf[:0], diagnosisRow(s.p, d)...)
+	s.buf = render.AppendRow(s.buf[:0], render.DiagnosisRow(s.p, d)...)
 	return s.list.Add(class, d.Namespace, d.Name, s.buf)
 }
 
@@ -68,14 +68,14 @@ func (s *diagnoseSweep) print(incomplete []string) error {
 	case 0:
 		fmt.Fprintln(s.o.ErrOut, "No pods found.")
 	case 1:
-		printDiagnosis(s.p, s.only)
+		render.Diagnosis(s.p, s.only)
 	default:
 		rows, err := s.list.Rows()
 		if err != nil {
 			return err
 		}
-		printDiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts)
+		render.DiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts)
 	}
-	printIncomplete(s.p, incomplete)
+	render.Incomplete(s.p, incomplete)
 	return nil
 }

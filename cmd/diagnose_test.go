@@ -90,12 +90,12 @@ func ptrTo[T any](v T) *T { return &v }
 // the answer — the failing check and its fix — in the first lines.
 func TestDiagnoseGolden(t *testing.T) {
 	ds := diagnosed()
-	goldenAt(t, "diagnose-broken", func(p *render.Printer) { printDiagnosis(p, ds[0]) })
-	goldenAt(t, "diagnose-healthy", func(p *render.Printer) { printDiagnosis(p, ds[1]) })
-	goldenAt(t, "diagnose-unknown", func(p *render.Printer) { printDiagnosis(p, ds[3]) })
+	goldenAt(t, "diagnose-broken", func(p *render.Printer) { render.Diagnosis(p, ds[0]) })
+	goldenAt(t, "diagnose-healthy", func(p *render.Printer) { render.Diagnosis(p, ds[1]) })
+	goldenAt(t, "diagnose-unknown", func(p *render.Printer) { render.Diagnosis(p, ds[3]) })
 	sorted := append([]*diagnose.Diagnosis(nil), ds...)
-	sortDiagnoses(sorted)
-	goldenAt(t, "diagnose-rows", func(p *render.Printer) { printDiagnosisRows(p, sorted) })
+	render.SortDiagnoses(sorted)
+	goldenAt(t, "diagnose-rows", func(p *render.Printer) { render.DiagnosisRows(p, sorted) })
 
 	checked := 0
 	for _, tc := range []struct {
@@ -107,7 +107,7 @@ func TestDiagnoseGolden(t *testing.T) {
 		{ds[4], "injection failed", "kubectl edit deployment/refused-at-admission"},
 	} {
 		for _, w := range widths {
-			out := string(renderAt(w, func(p *render.Printer) { printDiagnosis(p, tc.d) }))
+			out := string(renderAt(w, func(p *render.Printer) { render.Diagnosis(p, tc.d) }))
 			lines := strings.Split(out, "\n")
 			head := strings.Join(lines[:min(len(lines), 7)], "\n")
 			// The head's words, as read across wrapped lines.
@@ -168,7 +168,7 @@ func TestDiagnoseExit(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	counts := countChecks(ds)
+	counts := render.CountChecks(ds)
 	for _, c := range counts {
 		if n := c.Pass + c.Warning + c.Fail + c.Unknown + c.NotChecked; n != len(ds) {
 			t.Errorf("check %s counts %d statuses over %d diagnoses", c.Name, n, len(ds))
@@ -197,7 +197,7 @@ func TestDiagnoseSweepPrintsAsDiagnoses(t *testing.T) {
 		o := &DiagnoseOptions{Output: format, FailOn: diagnose.Fail}
 		o.Out, o.ErrOut = &want, &bytes.Buffer{}
 		ds := diagnosed()
-		sortDiagnoses(ds)
+		render.SortDiagnoses(ds)
 		if err := o.print(ds, true, incomplete); err != nil {
 			t.Fatal(err)
 		}

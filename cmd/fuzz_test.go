@@ -168,12 +168,12 @@ func FuzzPod(f *testing.F) {
 		render.Sanitize(sr)
 		var out bytes.Buffer
 		pr := &render.Printer{Out: &out, Color: true}
-		printFactorTable(pr, ir, true)
+		render.FactorTable(pr, ir, true)
 		if err := printPodRows(pr, []*injection.InjectionReport{ir}, facts); err != nil {
 			t.Fatal(err)
 		}
-		printStartup(pr, sr)
-		printStartupRows(pr, []*startup.StartupReport{sr})
+		render.Startup(pr, sr)
+		render.StartupRows(pr, []*startup.StartupReport{sr})
 		rawControl(t, "pod", out.String())
 		if strings.Contains(out.String(), "\x1b[2J") {
 			t.Error("a screen clear reached the output")

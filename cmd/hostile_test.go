@@ -102,7 +102,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	views["why-injected (one pod)"] = func(p *render.Printer) {
 		r := ir
 		render.Sanitize(&r)
-		printFactorTable(p, &r, true)
+		render.FactorTable(p, &r, true)
 	}
 	views["why-injected (rows)"] = func(p *render.Printer) {
 		a, b := ir, ir2
@@ -118,12 +118,12 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	views["startup (one pod)"] = func(p *render.Printer) {
 		r := sr
 		render.Sanitize(&r)
-		printStartup(p, &r)
+		render.Startup(p, &r)
 	}
 	views["startup (rows)"] = func(p *render.Printer) {
 		r := sr
 		render.Sanitize(&r)
-		printStartupRows(p, []*startup.StartupReport{&r})
+		render.StartupRows(p, []*startup.StartupReport{&r})
 	}
 
 	var cr capture.CaptureReport
@@ -131,7 +131,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	views["iptables"] = func(p *render.Printer) {
 		r := cr
 		render.Sanitize(&r)
-		printCapture(p, &r)
+		render.Capture(p, &r)
 	}
 
 	for name, fn := range views {

@@ -129,9 +129,9 @@ func TestRenderGolden(t *testing.T) {
 		t.Fatalf("a buffer gets colour %v, width %d", p.Color, p.Width)
 	}
 	rs := sampleReports()
-	goldenAt(t, "factor-table", func(p *render.Printer) { printFactorTable(p, realisticReport(), false) })
-	goldenAt(t, "factor-table-all", func(p *render.Printer) { printFactorTable(p, realisticReport(), true) })
-	goldenAt(t, "factor-table-native", func(p *render.Printer) { printFactorTable(p, rs[0], false) })
+	goldenAt(t, "factor-table", func(p *render.Printer) { render.FactorTable(p, realisticReport(), false) })
+	goldenAt(t, "factor-table-all", func(p *render.Printer) { render.FactorTable(p, realisticReport(), true) })
+	goldenAt(t, "factor-table-native", func(p *render.Printer) { render.FactorTable(p, rs[0], false) })
 	facts := &injection.ClusterFacts{Namespaces: map[string]*corev1.Namespace{
 		"legacy": {ObjectMeta: metav1.ObjectMeta{Name: "legacy", Labels: map[string]string{"istio-injection": "enabled"}}}}}
 	goldenAt(t, "pod-rows", func(p *render.Printer) {
@@ -139,7 +139,7 @@ func TestRenderGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	out := renderAt(120, func(p *render.Printer) { printFactorTable(p, realisticReport(), false) })
+	out := renderAt(120, func(p *render.Printer) { render.FactorTable(p, realisticReport(), false) })
 	if lines := strings.SplitN(string(out), "\n", 3); !strings.HasPrefix(lines[1], "Verdict: Not injected") {
 		t.Errorf("the verdict is not on the second line:\n%s", out)
 	}

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -203,7 +202,7 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 		if single {
 			return render.Structured(o.Out, o.Output, render.StartupReportDoc{APIVersion: render.APIVersion, Kind: "StartupReport", StartupReport: reports[0]})
 		}
-		sortStartup(reports)
+		render.SortStartup(reports)
 		return render.List(o.Out, o.Output, "StartupReportList", len(reports), func(i int) any { return reports[i] })
 	}
 	for _, r := range reports {
@@ -211,30 +210,18 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 	}
 	p := render.NewPrinter(o.Out)
 	if detail {
-		printStartup(p, reports[0])
+		render.Startup(p, reports[0])
 		return nil
 	}
 	if len(reports) == 0 {
 		fmt.Fprintln(o.ErrOut, "No pods found.")
 		return nil
 	}
-	printStartupRows(p, reports)
+	render.StartupRows(p, reports)
 	var unknowns []string
 	for _, r := range reports {
 		unknowns = append(unknowns, r.Incomplete...)
 	}
-	printIncomplete(p, checkup.Dedupe(unknowns))
+	render.Incomplete(p, checkup.Dedupe(unknowns))
 	return nil
-}
-
-// sortStartup puts reports in the order a sweep prints them (startupSweep's
-// classes): worst first, then by namespace and name.
-func sortStartup(rs []*startup.StartupReport) {
-	sort.SliceStable(rs, func(i, j int) bool {
-		a, b := startup.StartupSeverity(rs[i]), startup.StartupSeverity(rs[j])
-		if a != b {
-			return a > b
-		}
-		return render.KeyBefore(rs[i].Namespace, rs[i].Name, rs[j].Namespace, rs[j].Name)
-	})
 }

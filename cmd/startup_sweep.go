@@ -58,7 +58,7 @@ func (s *startupSweep) add(r *startup.StartupReport) error {
 		}
 		return s.list.Add(class, r.Namespace, r.Name, b)
 	}
-	s.buf = render.AppendRow(s.buf[:0], startupRow(s.p, r)...)
+	s.buf = render.AppendRow(s.buf[:0], render.StartupRow(s.p, r)...)
 	return s.list.Add(class, r.Namespace, r.Name, s.buf)
 }
 
@@ -75,7 +75,7 @@ func (s *startupSweep) print() error {
 	if err != nil {
 		return err
 	}
-	s.p.Table(startupHeaders, rows)
+	s.p.Table(render.StartupHeaders, rows)
 	for _, u := range s.unknowns {
 		s.p.Para(s.p.Effect(injection.EffectUnknown)+": ", render.Escape(u))
 	}

@@ -37,7 +37,7 @@ func TestStartupGolden(t *testing.T) {
 		{Reason: "Unhealthy", LastTimestamp: mt(12), Count: 9, Message: "Startup probe failed: HTTP probe failed with statuscode: 503", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{istio-proxy}"}},
 	}
 	r := startup.AnalyzeStartup(startup.StartupFacts{Pod: slow, Events: events, Now: origin.Add(time.Minute)})
-	goldenAt(t, "startup-pod", func(p *render.Printer) { printStartup(p, r) })
+	goldenAt(t, "startup-pod", func(p *render.Printer) { render.Startup(p, r) })
 
 	broken := slow.DeepCopy()
 	broken.Name = "broken-5c9-abcde"
@@ -48,9 +48,9 @@ func TestStartupGolden(t *testing.T) {
 	broken.Status.ContainerStatuses = nil
 	rb := startup.AnalyzeStartup(startup.StartupFacts{Pod: broken, Now: origin.Add(5 * time.Minute),
 		Logs: map[string]startup.LogTail{"istio-init": {Previous: []string{"error: failed parsing CIDR \"10.0.0.0/33\"\tprefix length out of range"}}}})
-	goldenAt(t, "startup-broken", func(p *render.Printer) { printStartup(p, rb) })
-	goldenAt(t, "startup-rows", func(p *render.Printer) { printStartupRows(p, []*startup.StartupReport{r, rb}) })
-	if out := string(renderAt(80, func(p *render.Printer) { printStartup(p, rb) })); !strings.Contains(strings.Join(strings.SplitN(out, "\n", 5)[:4], "\n"), "failure istio-init") {
+	goldenAt(t, "startup-broken", func(p *render.Printer) { render.Startup(p, rb) })
+	goldenAt(t, "startup-rows", func(p *render.Printer) { render.StartupRows(p, []*startup.StartupReport{r, rb}) })
+	if out := string(renderAt(80, func(p *render.Printer) { render.Startup(p, rb) })); !strings.Contains(strings.Join(strings.SplitN(out, "\n", 5)[:4], "\n"), "failure istio-init") {
 		t.Errorf("the failure is not in the first lines:\n%s", out)
 	}
 }

@@ -131,7 +131,7 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 	}
 	cells := []string{render.Escape(r.Namespace), render.Escape(name), p.YesNo(r.Injected), expected, render.Escape(render.Dash(r.Revision)), reason}
 	if s.verified {
-		cells = append(cells[:5], proofCell(p, r), reason)
+		cells = append(cells[:5], render.ProofCell(p, r), reason)
 	}
 	var who, disagreement string
 	if r.Verified != nil && r.Verified.Agrees != nil && !*r.Verified.Agrees {
@@ -202,7 +202,7 @@ func (s *injectionSweep) printTable() error {
 		p.Para(p.Paint(injection.EffectBlocks, "DISAGREEMENT")+" "+d[0]+": ", render.Escape(d[1]))
 	}
 	if len(disagreements) > 0 {
-		p.Para("", reportHint)
+		p.Para("", render.ReportHint)
 	}
 	if s.facts != nil {
 		fmt.Fprintln(p.Out)
@@ -223,7 +223,7 @@ func (s *injectionSweep) printTable() error {
 		for _, n := range needs {
 			p.Para("  ", render.Escape(n))
 		}
-		if hint := canIHint(needs); hint != "" {
+		if hint := render.CanIHint(needs); hint != "" {
 			p.Para("  ", render.Escape(hint))
 		}
 	}

@@ -1,0 +1,178 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// Capture prints the answer first — the drift in one line, each
+// trace's verdict, the notes — then the annotated rule tree, then the
+// drift's rules and each trace's path.
+func Capture(p *Printer, rep *capture.CaptureReport) {
+	if l := rep.Live; l != nil {
+		head := fmt.Sprintf("Pod %s/%s, rules read via %s (%s)", Escape(l.Namespace), Escape(l.Pod), Escape(l.Via), Escape(l.Container))
+		if l.Interval != "" {
+			head += fmt.Sprintf("; counters: what each rule matched during %s", Escape(l.Interval))
+		}
+		p.Para("", head)
+	}
+	drifted := rep.Drift != nil && len(rep.Drift.Missing)+len(rep.Drift.Extra)+len(rep.Drift.Reordered) > 0
+	if rep.Drift != nil {
+		if drifted {
+			p.Para(p.Bold("Drift:")+" ", p.Paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",
+				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against "+Escape(rep.Expected)+" (the rules are below)")
+		} else {
+			p.Para(p.Bold("Drift:")+" ", "none: the rules are exactly those "+Escape(rep.Expected)+" call for")
+		}
+	}
+	for _, tr := range rep.Traces {
+		p.Para(p.Bold("Trace")+" "+Escape(tr.Spec)+": ", Escape(tr.Summary))
+	}
+	if rep.ConnectionsSummary != "" {
+		p.Para(p.Bold("Connections:")+" ", Escape(rep.ConnectionsSummary))
+		// Bypassing flows, one line per destination and rule.
+		type group struct {
+			c capture.Connection
+			n int
+		}
+		var groups []*group
+		byKey := map[string]*group{}
+		for _, c := range rep.Connections {
+			if c.Class != capture.Bypassing {
+				continue
+			}
+			key := c.Proto + " " + c.Dst.String() + " " + c.Rule
+			if g := byKey[key]; g != nil {
+				g.n++
+				continue
+			}
+			g := &group{c: c, n: 1}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		for _, g := range groups {
+			what := Escape(FlowText(g.c))
+			if g.n > 1 {
+				what = fmt.Sprintf("%d %s flows to %s (e.g. %s)", g.n, g.c.Proto, g.c.Dst, Escape(FlowText(g.c)))
+			}
+			p.Para("  "+p.Paint(injection.EffectBlocks, "bypassing")+" ", what+": "+Escape(g.c.Why))
+			if g.c.Rule != "" {
+				p.Para("    let through by: ", Escape(g.c.Rule))
+			}
+		}
+	}
+	for _, n := range rep.Notes {
+		p.Para(p.Effect(injection.EffectWarning)+": ", Escape(n))
+	}
+	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 || rep.ConnectionsSummary != "" {
+		fmt.Fprintln(p.Out)
+	}
+	for i, d := range rep.Dumps {
+		if i > 0 {
+			fmt.Fprintln(p.Out)
+		}
+		backend := d.Backend
+		if backend == "" {
+			backend = "backend not stated"
+		}
+		fmt.Fprintf(p.Out, "%s (%s, %d rules)\n", p.Bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), Escape(backend), d.RuleCount())
+		for _, t := range d.Tables {
+			if tableEmpty(t) {
+				continue
+			}
+			fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+Escape(t.Name)))
+			printed := map[string]bool{}
+			for _, c := range t.Chains {
+				if c.Policy == "" || len(c.Rules) == 0 {
+					continue
+				}
+				p.Para("  ", fmt.Sprintf("%s (policy %s) %s", Escape(c.Name), Escape(c.Policy), counters(c.Packets, c.Bytes)))
+				printRules(p, t, c, "    ", printed, 0)
+			}
+			for _, c := range t.Chains {
+				if c.Policy == "" && !printed[c.Name] {
+					p.Para("  ", Escape(c.Name)+" (not jumped to from a built-in chain)")
+					printRules(p, t, c, "    ", printed, 0)
+				}
+			}
+		}
+	}
+	if drifted {
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Drift")+" ", "(expected from "+Escape(rep.Expected)+")")
+		for _, r := range rep.Drift.Missing {
+			p.Para("  "+p.Paint(injection.EffectBlocks, "missing:  ")+" ", Escape(r))
+		}
+		for _, r := range rep.Drift.Extra {
+			p.Para("  "+p.Paint(injection.EffectWarning, "extra:    ")+" ", Escape(r))
+		}
+		for _, c := range rep.Drift.Reordered {
+			p.Para("  "+p.Paint(injection.EffectWarning, "reordered:")+" ", Escape(c)+": the same rules in another order")
+		}
+	}
+	if len(rep.Connections) > 0 {
+		fmt.Fprintln(p.Out)
+		fmt.Fprintln(p.Out, p.Bold("Connections"))
+		rows := make([][]string, 0, len(rep.Connections))
+		for _, c := range rep.Connections {
+			uid := "-"
+			if c.UID != nil {
+				uid = fmt.Sprint(*c.UID)
+			}
+			rows = append(rows, []string{Escape(c.Class), c.Proto, c.Src.String(), c.Dst.String(), c.ReplySrc.String(), uid, Escape(Dash(c.State))})
+		}
+		p.Table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
+	}
+	for _, tr := range rep.Traces {
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(tr.Summary))
+		for _, s := range tr.Path {
+			p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), counters(s.Packets, s.Bytes), Escape(s.Rule)))
+		}
+		for _, n := range tr.Notes {
+			p.Para("    note: ", Escape(n))
+		}
+	}
+}
+
+func tableEmpty(t *capture.Table) bool {
+	for _, c := range t.Chains {
+		if len(c.Rules) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func counters(p, b uint64) string { return fmt.Sprintf("[%d pkts, %d bytes]", p, b) }
+
+// printRules prints a chain's rules, each followed by what it means, and
+// the rules of the user chains it jumps to, nested.
+func printRules(p *Printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int) {
+	printed[c.Name] = true
+	for _, r := range c.Rules {
+		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
+		cnt := counters(r.Packets, r.Bytes)
+		if r.PacketsDelta != nil {
+			cnt = fmt.Sprintf("[+%d pkts, +%d bytes]", *r.PacketsDelta, *r.BytesDelta)
+		}
+		p.Para(indent, cnt+" "+Escape(spec))
+		p.Para(indent+"  ↳ ", Escape(r.Annotation))
+		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
+			p.Para(indent+"  ", Escape(sub.Name))
+			printRules(p, t, sub, indent+"    ", printed, depth+1)
+		}
+	}
+}
+
+// FlowText is a flow in one phrase: "tcp 10.1.2.3:40000 → 10.96.0.1:443 (uid 1337)".
+func FlowText(c capture.Connection) string {
+	s := fmt.Sprintf("%s %s → %s", c.Proto, c.Src, c.Dst)
+	if c.UID != nil {
+		s += fmt.Sprintf(" (uid %d)", *c.UID)
+	}
+	return s
+}

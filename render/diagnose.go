@@ -1,0 +1,243 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+func Incomplete(p *Printer, incomplete []string) {
+	for _, u := range incomplete {
+		p.Para(p.Effect(injection.EffectUnknown)+": ", Escape(u))
+	}
+}
+
+// StatusEffect is the colour of a check's status.
+func StatusEffect(status string) string {
+	switch status {
+	case diagnose.Pass:
+		return injection.EffectInject
+	case diagnose.Fail:
+		return injection.EffectBlocks
+	case diagnose.Warning:
+		return injection.EffectWarning
+	case diagnose.Unknown:
+		return injection.EffectUnknown
+	}
+	return injection.EffectNone
+}
+
+// Headline is a diagnosis's answer in a few words.
+func Headline(d *diagnose.Diagnosis) string {
+	switch {
+	case d.Status == diagnose.Fail:
+		return d.First + " failed"
+	case d.First != "":
+		return d.First + ": warning (nothing failed)"
+	case d.Status == diagnose.Unknown:
+		var unknown []string
+		for _, c := range d.Checks {
+			if c.Status == diagnose.Unknown {
+				unknown = append(unknown, c.Name)
+			}
+		}
+		return "nothing failed, but " + strings.Join(unknown, ", ") + " could not be checked (unknown)"
+	}
+	return "every check that ran passed"
+}
+
+// Diagnosis prints one pod: the answer first (the first failing check,
+// its finding and its fix), then the checklist, then what would settle the
+// unknown checks and the commands that show each check in full.
+func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
+	p.Para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), p.Paint(StatusEffect(d.Status), Headline(d)))
+	if d.First != "" {
+		p.Para(p.Bold("Finding:")+" ", Escape(d.Verdict))
+		for i, l := range strings.Split(d.Fix, "\n") {
+			if l == "" {
+				continue
+			}
+			prefix := "         "
+			if i == 0 {
+				prefix = p.Bold("Fix:") + "     "
+			}
+			p.FixLine(prefix, Escape(l))
+		}
+	}
+	fmt.Fprintln(p.Out)
+	rows := make([][]string, 0, len(d.Checks))
+	for _, c := range d.Checks {
+		rows = append(rows, []string{c.Name, p.Paint(StatusEffect(c.Status), c.Status), Escape(strings.TrimPrefix(c.Evidence, "not checked: "))})
+	}
+	p.Table([]string{"CHECK", "STATUS", "EVIDENCE"}, rows)
+	var needs, notRun []string
+	for _, c := range d.Checks {
+		needs = append(needs, c.Needs...)
+		if c.Status == diagnose.NotChecked && strings.Contains(c.Detail, " --") {
+			notRun = append(notRun, c.Name)
+		}
+	}
+	if len(notRun) > 0 {
+		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
+	}
+	if needs = checkup.Dedupe(needs); len(needs) > 0 {
+		fmt.Fprintln(p.Out)
+		p.Para(p.Bold("Needs:")+" ", Escape(strings.Join(needs, "; ")))
+		for i := range needs {
+			if hint := CanIHint(needs[i:]); hint != "" {
+				p.Para("       ", Escape(hint))
+			}
+		}
+	}
+	var more [][2]string
+	for _, c := range d.Checks {
+		if c.Status != diagnose.Pass && c.Status != diagnose.NotChecked && c.Detail != "" {
+			more = append(more, [2]string{c.Name, c.Detail})
+		}
+	}
+	if len(more) > 0 {
+		fmt.Fprintln(p.Out)
+		fmt.Fprintln(p.Out, p.Bold("In full:"))
+		for _, m := range more {
+			p.Command(fmt.Sprintf("  %-12s ", m[0]), Escape(m[1]))
+		}
+	}
+}
+
+// DiagnosisRows prints many: a count per status, one row per pod,
+// worst first, grouped by the first failing check, and a count per check.
+func DiagnosisRows(p *Printer, ds []*diagnose.Diagnosis) {
+	status := map[string]int{}
+	rows := make([][]string, 0, len(ds))
+	for _, d := range ds {
+		status[d.Status]++
+		rows = append(rows, DiagnosisRow(p, d))
+	}
+	DiagnosisTable(p, len(ds), status, rows, CountChecks(ds))
+}
+
+// DiagnosisRow is one diagnosis's row (escaped already).
+func DiagnosisRow(p *Printer, d *diagnose.Diagnosis) []string {
+	name := d.Name
+	if d.WorkloadKind != "Pod" {
+		name = strings.ToLower(d.WorkloadKind) + "/" + name
+	}
+	first := Dash(d.First)
+	if d.First != "" {
+		first = p.Paint(StatusEffect(d.Status), d.First)
+	}
+	finding := d.Verdict
+	if d.First == "" {
+		// What was not checked is counted under the table.
+		finding, _, _ = strings.Cut(finding, "; not checked: ")
+	}
+	return []string{Escape(d.Namespace), Escape(name), p.Paint(StatusEffect(d.Status), d.Status), first, Escape(finding)}
+}
+
+// DiagnosisTable prints n diagnoses' rows under a count per status,
+// then the count per check.
+func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, counts []CheckCount) {
+	var parts []string
+	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
+		if status[s] > 0 {
+			parts = append(parts, p.Paint(StatusEffect(s), fmt.Sprintf("%d %s", status[s], s)))
+		}
+	}
+	p.Para("", fmt.Sprintf("%s diagnosed: %s", CountNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
+	fmt.Fprintln(p.Out)
+	p.Table([]string{"NAMESPACE", "POD", "STATUS", "FIRST", "FINDING"}, rows)
+	fmt.Fprintln(p.Out)
+	crow := make([][]string, 0, len(counts))
+	num := func(i int) string {
+		if i == 0 {
+			return "-"
+		}
+		return fmt.Sprint(i)
+	}
+	for _, c := range counts {
+		crow = append(crow, []string{c.Name, num(c.First), num(c.Fail), num(c.Warning), num(c.Unknown), num(c.Pass), num(c.NotChecked)})
+	}
+	p.Table([]string{"CHECK", "FIRST", "FAIL", "WARNING", "UNKNOWN", "PASS", "NOT CHECKED"}, crow)
+	p.Para("", "A pod's checks, its fix and the commands that show each: kubectl mesh diagnose POD -n NAMESPACE")
+}
+
+// CheckCount counts one check's statuses over a list of diagnoses; First
+// is how many have it as their first failing (or warning) check.
+type CheckCount struct {
+	Name       string `json:"name"`
+	First      int    `json:"first"`
+	Pass       int    `json:"pass"`
+	Warning    int    `json:"warning"`
+	Fail       int    `json:"fail"`
+	Unknown    int    `json:"unknown"`
+	NotChecked int    `json:"notChecked"`
+}
+
+// StatusRank orders diagnoses worst first.
+var StatusRank = map[string]int{diagnose.Fail: 0, diagnose.Unknown: 1, diagnose.Warning: 2, diagnose.Pass: 3}
+
+// CheckRank is a check's place in causal order; no check is last.
+func CheckRank(name string) int {
+	for i, c := range diagnose.Order {
+		if c == name {
+			return i
+		}
+	}
+	return len(diagnose.Order)
+}
+
+// SortDiagnoses puts the worst first, grouped by the first failing check,
+// then by namespace and name.
+func SortDiagnoses(ds []*diagnose.Diagnosis) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if ra, rb := StatusRank[a.Status], StatusRank[b.Status]; ra != rb {
+			return ra < rb
+		}
+		if ca, cb := CheckRank(a.First), CheckRank(b.First); ca != cb {
+			return ca < cb
+		}
+		return KeyBefore(a.Namespace, a.Name, b.Namespace, b.Name)
+	})
+}
+
+// CountChecks is the list's summary: each check's statuses.
+func CountChecks(ds []*diagnose.Diagnosis) []CheckCount {
+	out := make([]CheckCount, len(diagnose.Order))
+	for i, n := range diagnose.Order {
+		out[i].Name = n
+	}
+	for _, d := range ds {
+		AddCounts(out, d)
+	}
+	return out
+}
+
+// AddCounts counts d's checks into counts (CountChecks's).
+func AddCounts(counts []CheckCount, d *diagnose.Diagnosis) {
+	for _, c := range d.Checks {
+		i := CheckRank(c.Name)
+		if i >= len(counts) {
+			continue
+		}
+		switch c.Status {
+		case diagnose.Pass:
+			counts[i].Pass++
+		case diagnose.Warning:
+			counts[i].Warning++
+		case diagnose.Fail:
+			counts[i].Fail++
+		case diagnose.Unknown:
+			counts[i].Unknown++
+		default:
+			counts[i].NotChecked++
+		}
+		if c.Name == d.First {
+			counts[i].First++
+		}
+	}
+}
