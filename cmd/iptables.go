@@ -3,10 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
-	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -184,74 +181,6 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	return c
 }
 
-// validateFlags checks every flag and argument on its own, before any
-// request: the live path adds an ephemeral container or a node pod, so a
-// usage error found after it would leave the pod changed for nothing.
-func (o *IptablesOptions) validateFlags(fleet bool) error {
-	if err := validateOutput(o.Output, outputRaw); err != nil {
-		return err
-	}
-	switch {
-	case o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode:
-		return usageErrorf("--via %q: ephemeral or node", o.Via)
-	case o.Interval < 0:
-		return usageErrorf("--interval must be positive")
-	case o.Timeout <= 0:
-		return usageErrorf("--timeout must be positive")
-	case o.Pod != "" && len(o.FromFiles) > 0:
-		return usageErrorf("give either a POD or --from-file, not both")
-	case o.Pod != "" && (o.AllNamespaces || o.Selector != ""):
-		return usageErrorf("-A and -l select the pods of a fleet audit; they take no POD")
-	case len(o.FromFiles) > 2:
-		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
-	case o.Connections && o.Pod == "" && !fleet:
-		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
-	}
-	if fleet {
-		switch {
-		case o.Via == nsexec.ViaEphemeral && o.viaSet:
-			return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
-		case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
-			return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
-		case o.Output == outputRaw || o.Connections:
-			return usageErrorf("-o raw and --connections are for one POD")
-		}
-	}
-	var ips []netip.Addr
-	for _, s := range o.PodIPs {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return usageErrorf("--pod-ip %q: %v", s, err)
-		}
-		ips = append(ips, a)
-	}
-	for _, s := range o.Nameservers {
-		if _, err := netip.ParseAddr(s); err != nil {
-			return usageErrorf("--nameserver %q: %v", s, err)
-		}
-	}
-	if o.expectSet {
-		args, err := capture.SplitShell(o.ExpectArgs)
-		if err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-		if _, err := capture.ParseCaptureArgs(append([]string{}, args...), nil); err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-	}
-	if len(ips) == 0 && o.Pod != "" {
-		// A live pod's own addresses are read later: stand-ins of both
-		// families check the specs' syntax meanwhile.
-		ips = []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
-	}
-	for _, t := range o.Traces {
-		if _, err := capture.ParseTraceSpec(t, ips); err != nil {
-			return &UsageError{Err: err}
-		}
-	}
-	return nil
-}
-
 // Complete reads the dumps: from the files, or from the live pod.
 func (o *IptablesOptions) Complete(ctx context.Context) error {
 	if o.Pod != "" {
@@ -272,111 +201,6 @@ func (o *IptablesOptions) Complete(ctx context.Context) error {
 			return err
 		}
 		o.raw = append(o.raw, b)
-	}
-	return nil
-}
-
-// Validate parses the dumps, addresses and arguments.
-func (o *IptablesOptions) Validate() error {
-	if err := validateOutput(o.Output, outputRaw); err != nil {
-		return err
-	}
-	if o.live != nil {
-		return o.validateCommon()
-	}
-	if o.Connections {
-		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
-	}
-	if len(o.FromFiles) == 0 {
-		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
-	}
-	if len(o.FromFiles) > 2 {
-		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
-	}
-	for i, b := range o.raw {
-		if len(strings.TrimSpace(string(b))) == 0 {
-			return usageErrorf("%s: empty input: expected iptables-save output", o.FromFiles[i])
-		}
-		if isNftListing(b) {
-			v4, v6, ok, err := capture.ParseNftRuleset(b)
-			if err != nil {
-				return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
-			}
-			if !ok {
-				return usageErrorf("%s: nft ruleset without Istio's tables (inet istio-proxy-*)", o.FromFiles[i])
-			}
-			o.input.Dumps = append(o.input.Dumps, v4, v6)
-			continue
-		}
-		rs, err := capture.ParseSave(b)
-		if err != nil {
-			return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
-		}
-		o.input.Dumps = append(o.input.Dumps, rs)
-	}
-	if len(o.input.Dumps) > 2 {
-		return usageErrorf("an nft ruleset holds both families: give it alone")
-	}
-	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
-		return usageErrorf("the two dumps are both %s; give one IPv4 and one IPv6 dump", o.input.Dumps[0].Family)
-	}
-	return o.validateCommon()
-}
-
-// isNftListing tells `nft list ruleset` output from iptables-save output:
-// its first statement is a table block.
-func isNftListing(b []byte) bool {
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		return strings.HasPrefix(line, "table ")
-	}
-	return false
-}
-
-// validateCommon checks the flags both sources share.
-func (o *IptablesOptions) validateCommon() error {
-	if len(o.PodIPs) > 0 {
-		o.input.PodIPs = nil
-	}
-	for _, s := range o.PodIPs {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return usageErrorf("--pod-ip %q: %v", s, err)
-		}
-		o.input.PodIPs = append(o.input.PodIPs, a)
-	}
-	for _, s := range o.Nameservers {
-		if _, err := netip.ParseAddr(s); err != nil {
-			return usageErrorf("--nameserver %q: %v", s, err)
-		}
-	}
-	if len(o.Nameservers) > 0 || o.live == nil {
-		o.input.Nameservers = o.Nameservers
-	}
-	if o.expectSet {
-		args, err := capture.SplitShell(o.ExpectArgs)
-		if err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-		if args == nil {
-			args = []string{}
-		}
-		if _, err := capture.ParseCaptureArgs(args, nil); err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-		o.input.ExpectArgs, o.input.ExpectFrom = args, "--expect-args"
-	}
-	for _, t := range o.Traces {
-		if _, err := capture.ParseTraceSpec(t, o.input.PodIPs); err != nil {
-			return &UsageError{Err: err}
-		}
-	}
-	o.input.Traces = o.Traces
-	if o.input.Context == nil {
-		o.input.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
 	}
 	return nil
 }

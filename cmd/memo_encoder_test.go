@@ -29,9 +29,9 @@ func TestMemoEncoderEncodesAsJSON(t *testing.T) {
 	if err := render.List(&plain, render.JSON, "InjectionReportList", len(reports), func(i int) any { return reports[i] }); err != nil {
 		t.Fatal(err)
 	}
-	enc := &memoEncoder{}
+	enc := &render.MemoEncoder{}
 	if err := render.List(&fast, render.JSON, "InjectionReportList", len(reports), func(i int) any {
-		it, err := enc.item(reports[i])
+		it, err := enc.Item(reports[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestMemoEncoderEncodesAsJSON(t *testing.T) {
 	if !bytes.Contains(plain.Bytes(), []byte(`kubectl rollout restart deployment/web-\u003c1\u003e -n shop`)) || !bytes.Contains(plain.Bytes(), []byte(`odd\u003cname\u003e\u0026\"0\"`)) {
 		t.Errorf("the names were not put into the fixes:\n%s", plain.String())
 	}
-	t.Logf("%d reports from %d shared answers, %d bytes alike", len(reports), len(enc.compact), plain.Len())
+	t.Logf("%d reports from %d shared answers, %d bytes alike", len(reports), enc.Len(), plain.Len())
 }
 
 // memoFacts is a mesh that injects namespace shop and not namespace plain.

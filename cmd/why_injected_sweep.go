@@ -23,7 +23,7 @@ type injectionSweep struct {
 	verified  bool
 	list      *render.SweptList
 	summaries injection.Summaries
-	enc       memoEncoder
+	enc       render.MemoEncoder
 	buf       []byte
 }
 
@@ -57,7 +57,7 @@ func anyVerified(reports []*injection.InjectionReport) bool {
 }
 
 // A kept report for -o json|yaml is itemJSON and its compact JSON, or
-// itemShared, the number of the memo's answer it shares (memoEncoder) and
+// itemShared, the number of the memo's answer it shares (render.MemoEncoder) and
 // the names of the pod and its owner.
 const (
 	itemJSON = iota
@@ -69,10 +69,10 @@ func (s *injectionSweep) item(dst, b []byte, indented bool) ([]byte, error) {
 	if len(b) > 0 && b[0] == itemShared {
 		id, n := binary.Uvarint(b[1:])
 		names, err := render.ReadRow(b[1+max(n, 0):])
-		if n <= 0 || err != nil || id >= uint64(len(s.enc.compact)) || len(names) != 2 {
+		if n <= 0 || err != nil || id >= uint64(s.enc.Len()) || len(names) != 2 {
 			return nil, fmt.Errorf("internal error: a kept report cannot be read back")
 		}
-		return s.enc.named(dst, int(id), names[0], names[1], indented), nil
+		return s.enc.Named(dst, int(id), names[0], names[1], indented), nil
 	}
 	if len(b) == 0 || b[0] != itemJSON {
 		return nil, fmt.Errorf("internal error: a kept report cannot be read back")
@@ -98,14 +98,14 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 		s.summaries.Add(r)
 		shared, name, owner, ok := r.MemoAnswer()
 		if ok && !s.o.Verify {
-			id, err := s.enc.id(shared)
+			id, err := s.enc.ID(shared)
 			if err != nil {
 				return err
 			}
 			s.buf = binary.AppendUvarint(append(s.buf[:0], itemShared), uint64(id))
 			s.buf = render.AppendRow(s.buf, name, owner)
 		} else {
-			b, err := encodeReport(r)
+			b, err := render.EncodeReport(r)
 			if err != nil {
 				return err
 			}
