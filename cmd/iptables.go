@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -51,8 +52,11 @@ type IptablesOptions struct {
 	live        *nsexec.Result
 	liveBackend string
 	namespace   string
-	input       capture.CaptureInput
-	report      *capture.CaptureReport
+	client      *inspect.Client
+	// fleet: the audit of every selected pod (-n, -l, -A without a POD).
+	fleet  bool
+	input  capture.CaptureInput
+	report *capture.CaptureReport
 	genericiooptions.IOStreams
 }
 
@@ -124,40 +128,18 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 				o.Pod = args[0]
 			}
 			o.viaSet = cmd.Flags().Changed("via")
-			// Every flag is checked before anything is read or created: an
-			// ephemeral container can never be removed from a pod.
-			fleet := o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || cmd.Flags().Changed("namespace"))
-			if err := o.validateFlags(fleet); err != nil {
+			o.fleet = o.isFleet(cmd.Flags().Changed("namespace"))
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			// Every flag is checked before anything is read from the cluster
+			// or created in it: an ephemeral container can never be removed.
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if fleet {
-				ns, explicit, client, err := connect(o.configFlags)
-				if err != nil {
-					return err
-				}
-				if o.isFleet(explicit) {
-					err := o.runFleet(ctx, ns, client)
-					if err != nil && ctx.Err() != nil {
-						return &InterruptedError{Err: fmt.Errorf("interrupted (every node pod created has been deleted)")}
-					}
-					return err
-				}
-			}
-			err := o.Complete(ctx)
-			if err != nil && ctx.Err() != nil {
-				// Interrupted at any step (reading the pod, the dump, the
-				// cleanup): exit as kubectl does, whatever the step's error.
-				return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}
-			}
-			if err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
+			return o.Run(ctx)
 		},
 	}
 	c.Flags().StringVarP(&o.Container, "container", "c", "", "The container whose image the debug container runs (default: istio-proxy's, else istio-init's)")
@@ -181,22 +163,26 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	return c
 }
 
-// Complete reads the dumps: from the files, or from the live pod.
-func (o *IptablesOptions) Complete(ctx context.Context) error {
-	if o.Pod != "" {
-		return o.completeLive(ctx)
+// Complete connects for a POD or the fleet audit, and reads the dumps given
+// with --from-file; nothing in the cluster is read yet.
+func (o *IptablesOptions) Complete() error {
+	if o.Pod != "" || o.fleet {
+		ns, _, client, err := connect(o.configFlags)
+		if err != nil {
+			return err
+		}
+		o.namespace, o.client = ns, client
+		return nil
 	}
 	stdinUsed := false
 	for _, f := range o.FromFiles {
-		var b []byte
-		var err error
 		if f == "-" {
 			if stdinUsed {
 				return usageErrorf("--from-file - can be given once")
 			}
 			stdinUsed = true
 		}
-		b, err = engine.ReadInput(f, o.In)
+		b, err := engine.ReadInput(f, o.In)
 		if err != nil {
 			return err
 		}
@@ -205,8 +191,29 @@ func (o *IptablesOptions) Complete(ctx context.Context) error {
 	return nil
 }
 
-// Run explains and prints.
-func (o *IptablesOptions) Run() error {
+// Run reads (the fleet audit, or a POD's rules), explains and prints.
+func (o *IptablesOptions) Run(ctx context.Context) error {
+	if o.fleet {
+		err := o.runFleet(ctx, o.namespace, o.client)
+		if err != nil && ctx.Err() != nil {
+			return &InterruptedError{Err: fmt.Errorf("interrupted (every node pod created has been deleted)")}
+		}
+		return err
+	}
+	if o.Pod != "" {
+		err := o.readLive(ctx)
+		if err != nil && ctx.Err() != nil {
+			// Interrupted at any step (reading the pod, the dump, the
+			// cleanup): exit as kubectl does, whatever the step's error.
+			return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}
+		}
+		if err != nil {
+			return err
+		}
+		if err := o.validateCommon(); err != nil {
+			return err
+		}
+	}
 	rep, err := capture.ExplainCapture(o.input)
 	if err != nil {
 		return err

@@ -14,27 +14,13 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
-	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
-// completeLive dumps the rules of a running pod and takes the pod's own
+// readLive dumps the rules of a running pod and takes the pod's own
 // context: addresses, container ports, proxy uid, DNS servers, and the
 // arguments its rules were written from.
-func (o *IptablesOptions) completeLive(ctx context.Context) error {
-	if len(o.FromFiles) > 0 {
-		return usageErrorf("give either a POD or --from-file, not both")
-	}
-	if o.Via != nsexec.ViaEphemeral && o.Via != nsexec.ViaNode {
-		return usageErrorf("--via %q: ephemeral or node", o.Via)
-	}
-	if o.Interval < 0 {
-		return usageErrorf("--interval must be positive")
-	}
-	ns, _, ic, err := connect(o.configFlags)
-	if err != nil {
-		return err
-	}
-	o.namespace = ns
+func (o *IptablesOptions) readLive(ctx context.Context) error {
+	ic := o.client
 	client := ic.Kube
 	name := strings.TrimPrefix(strings.TrimPrefix(o.Pod, "pod/"), "pods/")
 	var pod *corev1.Pod

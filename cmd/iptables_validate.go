@@ -78,13 +78,14 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 	return nil
 }
 
-// Validate parses the dumps, addresses and arguments.
+// Validate checks every flag (validateFlags) and, for --from-file, parses
+// the dumps, addresses and arguments; a POD's are checked once it is read.
 func (o *IptablesOptions) Validate() error {
-	if err := validateOutput(o.Output, outputRaw); err != nil {
+	if err := o.validateFlags(o.fleet); err != nil {
 		return err
 	}
-	if o.live != nil {
-		return o.validateCommon()
+	if o.Pod != "" || o.fleet {
+		return nil // a POD's own context is checked once it is read (Run)
 	}
 	if o.Connections {
 		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
