@@ -11,12 +11,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 
+	"github.com/kubectl-mesh/kubectl-mesh/internal/strs"
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
@@ -222,6 +222,6 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 	for _, r := range reports {
 		unknowns = append(unknowns, r.Incomplete...)
 	}
-	render.Incomplete(p, checkup.Dedupe(unknowns))
+	render.Incomplete(p, strs.Dedupe(unknowns))
 	return nil
 }

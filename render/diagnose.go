@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-mesh/kubectl-mesh/engine/checkup"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/strs"
 )
 
 func Incomplete(p *Printer, incomplete []string) {
@@ -84,7 +84,7 @@ func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
 	if len(notRun) > 0 {
 		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
 	}
-	if needs = checkup.Dedupe(needs); len(needs) > 0 {
+	if needs = strs.Dedupe(needs); len(needs) > 0 {
 		fmt.Fprintln(p.Out)
 		p.Para(p.Bold("Needs:")+" ", Escape(strings.Join(needs, "; ")))
 		for i := range needs {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/strs"
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
@@ -42,19 +43,6 @@ type Engine struct {
 	// read of; it returns what to tell as each node is done, and what to
 	// do once all are.
 	Progress func(nodes, pods int) (done func(pods int), finish func())
-}
-
-// Dedupe keeps the first of each string, in order.
-func Dedupe(in []string) []string {
-	seen := map[string]bool{}
-	out := in[:0]
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // dash is s, or "-" when it is empty.
@@ -160,7 +148,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		}
 		ds = append(ds, d)
 	}
-	return ds, !single, Dedupe(incomplete), nil
+	return ds, !single, strs.Dedupe(incomplete), nil
 }
 
 // rulesSkipped says why --rules reads no rules of an item's pod, "" when
@@ -294,7 +282,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			return nil, err
 		}
 	}
-	return Dedupe(append(inject.FactsIncomplete(facts), evIncomplete...)), nil
+	return strs.Dedupe(append(inject.FactsIncomplete(facts), evIncomplete...)), nil
 }
 
 // readRules reads the live rules (and with --connections the flows) of the
