@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
-	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
@@ -26,14 +25,7 @@ func (o *IptablesOptions) isFleet(explicitNS bool) bool {
 // each against what its own arguments call for, and prints one line per pod,
 // worst first.
 func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspect.Client) error {
-	switch {
-	case o.Via == nsexec.ViaEphemeral && o.viaSet:
-		return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
-	case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
-		return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
-	case o.Output == outputRaw || o.Connections:
-		return usageErrorf("-o raw and --connections are for one POD")
-	}
+	// Its flags were checked by Validate (validateFlags).
 	if o.AllNamespaces {
 		ns = ""
 	}
