@@ -1,4 +1,5 @@
-// Package cmd holds the cobra commands of kubectl-mesh and their rendering.
+// Package cmd holds the cobra commands of kubectl-mesh: flags, validation,
+// one engine call (engine/) and one printer (render/) per command.
 // Each command follows kubectl's pattern: an Options struct filled from flags,
 // then Complete, Validate and Run.
 package cmd
