@@ -128,8 +128,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 				o.Pod = args[0]
 			}
 			o.viaSet = cmd.Flags().Changed("via")
-			o.fleet = o.isFleet(cmd.Flags().Changed("namespace"))
-			if err := o.Complete(); err != nil {
+			if err := o.Complete(cmd.Flags().Changed("namespace")); err != nil {
 				return err
 			}
 			// Every flag is checked before anything is read from the cluster
@@ -163,17 +162,22 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	return c
 }
 
-// Complete connects for a POD or the fleet audit, and reads the dumps given
-// with --from-file; nothing in the cluster is read yet.
-func (o *IptablesOptions) Complete() error {
-	if o.Pod != "" || o.fleet {
-		ns, _, client, err := connect(o.configFlags)
-		if err != nil {
-			return err
-		}
-		o.namespace, o.client = ns, client
-		return nil
+// Complete connects for a POD or the fleet audit (no request is sent
+// yet); namespaceFlag says -n was given.
+func (o *IptablesOptions) Complete(namespaceFlag bool) error {
+	if o.Pod == "" && !o.isFleet(namespaceFlag) {
+		return nil // dumps from files: Validate reads them once the flags are checked
 	}
+	ns, explicit, client, err := connect(o.configFlags)
+	if err != nil {
+		return err
+	}
+	o.namespace, o.client, o.fleet = ns, client, o.isFleet(explicit)
+	return nil
+}
+
+// readFiles reads the dumps given with --from-file.
+func (o *IptablesOptions) readFiles() error {
 	stdinUsed := false
 	for _, f := range o.FromFiles {
 		if f == "-" {

@@ -87,6 +87,9 @@ func (o *IptablesOptions) Validate() error {
 	if o.Pod != "" || o.fleet {
 		return nil // a POD's own context is checked once it is read (Run)
 	}
+	if err := o.readFiles(); err != nil {
+		return err
+	}
 	if o.Connections {
 		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
 	}

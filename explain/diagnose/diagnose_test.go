@@ -235,7 +235,7 @@ func TestCrashLoopSameAnswerInEveryPhase(t *testing.T) {
 		{"the app", "app", func(p *corev1.Pod, st corev1.ContainerStatus) {
 			st.Name = "app"
 			p.Status.ContainerStatuses[1] = st
-		}, CheckStart, "kubectl logs web-1 -n shop -c app --previous"},
+		}, CheckStart, "kubectl logs web-1 -n shop -c app"},
 		{"a native sidecar proxy", "istio-proxy", func(p *corev1.Pod, st corev1.ContainerStatus) {
 			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-proxy", RestartPolicy: (*corev1.ContainerRestartPolicy)(&always)})
 			p.Spec.Containers = p.Spec.Containers[1:]
@@ -243,7 +243,7 @@ func TestCrashLoopSameAnswerInEveryPhase(t *testing.T) {
 			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, st)
 			p.Status.ContainerStatuses = p.Status.ContainerStatuses[1:]
 			p.Status.Phase = corev1.PodPending
-		}, CheckStart, "kubectl logs web-1 -n shop -c istio-proxy --previous"},
+		}, CheckStart, "kubectl logs web-1 -n shop -c istio-proxy"},
 	}
 	checked := 0
 	for _, sub := range subjects {
@@ -257,6 +257,11 @@ func TestCrashLoopSameAnswerInEveryPhase(t *testing.T) {
 			if d.Status != Fail || d.First != sub.first || !strings.Contains(d.Fix, sub.fix) {
 				t.Errorf("%s: status %q first %q fix %q; want fail, first %s, fix with %q\n%+v", where, d.Status, d.First, d.Fix, sub.first, sub.fix, d.Checks)
 				continue
+			}
+			// The failed run's log: the current container's while it is
+			// terminated, else the previous one's.
+			if prev := strings.Contains(d.Fix, " --previous"); prev == (ph.name == "just terminated") {
+				t.Errorf("%s: fix %q: --previous %v, but the failed run is the %s container", where, d.Fix, prev, map[bool]string{true: "current", false: "previous"}[ph.name == "just terminated"])
 			}
 			for _, want := range []string{sub.container + " failed", "exit 1 (Error): iptables-restore: line 12 failed", "restarted "} {
 				if !strings.Contains(got.Evidence, want) {

@@ -3,6 +3,7 @@ package startup
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -285,9 +286,15 @@ func (cs ContainerStartup) runsToCompletion() bool {
 // it is waiting in back-off, just terminated, or running its next attempt
 // (an init container until it completes, any other until it has run for
 // BackOffReset).
-func classify(cs *ContainerStartup, now time.Time) {
+func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	lt := cs.LastTermination
+	stopped := p.DeletionTimestamp != nil ||
+		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && (cs.Role == RoleProxyNative || cs.Role == RoleNativeSidecar)
 	switch {
+	case cs.State == "terminated" && stopped:
+		// The kubelet stopped it: the pod is being deleted, or it finished
+		// and its native sidecars are ended (their exit codes mean nothing).
+		return
 	case cs.State == "terminated" && cs.ExitCode != nil && *cs.ExitCode != 0:
 		cs.Failing = true
 		cs.LastFailure = termination(*cs.ExitCode, cs.Reason, cs.Message)
@@ -379,7 +386,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	}
 	for _, c := range p.Spec.InitContainers {
 		cs := containerStartup(c, true, statuses["init/"+c.Name])
-		classify(&cs, f.Now)
+		classify(&cs, p, f.Now)
 		if l, ok := f.Logs[c.Name]; ok {
 			l := l
 			cs.Log = &l
@@ -389,7 +396,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	}
 	for _, c := range p.Spec.Containers {
 		cs := containerStartup(c, false, statuses["app/"+c.Name])
-		classify(&cs, f.Now)
+		classify(&cs, p, f.Now)
 		if l, ok := f.Logs[c.Name]; ok {
 			l := l
 			cs.Log = &l
@@ -574,10 +581,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		if c.Log != nil {
 			msg += ": " + logEnd(c)
 		}
-		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name)
-		if c.Restarts > 0 || c.State != "terminated" {
-			logs += " --previous"
-		}
+		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name) + previousFlag(c)
 		add("container-failing", c.Name, msg, logs+"   # the failed run's log says why it exited")
 	}
 	// A pod on no node has started nothing: it waits for the scheduler, not
@@ -745,9 +749,14 @@ func logEnd(c ContainerStartup) string {
 	if c.Log == nil {
 		return "its log says why"
 	}
-	lines := c.Log.Previous
+	// The failed run: the current container while it is terminated, else
+	// the last terminated one (the kubelet's previous).
+	lines, other := c.Log.Previous, c.Log.Current
+	if c.State == "terminated" {
+		lines, other = other, lines
+	}
 	if len(lines) == 0 {
-		lines = c.Log.Current
+		lines = other
 	}
 	if len(lines) == 0 && c.Log.Unavailable != "" {
 		return "its log could not be read (" + c.Log.Unavailable + ")"
@@ -763,24 +772,42 @@ func logEnd(c ContainerStartup) string {
 	return "its log is empty"
 }
 
+// previousFlag is " --previous" when the failed run is the container's last
+// terminated one (it waits in back-off, or runs its next attempt): kubectl
+// logs then reads it; while it is terminated, it is the current one.
+func previousFlag(c ContainerStartup) string {
+	if c.LastTermination != nil && c.State != "terminated" {
+		return " --previous"
+	}
+	return ""
+}
+
+// portList: a comma-separated list of port numbers.
+func portList(v string) bool {
+	for _, p := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return true
+}
+
 // istioInitFix is the fix of a failing istio-init: for a cause it
 // recognised, what to change and where (the annotation and its value, on
 // the object that re-creates the pod); else the command that shows its log.
 // Each runs as pasted: the advice is a comment.
 func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	ns := r.Namespace
-	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns)
-	if c.Restarts > 0 {
-		logs += " --previous"
-	}
+	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + previousFlag(c)
 	switch c.cause {
 	case causeNoNetAdmin:
-		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name==istio.InitContainer)].securityContext.capabilities}'`, r.Name, ns) +
+		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
 			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
 	case causeBadPorts:
 		v, ok := f.Pod.Annotations[istio.AnnotationIncludeOutboundPorts]
-		if !ok {
-			return logs + "   # the pod has no " + istio.AnnotationIncludeOutboundPorts + " annotation: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"
+		if !ok || portList(v) {
+			return logs + "   # the pod's " + istio.AnnotationIncludeOutboundPorts + " annotation, if any, is a list of ports: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"
 		}
 		set := fmt.Sprintf("%s=%q", istio.AnnotationIncludeOutboundPorts, v)
 		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(istio.AnnotationIncludeOutboundPorts, "/", "~1")

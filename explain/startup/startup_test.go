@@ -352,7 +352,9 @@ func TestIstioInitFixNamesTheCause(t *testing.T) {
 		{"bad port from the mesh-wide values", portsLog, "deployment/web", nil,
 			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`, "global.proxy.includeOutboundPorts"}},
 		{"no NET_ADMIN", capsLog, "deployment/web", nil,
-			[]string{`kubectl get pod web-1 -n shop -o jsonpath=`, "NET_ADMIN and NET_RAW"}},
+			[]string{`kubectl get pod web-1 -n shop -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, "NET_ADMIN and NET_RAW"}},
+		{"bad port, but the annotation is a list of ports: the mesh-wide values", portsLog, "deployment/web", map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "443, 8080"},
+			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`, "global.proxy.includeOutboundPorts"}},
 		{"unrecognised: the log's last line", map[string]LogTail{"istio-init": {Previous: []string{"something odd", ""}}}, "", nil,
 			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`}},
 	}
@@ -373,5 +375,31 @@ func TestIstioInitFixNamesTheCause(t *testing.T) {
 		if tc.name == "unrecognised: the log's last line" && !strings.Contains(r.Hazards[0].Message, "its log ends: something odd") {
 			t.Errorf("%s: message %q does not quote the log's last line", tc.name, r.Hazards[0].Message)
 		}
+	}
+}
+
+// A container the kubelet stopped is not failing: a native sidecar ended
+// when its pod finished, or any container of a pod being deleted.
+func TestStoppedContainersAreNotFailing(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	proxy := corev1.Container{Name: "istio-proxy", RestartPolicy: &always}
+	sigterm := corev1.ContainerStatus{Name: "istio-proxy", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error"}}}
+	for _, phase := range []corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed} {
+		r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{inits: []corev1.Container{c("istio-init"), proxy}, containers: []corev1.Container{c("app")},
+			initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), sigterm}, st: []corev1.ContainerStatus{done("app", 3, 9, 0, "")}, phase: phase}), Now: t0.Add(time.Minute)})
+		if r.InitContainers[1].Failing || strings.Contains(hazardIDs(r), "container-failing") {
+			t.Errorf("%s pod: its native sidecar ended with 143 is failing: %q", phase, hazardIDs(r))
+		}
+	}
+	p := shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{done("app", 3, 9, 137, "")}})
+	now := metav1.NewTime(t0.Add(time.Minute))
+	p.DeletionTimestamp = &now
+	if r := AnalyzeStartup(StartupFacts{Pod: p, Now: t0.Add(time.Minute)}); r.Containers[0].Failing {
+		t.Errorf("a pod being deleted: its app ended with 137 is failing: %q", hazardIDs(r))
+	}
+	// Its own failure is still one: a Failed pod's app that exited 1.
+	p = shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{done("app", 3, 9, 1, "")}, phase: corev1.PodFailed})
+	if r := AnalyzeStartup(StartupFacts{Pod: p, Now: t0.Add(time.Minute)}); !r.Containers[0].Failing {
+		t.Errorf("a Failed pod's app that exited 1 is not failing")
 	}
 }

@@ -68,16 +68,20 @@ stop etcd etcd
 
 # 3. Network namespaces of the pods: those containerd named, any cni-* netns
 #    holding an address of this cluster's pod range, and any cni-* netns
-#    made while this cluster ran (not in up.sh's netns.before) that no
-#    process holds any more: a sandbox torn down half way (its CNI DEL done,
-#    its record gone) leaves one with no address.
-held=$(for l in /proc/[0-9]*/ns/net; do readlink "$l" 2>/dev/null; done | sort -u)
+#    made while this cluster ran (not in up.sh's netns.before) that nothing
+#    holds any more (no thread in it, no open file of it): a sandbox torn
+#    down half way (its CNI DEL done, its record gone) leaves one with no
+#    address.
+# Held: by any thread's namespace, or an open file (a runtime setting a
+# sandbox up holds its netns open before any process runs in it).
+held=
 for ns in /run/netns/cni-*; do
   [ -e "$ns" ] || continue
   if ip netns exec "$(basename "$ns")" ip -4 -o addr show to "$POD_CIDR" 2>/dev/null | grep -q .; then
     echo "$ns" >> "$netns_list"
   elif [ -f "$RUN_DIR/netns.before" ] && ! grep -qxF "$ns" "$RUN_DIR/netns.before"; then
     ino=$(stat -L -c %i "$ns" 2>/dev/null) || continue
+    [ -n "$held" ] || held=$(for l in /proc/[0-9]*/task/[0-9]*/ns/net /proc/[0-9]*/fd/*; do readlink "$l" 2>/dev/null; done | grep '^net:\[' | sort -u)
     grep -qxF "net:[$ino]" <<< "$held" || echo "$ns" >> "$netns_list"
   fi
 done
