@@ -125,23 +125,17 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var events map[string][]corev1.Event
-	var incomplete []string
-	var evErr error
-	evDone := make(chan struct{})
-	go func() {
-		defer close(evDone)
-		events, incomplete, evErr = o.eng.Events(ctx, ns, "")
-	}()
-	defer func() { cancel(); <-evDone }()
+	ctx, cancel := context.WithCancel(ctx) // ends the pods' stream too, however the sweep ends
+	defer cancel()
+	pending := o.eng.EventsAsync(ctx, ns)
+	defer pending.Stop()
 	var held *corev1.Pod
 	kept := newStartupSweep(o)
 	seen := 0
 	err := o.client.StreamPods(ctx, ns, o.Selector).Each(func(page []corev1.Pod) error {
-		<-evDone
-		if evErr != nil {
-			return evErr
+		events, incomplete, err := pending.Wait()
+		if err != nil {
+			return err
 		}
 		for i := range page {
 			seen++
@@ -164,9 +158,9 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return inspect.ExplainAPIError(err, "list pods")
 	}
-	<-evDone
-	if evErr != nil {
-		return evErr
+	events, incomplete, err := pending.Wait()
+	if err != nil {
+		return err
 	}
 	if held != nil {
 		return o.finish(false, true, []*startup.StartupReport{o.eng.Analyze(ctx, held, events, incomplete, true)})

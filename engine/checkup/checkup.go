@@ -216,16 +216,8 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	pre := e.Inject.StartSweep(ctx)
 	defer pre.Close()
 	ns := e.Inject.SweepNamespace()
-	var events map[string][]corev1.Event
-	var evIncomplete []string
-	var evErr error
-	evDone := make(chan struct{})
-	evCtx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(evDone)
-		events, evIncomplete, evErr = e.Starts.Events(evCtx, ns, "")
-	}()
-	defer func() { cancel(); <-evDone }()
+	pending := e.Starts.EventsAsync(ctx, ns)
+	defer pending.Stop()
 
 	facts, err := e.Inject.MeshFacts(ctx)
 	if err != nil {
@@ -240,9 +232,9 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		if p == nil {
 			it.facts.NoPod = "admission refuses its pods: none was created"
 		} else {
-			<-evDone
-			if evErr != nil {
-				return evErr
+			events, evIncomplete, err := pending.Wait()
+			if err != nil {
+				return err
 			}
 			it.facts.Startup = e.Starts.Analyze(ctx, p, events, evIncomplete, false)
 		}
@@ -259,9 +251,9 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	if err != nil {
 		return nil, err
 	}
-	<-evDone
-	if evErr != nil {
-		return nil, evErr
+	_, evIncomplete, err := pending.Wait()
+	if err != nil {
+		return nil, err
 	}
 	if e.Verify {
 		reports := make([]*injection.InjectionReport, 0, len(items))

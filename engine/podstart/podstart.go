@@ -113,3 +113,37 @@ func (e *Engine) failedLogs(ctx context.Context, p *corev1.Pod) map[string]start
 	check(p.Status.ContainerStatuses)
 	return logs
 }
+
+// PendingEvents are events being read in the background (EventsAsync).
+type PendingEvents struct {
+	done       chan struct{}
+	cancel     context.CancelFunc
+	events     map[string][]corev1.Event
+	incomplete []string
+	err        error
+}
+
+// EventsAsync starts reading the events about the pods in ns (all
+// namespaces for ""), for a sweep to use while the pods stream in. Wait
+// returns them; Stop ends the read and waits for it.
+func (e *Engine) EventsAsync(ctx context.Context, ns string) *PendingEvents {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &PendingEvents{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.events, p.incomplete, p.err = e.Events(ctx, ns, "")
+	}()
+	return p
+}
+
+// Wait waits for the events, as often as asked.
+func (p *PendingEvents) Wait() (map[string][]corev1.Event, []string, error) {
+	<-p.done
+	return p.events, p.incomplete, p.err
+}
+
+// Stop cancels the read, if it still runs, and waits for it.
+func (p *PendingEvents) Stop() {
+	p.cancel()
+	<-p.done
+}
