@@ -74,24 +74,38 @@ stop etcd etcd
 #    address.
 # Held: by any thread's namespace, or an open file (a runtime setting a
 # sandbox up holds its netns open before any process runs in it).
-held=
-for ns in /run/netns/cni-*; do
-  [ -e "$ns" ] || continue
-  if ip netns exec "$(basename "$ns")" ip -4 -o addr show to "$POD_CIDR" 2>/dev/null | grep -q .; then
-    echo "$ns" >> "$netns_list"
-  elif [ -f "$RUN_DIR/netns.before" ] && ! grep -qxF "$ns" "$RUN_DIR/netns.before"; then
-    ino=$(stat -L -c %i "$ns" 2>/dev/null) || continue
-    [ -n "$held" ] || held=$(for l in /proc/[0-9]*/task/[0-9]*/ns/net /proc/[0-9]*/fd/*; do readlink "$l" 2>/dev/null; done | grep '^net:\[' | sort -u)
-    grep -qxF "net:[$ino]" <<< "$held" || echo "$ns" >> "$netns_list"
-  fi
-done
-if [ -f "$netns_list" ]; then
+clear_netns() {
+  local held= ns ino
+  for ns in /run/netns/cni-*; do
+    [ -e "$ns" ] || continue
+    if ip netns exec "$(basename "$ns")" ip -4 -o addr show to "$POD_CIDR" 2>/dev/null | grep -q .; then
+      echo "$ns" >> "$netns_list"
+    elif [ -f "$RUN_DIR/netns.before" ] && ! grep -qxF "$ns" "$RUN_DIR/netns.before"; then
+      ino=$(stat -L -c %i "$ns" 2>/dev/null) || continue
+      [ -n "$held" ] || held=$(for l in /proc/[0-9]*/task/[0-9]*/ns/net /proc/[0-9]*/fd/*; do readlink "$l" 2>/dev/null; done | grep '^net:\[' | sort -u)
+      grep -qxF "net:[$ino]" <<< "$held" || echo "$ns" >> "$netns_list"
+    fi
+  done
+  [ -f "$netns_list" ] || return 0
   sort -u "$netns_list" | while read -r ns; do
     case $ns in /run/netns/cni-*|/var/run/netns/cni-*) ;; *) continue ;; esac
     [ -e "$ns" ] || continue
     umount "$ns" 2>/dev/null || umount -l "$ns" 2>/dev/null
-    rm -f "$ns" && log "removed netns $ns"
+    rm -f "$ns" 2>/dev/null && log "removed netns $ns"
   done
+  rm -f "$netns_list"
+}
+clear_netns
+# containerd makes /run/netns a (shared) bind mount of itself when it first
+# makes a pod's netns there. Such a bind made over a netns already mounted
+# hides that mount (umount through the path says "not mounted", rm says
+# "busy"): once every pod's netns is gone, the bind this cluster made goes
+# too (up.sh notes whether /run/netns was a mount point before), and what it
+# hid is cleared.
+if [ -f "$RUN_DIR/netns.unmounted" ]; then
+  # (busy: something else is mounted under it, and stays)
+  while mountpoint -q /run/netns; do umount /run/netns 2>/dev/null || break; done
+  clear_netns
 fi
 
 # 4. Mounts under the state dir (overlay rootfs, volumes, shm), deepest first.

@@ -64,6 +64,7 @@ done
 mkdir -p "$PID_DIR" "$LOG_DIR" "$ETC_DIR/cni" "$RUN_DIR"/{etcd,containerd/root,containerd/state,kubelet,pod-logs,cni-ipam}
 # Pods' network namespaces there before this cluster: down.sh leaves these.
 { ls -d /run/netns/cni-* 2>/dev/null || true; } > "$RUN_DIR/netns.before"
+mountpoint -q /run/netns || touch "$RUN_DIR/netns.unmounted"
 "$HACK_DIR/pki.sh"
 echo "$K8S_VERSION" > "$RUN_DIR/k8s-version"
 cat /proc/sys/net/ipv4/ip_forward > "$RUN_DIR/ip_forward.orig"
