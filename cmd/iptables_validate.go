@@ -87,17 +87,12 @@ func (o *IptablesOptions) Validate() error {
 	if o.Pod != "" || o.fleet {
 		return nil // a POD's own context is checked once it is read (Run)
 	}
-	if err := o.readFiles(); err != nil {
-		return err
-	}
-	if o.Connections {
-		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
-	}
+	// --connections and more than two dumps were refused by validateFlags.
 	if len(o.FromFiles) == 0 {
 		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
 	}
-	if len(o.FromFiles) > 2 {
-		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
+	if err := o.readFiles(); err != nil {
+		return err
 	}
 	for i, b := range o.raw {
 		if len(strings.TrimSpace(string(b))) == 0 {

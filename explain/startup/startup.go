@@ -369,8 +369,6 @@ func (cs ContainerStartup) FailureSummary() string {
 	return fmt.Sprintf("%s failed: %s; %s", cs.Name, last, cs.Attempts())
 }
 
-func failed(cs ContainerStartup) bool { return cs.Failing }
-
 // AnalyzeStartup reports how a pod's containers started, in what order,
 // and what went or may go wrong.
 func AnalyzeStartup(f StartupFacts) *StartupReport {
@@ -556,7 +554,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 	}
 	ns := r.Namespace
 	for _, c := range r.InitContainers {
-		if !failed(c) {
+		if !c.Failing {
 			continue
 		}
 		why := c.Failure
@@ -591,7 +589,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		if age > time.Minute || r.InitResult == "failed" || r.InitResult == "crash-looping" {
 			stuck := ""
 			for _, c := range r.InitContainers {
-				if c.State != "terminated" || failed(c) {
+				if c.State != "terminated" || c.Failing {
 					stuck = c.Name
 					break
 				}
