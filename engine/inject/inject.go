@@ -193,7 +193,8 @@ func podNamespaces(pods []corev1.Pod) []string {
 }
 
 // blockedOwners reports workloads whose pods the apiserver refuses to create
-// because of an Istio webhook (FailedCreate events): they have no pod to list.
+// because of the mesh (FailedCreate events: an Istio webhook, PodSecurity
+// refusing istio-init, a quota refusing the sidecar): they have no pod to list.
 func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFacts, events map[string][]corev1.Event) ([]*injection.InjectionReport, error) {
 	var out []*injection.InjectionReport
 	keys := make([]string, 0, len(events))
@@ -208,7 +209,7 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 	}
 	for _, k := range keys {
 		evs := events[k]
-		if !strings.Contains(evs[0].Message, "sidecar-injector.istio.io") {
+		if injection.RefusalOf(evs[0].Message) == "" {
 			continue
 		}
 		parts := strings.SplitN(k, "/", 3)
@@ -223,6 +224,9 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
 		}
 		r := e.Mesh.Explain(facts, w)
+		if !r.CreationBlocked {
+			continue // e.g. a quota refusing pods that get no sidecar
+		}
 		e.recordLive(r, owned)
 		r.Factors = injection.DecidingFactors(r.Factors)
 		out = append(out, r)

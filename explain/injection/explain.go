@@ -83,7 +83,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	// one whose injector agrees wins.
 	var calls []webhookCall
 	var injecting *webhookCall
-	blocked := ""
+	blocked, blockedBy := "", ""
 	// The annotations istiod would refuse (the pod's own: the same for every
 	// revision), and those it refuses when a revision is about to inject.
 	badAnnotations := invalidAnnotations(w.Annotations)
@@ -104,16 +104,16 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			need(e.backendUnknown)
 		}
 		if e.backendIssue != "" && e.failClosed && blocked == "" {
-			blocked = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue)
+			blocked, blockedBy = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue), BlockedWebhook
 		}
 		if c.d.inject && e.backendIssue == "" {
 			// istiod checks the annotations before it picks the templates.
 			if len(badAnnotations) > 0 && blocked == "" {
-				blocked = "istiod refuses the pod at admission: " + badAnnotations[0].String()
+				blocked, blockedBy = "istiod refuses the pod at admission: "+badAnnotations[0].String(), BlockedAnnotation
 				refused = badAnnotations
 			}
 			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
-				blocked = "istiod rejects the pod: " + tf.Source
+				blocked, blockedBy = "istiod rejects the pod: "+tf.Source, BlockedTemplate
 			}
 		}
 		calls = append(calls, c)
@@ -151,7 +151,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
 		} else if _, both := nsLabels[istio.LabelInjection]; both {
 			add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
-			r.Warnings = append(r.Warnings, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
+			r.Warn(WarnConflictingLabels, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
 		} else if e := hasSelector("istio.io/rev in", false); e != nil {
 			via := "revision " + e.revision
 			if e.tag != "" {
@@ -267,7 +267,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		for _, e := range matched {
 			names = append(names, e.fullName())
 		}
-		r.Warnings = append(r.Warnings, "more than one Istio webhook matches ("+strings.Join(names, ", ")+"): each injects in turn; overlapping webhooks are a misconfiguration")
+		r.Warn(WarnOverlapping, "more than one Istio webhook matches ("+strings.Join(names, ", ")+"): each injects in turn; overlapping webhooks are a misconfiguration")
 	}
 
 	// Inside the injector, for each revision called.
@@ -364,17 +364,21 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 
 	// Pods that could not be created: the owner's FailedCreate events.
 	for _, ev := range w.Events {
-		if strings.Contains(ev.Message, "webhook") && strings.Contains(ev.Message, "istio.io") {
-			add("event FailedCreate", truncate(ev.Message, 200), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
+		kind := RefusalOf(ev.Message)
+		if kind == BlockedQuota && injecting == nil {
+			continue // a quota refusing pods with no sidecar is not the mesh's
+		}
+		if kind != "" {
+			add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
 			if blocked == "" {
-				blocked = "the apiserver rejected pod creation: " + truncate(ev.Message, 200)
+				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(ev.Message, 300), kind
 			}
 		}
 	}
 
 	// Outcome. A known block decides whatever else is unknown.
 	if blocked != "" {
-		r.CreationBlocked = true
+		r.CreationBlocked, r.BlockedBy = true, blockedBy
 	}
 	if blocked == "" && len(undecided) > 0 {
 		r.Ambient = ambient && !st.injected
@@ -393,10 +397,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		r.Revision = st.revision
 	}
 	if (ambient || amb.asked) && r.IsExpected() {
-		r.Warnings = append(r.Warnings, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
+		r.Warn(WarnAmbientAndSidecar, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
 		ambient = false
 	} else if amb.asked && amb.excluded != "" && !st.injected {
-		r.Warnings = append(r.Warnings, "istio.io/dataplane-mode asks for ambient mode, but "+amb.excluded)
+		r.Warn(WarnAmbientExcluded, "istio.io/dataplane-mode asks for ambient mode, but "+amb.excluded)
 	}
 	if st.injected {
 		ambient = false
@@ -418,7 +422,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		// its own (startup reads it).
 		if why := initBreakingAnnotation(w.Annotations); why != "" {
 			r.InitFailure = why
-			r.Warnings = append(r.Warnings, why)
+			r.Warn(WarnInitFailure, why)
 		}
 	}
 	return r
@@ -444,4 +448,21 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// RefusalOf tells a FailedCreate event's message that concerns the mesh: an
+// Istio webhook's failure or refusal, PodSecurity refusing an Istio
+// container, or a quota or LimitRange refusing the pod (which counts only
+// when the pod gets a sidecar); "" for any other.
+func RefusalOf(msg string) string {
+	switch {
+	case strings.Contains(msg, "webhook") && strings.Contains(msg, "istio.io"):
+		return BlockedWebhook
+	case strings.Contains(msg, "violates PodSecurity") && (strings.Contains(msg, `"`+istio.InitContainer+`"`) ||
+		strings.Contains(msg, `"`+istio.ProxyContainer+`"`) || strings.Contains(msg, `"`+istio.ValidationContainer+`"`)):
+		return BlockedPodSecurity
+	case strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "must specify limits") || strings.Contains(msg, "must specify requests"):
+		return BlockedQuota
+	}
+	return ""
 }

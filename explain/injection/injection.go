@@ -149,9 +149,11 @@ type InjectionReport struct {
 	AmbientCapture string `json:"ambientCapture,omitempty"`
 	// CreationBlocked is set when the pod cannot be created at all (a webhook
 	// with failurePolicy Fail cannot be reached, or rejects it).
-	CreationBlocked bool     `json:"creationBlocked,omitempty"`
-	Factors         []Factor `json:"factors"`
-	Verdict         string   `json:"verdict"`
+	CreationBlocked bool `json:"creationBlocked,omitempty"`
+	// BlockedBy says what refuses it (Blocked* constants) when CreationBlocked.
+	BlockedBy string   `json:"blockedBy,omitempty"`
+	Factors   []Factor `json:"factors"`
+	Verdict   string   `json:"verdict"`
 	// Reason is the verdict in a few words, for one-row-per-pod tables.
 	Reason string `json:"reason"`
 	Fix    string `json:"fix"`
@@ -159,6 +161,8 @@ type InjectionReport struct {
 	// now; null when that is unknown.
 	Mismatch *bool    `json:"mismatch"`
 	Warnings []string `json:"warnings,omitempty"`
+	// WarningKinds are the Warnings' kinds (Warn* constants), one each.
+	WarningKinds []string `json:"-"`
 	// Needs, when the verdict is unknown, names each permission (verb,
 	// resource, scope) that would settle it, e.g.
 	// "list mutatingwebhookconfigurations.admissionregistration.k8s.io (cluster-wide)".
@@ -184,6 +188,42 @@ type InjectionReport struct {
 // its owner's. ok is false for a report not made by a Memo.
 func (r *InjectionReport) MemoAnswer() (shared *InjectionReport, name, owner string, ok bool) {
 	return r.memo, r.Name, r.memoOwner, r.memo != nil
+}
+
+// What refuses a pod's creation (BlockedBy).
+const (
+	BlockedWebhook     = "webhook"      // an Istio webhook cannot be called, or refuses it
+	BlockedAnnotation  = "annotation"   // istiod refuses an annotation's value
+	BlockedTemplate    = "template"     // istiod cannot render the templates asked for
+	BlockedQuota       = "quota"        // a ResourceQuota refuses the pod with its sidecar
+	BlockedPodSecurity = "pod-security" // PodSecurity admission refuses istio-init's capabilities
+)
+
+// Warning kinds (WarningKinds).
+const (
+	WarnConflictingLabels = "conflicting-labels"   // istio-injection and istio.io/rev on one namespace
+	WarnOverlapping       = "overlapping-webhooks" // more than one Istio webhook matches
+	WarnAmbientAndSidecar = "ambient-and-sidecar"  // selected for ambient mode and a sidecar
+	WarnAmbientExcluded   = "ambient-excluded"     // ambient asked for, but it cannot be
+	WarnInitFailure       = "init-failure"         // istio-init will refuse what istiod admits
+	WarnAskedNotDone      = "asked-not-done"       // injection asked for, but it does not happen
+)
+
+// Warn adds a warning of a kind.
+func (r *InjectionReport) Warn(kind, text string) {
+	r.Warnings = append(r.Warnings, text)
+	r.WarningKinds = append(r.WarningKinds, kind)
+}
+
+// WarningsOf are the warnings of a kind.
+func (r *InjectionReport) WarningsOf(kind string) []string {
+	var out []string
+	for i, w := range r.Warnings {
+		if i < len(r.WarningKinds) && r.WarningKinds[i] == kind {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // IsMismatch reports a known mismatch (false when there is none or it is unknown).

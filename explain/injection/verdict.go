@@ -34,7 +34,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 
 	expected := r.IsExpected()
 	if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
-		r.Warnings = append(r.Warnings, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
 	}
 	if w.Pod == nil {
 		if expected {

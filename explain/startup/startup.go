@@ -86,7 +86,9 @@ type ContainerStartup struct {
 	LastFailure string `json:"lastFailure,omitempty"`
 	// Failure explains a recognised failure.
 	Failure string `json:"failure,omitempty"`
-	cause   string // the recognised failure's, for its fix
+	// Cause is the recognised failure's cause (Cause* constants), "" when
+	// it has no name.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Hazard is an ordering or startup problem, with its fix.
@@ -202,8 +204,8 @@ const validationNoRedirect = "istio-validation found no redirection: the Istio C
 
 // Causes of istio-init's failures that a fix can name.
 const (
-	causeNoNetAdmin = "no-net-admin"
-	causeBadPorts   = "bad-ports"
+	CauseNoNetAdmin = "no-net-admin"
+	CauseBadPorts   = "bad-ports"
 )
 
 // knownFailures recognises istio-init / istio-validation failures from
@@ -217,7 +219,7 @@ var knownFailures = []struct {
 	// First: without NET_ADMIN every iptables call fails, each in its own
 	// words ("could not fetch rule set generation id: Permission denied").
 	{[]string{"permission denied", "operation not permitted", "cap_net_admin"}, "",
-		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)", causeNoNetAdmin},
+		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)", CauseNoNetAdmin},
 	{[]string{"can't initialize iptables table", "table does not exist", "could not fetch rule set generation id"}, "",
 		"iptables cannot use the nat table here: the node's kernel lacks the module for this backend, or the legacy/nft backends are mixed (iptables-legacy vs iptables-nft)", ""},
 	{[]string{"iptables validation failed", "workload is not ready for istio"}, "",
@@ -225,7 +227,7 @@ var knownFailures = []struct {
 	{[]string{"failed parsing cidr", "invalid cidr", "invalid cidr address"}, "",
 		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)", ""},
 	{[]string{"invalid port/service"}, "",
-		"iptables-restore refused a port istio-iptables was given: a " + istio.AnnotationIncludeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", causeBadPorts},
+		"iptables-restore refused a port istio-iptables was given: a " + istio.AnnotationIncludeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", CauseBadPorts},
 	{[]string{"chain already exists"}, "",
 		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)", ""},
 	{[]string{"iptables-restore"}, "error occurred at line",
@@ -256,7 +258,7 @@ func recognise(cs *ContainerStartup) {
 			}
 		}
 		if hit && (f.also == "" || strings.Contains(all, f.also)) {
-			cs.Failure, cs.cause = f.why, f.cause
+			cs.Failure, cs.Cause = f.why, f.cause
 			return
 		}
 	}
@@ -798,11 +800,11 @@ func portList(v string) bool {
 func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	ns := r.Namespace
 	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + previousFlag(c)
-	switch c.cause {
-	case causeNoNetAdmin:
+	switch c.Cause {
+	case CauseNoNetAdmin:
 		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
 			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
-	case causeBadPorts:
+	case CauseBadPorts:
 		v, ok := f.Pod.Annotations[istio.AnnotationIncludeOutboundPorts]
 		if !ok || portList(v) {
 			return logs + "   # the pod's " + istio.AnnotationIncludeOutboundPorts + " annotation, if any, is a list of ports: the bad port comes from the mesh-wide values (global.proxy.includeOutboundPorts)"

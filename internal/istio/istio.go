@@ -52,3 +52,20 @@ const (
 	PortDNS        = 15053 // DNS captured to the proxy
 	PortPrometheus = 15090
 )
+
+// IsIstioContainer says a container is one Istio's injector adds.
+func IsIstioContainer(name string) bool {
+	return name == ProxyContainer || name == InitContainer || name == ValidationContainer
+}
+
+// ReservedPorts are the ports the proxy and its agent listen on in a
+// sidecar pod (the admin port on localhost): an app container listening on
+// one of them collides with the proxy.
+var ReservedPorts = []int32{PortAdmin, PortOutbound, 15004, PortInbound, PortHBONE, 15009, PortAgent, PortHealth, PortDNS, PortPrometheus}
+
+// More annotations the checks read.
+const (
+	AnnotationRewriteProbes       = "sidecar.istio.io/rewriteAppHTTPProbers"
+	AnnotationProxyConfig         = "proxy.istio.io/config"
+	AnnotationIncludeInboundPorts = "traffic.sidecar.istio.io/includeInboundPorts"
+)

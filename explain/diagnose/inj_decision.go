@@ -1,0 +1,261 @@
+package diagnose
+
+import (
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// The injection family: what admission did to the pod, and would do now
+// (why-injected's verdict, its warnings, and --verify's proof), one code
+// per cause.
+const (
+	CodeSidecarMissing     = "KM-INJ-001"
+	CodeInjectedDifferent  = "KM-INJ-002"
+	CodeConflictingLabels  = "KM-INJ-003"
+	CodeWebhookUnreachable = "KM-INJ-004"
+	CodeOverlapping        = "KM-INJ-005"
+	CodeAnnotationRefused  = "KM-INJ-007"
+	CodeSkippedByInjector  = "KM-INJ-009"
+	CodeAskedNotDone       = "KM-INJ-010"
+	CodeQuota              = "KM-INJ-011"
+	CodePodSecurity        = "KM-INJ-012"
+)
+
+func init() {
+	decision := func(code string) func(in *Input) []Finding {
+		return func(in *Input) []Finding { return only(in.injection().findings, code) }
+	}
+	reads := []Fact{FactPod, FactMesh, FactBackends, FactOwner}
+	register(&Spec{Code: CodeSidecarMissing, Title: "no sidecar; re-created, it would get one", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Istioctl: []string{"IST0103"}, Reads: reads,
+		Means:   "The pod has no sidecar, but admission would inject one into the same pod created now: it was created before its namespace was labelled, while the webhook failed open, or before a revision was installed. Its traffic is outside the mesh.",
+		Detects: "why-injected's model of the webhooks, namespace labels and injector policy says a pod created now is injected, and the pod has no istio-proxy container; with --verify, a server-side dry-run create proves it.",
+		Fixes:   "Re-create the pod so that admission decides again (kubectl rollout restart of its workload).",
+		Source:  "istioctl analyze IST0103; Istio docs, sidecar injection problems",
+		Planted: "a Deployment created in an unlabelled namespace, then the namespace labelled istio-injection=enabled",
+		run:     decision(CodeSidecarMissing)})
+	register(&Spec{Code: CodeInjectedDifferent, Title: "sidecar differs from what admission gives now", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Istioctl: []string{"IST0158"}, Reads: reads,
+		Means:   "The pod's sidecar came from another revision (or the pod would get none now): a revision moved, a tag was re-pointed, or the namespace was relabelled after the pod was created.",
+		Detects: "The sidecar.istio.io/status annotation's revision against the revision whose webhook matches the pod now.",
+		Fixes:   "Re-create the pod so that the revision now in charge injects it.",
+		Source:  "istioctl analyze IST0158 (proxy image differs from the namespace's revision)",
+		Planted: "a pod injected by revision canary, then its namespace relabelled to the default revision",
+		run:     decision(CodeInjectedDifferent)})
+	register(&Spec{Code: CodeConflictingLabels, Title: "conflicting mesh labels", Stage: CheckInjection, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0123"}, Reads: reads,
+		Means:   "The namespace has both istio-injection and istio.io/rev (istio-injection wins, the revision is ignored), or the pod is selected both for ambient mode and a sidecar.",
+		Detects: "The namespace's labels and the pod's, read as the webhooks' selectors read them.",
+		Fixes:   "Remove the label that is not meant (kubectl label namespace NS istio.io/rev-), then re-create the pods.",
+		Source:  "istioctl analyze IST0123; Istio docs, sidecar injection problems",
+		Planted: "a namespace labelled istio-injection=enabled and istio.io/rev=canary",
+		run:     decision(CodeConflictingLabels)})
+	register(&Spec{Code: CodeWebhookUnreachable, Title: "injection webhook cannot be called", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Istioctl: []string{"IST0139"}, Reads: reads,
+		Means:   "An Istio injection webhook that matches the pod cannot be called (its Service is missing or has no ready endpoints, the call fails or times out): with failurePolicy Fail the apiserver refuses every pod.",
+		Detects: "The webhook's Service and EndpointSlices, and the owner's FailedCreate events naming an Istio webhook.",
+		Fixes:   "Bring the injector's endpoints back (its Deployment's pods and logs), or delete a stale webhook configuration.",
+		Source:  "istioctl analyze IST0139; Istio docs, sidecar injection problems (pods cannot be created at all)",
+		Planted: "an extra MutatingWebhookConfiguration, failurePolicy Fail, scoped to a test namespace label, calling a Service with no endpoints",
+		run:     decision(CodeWebhookUnreachable)})
+	register(&Spec{Code: CodeOverlapping, Title: "two Istio webhooks match the pod", Stage: CheckInjection, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0139"}, Reads: reads,
+		Means:   "More than one Istio injection webhook matches the pod: each injects in turn, a misconfiguration left by tags or revisions.",
+		Detects: "Every Istio webhook's namespaceSelector and objectSelector against the pod's namespace and labels.",
+		Fixes:   "istioctl tag list; remove the duplicate tag or webhook configuration.",
+		Source:  "istioctl analyze IST0139 (webhooks overlap)",
+		Planted: "an extra MutatingWebhookConfiguration with Istio's selectors plus a test label, failurePolicy Ignore",
+		run:     decision(CodeOverlapping)})
+	register(&Spec{Code: CodeAnnotationRefused, Title: "istiod refuses the pod at admission", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Istioctl: []string{"IST0125"}, Reads: reads,
+		Means:   "istiod's injector refuses an annotation's value (a CIDR, a port list, an interception mode) or a template asked for: with failurePolicy Fail no pod of the template is created.",
+		Detects: "The annotations istiod validates, checked as istiod checks them, and the owner's FailedCreate events.",
+		Fixes:   "Correct or remove the annotation in the pod template (a kubectl patch that names it).",
+		Source:  "istioctl analyze IST0125 InvalidAnnotation",
+		Planted: "a Deployment with traffic.sidecar.istio.io/excludeOutboundIPRanges: 10.0.0.0/33",
+		run:     decision(CodeAnnotationRefused)})
+	register(&Spec{Code: CodeSkippedByInjector, Title: "asks for a sidecar istiod never injects", Stage: CheckInjection, Kind: Static, Status: Warning,
+		Reads:   reads,
+		Means:   "The pod asks for a sidecar (label sidecar.istio.io/inject=true, or its namespace's label), but istiod never injects it: it uses the node's network (hostNetwork), or its namespace is one the injector ignores.",
+		Detects: "spec.hostNetwork and the injector's ignored namespaces, against what the pod asks for.",
+		Fixes:   "Drop hostNetwork, or run the workload in another namespace; otherwise accept that it is outside the mesh.",
+		Source:  "Istio docs, sidecar injection (hostNetwork pods and kube-system are never injected)",
+		Planted: "a hostNetwork pod labelled sidecar.istio.io/inject=true",
+		run:     decision(CodeSkippedByInjector)})
+	register(&Spec{Code: CodeAskedNotDone, Title: "injection asked for, not done", Stage: CheckInjection, Kind: Static, Status: Warning,
+		Reads:   reads,
+		Means:   "The pod or its namespace asks for injection, but no webhook injects it: the injector's policy, a neverInjectSelector, or no webhook selecting the label used; or ambient mode is asked for where it cannot apply.",
+		Detects: "The webhooks' selectors and the injector's policy and selectors, as istiod applies them.",
+		Fixes:   "Label the pod sidecar.istio.io/inject=true, or correct the label that does not select a webhook (why-injected names it).",
+		Source:  "Istio docs, sidecar injection problems (check the default policy)",
+		Planted: "a pod matching the injector's neverInjectSelector in an injection-enabled namespace",
+		run:     decision(CodeAskedNotDone)})
+	register(&Spec{Code: CodeQuota, Title: "a quota refuses the pods with their sidecar", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Reads:   reads,
+		Means:   "A ResourceQuota or LimitRange refuses the pods once the sidecar's requests and limits are added (or because the Istio containers have none): the workload's pods are never created.",
+		Detects: "The owner's FailedCreate events (exceeded quota, must specify limits) on a template that gets a sidecar.",
+		Fixes:   "Size the sidecar with sidecar.istio.io/proxyCPU(Limit) and proxyMemory(Limit) annotations in the template, or raise the quota.",
+		Source:  "istio/istio issues on namespaces with ResourceQuota and LimitRange (pods not coming up once injection is on)",
+		Planted: "an injection-enabled namespace with a ResourceQuota limits.memory below the sidecar's limit",
+		run:     decision(CodeQuota)})
+	register(&Spec{Code: CodePodSecurity, Title: "PodSecurity refuses istio-init", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Reads:   reads,
+		Means:   "Pod Security admission refuses istio-init's NET_ADMIN and NET_RAW capabilities (baseline or restricted level): the workload's pods are never created.",
+		Detects: "The owner's FailedCreate events: violates PodSecurity, naming an Istio container.",
+		Fixes:   "Label the namespace pod-security.kubernetes.io/enforce=privileged, or install Istio with its CNI plugin (no istio-init).",
+		Source:  "Istio docs, application requirements (NET_ADMIN and NET_RAW); istio/istio issues on PodSecurity",
+		Planted: "an injection-enabled namespace labelled pod-security.kubernetes.io/enforce=baseline",
+		run:     decision(CodePodSecurity)})
+}
+
+// blockedCode is the code of what refuses a pod's creation.
+func blockedCode(by string) string {
+	switch by {
+	case injection.BlockedAnnotation, injection.BlockedTemplate:
+		return CodeAnnotationRefused
+	case injection.BlockedQuota:
+		return CodeQuota
+	case injection.BlockedPodSecurity:
+		return CodePodSecurity
+	}
+	return CodeWebhookUnreachable
+}
+
+// warningCode is the code of an injection warning's kind ("" for one that
+// is another stage's).
+func warningCode(r *injection.InjectionReport, kind string) string {
+	switch kind {
+	case injection.WarnConflictingLabels, injection.WarnAmbientAndSidecar:
+		return CodeConflictingLabels
+	case injection.WarnOverlapping:
+		return CodeOverlapping
+	case injection.WarnInitFailure:
+		return ""
+	case injection.WarnAskedNotDone:
+		for _, f := range r.Factors {
+			if f.Effect == injection.EffectBlocks && (f.Factor == "hostNetwork" || f.Factor == "ignored namespace") {
+				return CodeSkippedByInjector
+			}
+		}
+	}
+	return CodeAskedNotDone
+}
+
+// injection is the injection stage: why-injected's verdict, its warnings
+// (each a finding of its own), --verify's proof.
+func (in *Input) injection() *stageAnswer {
+	if in.inj != nil {
+		return in.inj
+	}
+	a := &stageAnswer{}
+	in.inj = a
+	r := in.Injection
+	c := Check{Name: CheckInjection, Detail: "kubectl mesh why-injected " + in.Target}
+	if r == nil {
+		c.Status, c.Evidence = NotChecked, "not checked: not read"
+		a.row = c
+		return a
+	}
+	var warned []Finding
+	for i, w := range r.Warnings {
+		kind := ""
+		if i < len(r.WarningKinds) {
+			kind = r.WarningKinds[i]
+		}
+		if code := warningCode(r, kind); code != "" {
+			warned = append(warned, Finding{Code: code, Status: Warning, Evidence: w, Fix: r.Fix})
+		}
+	}
+	switch {
+	case r.Ambient && (r.AmbientCapture == injection.AmbientPending || r.AmbientCapture == injection.AmbientNotSetUp):
+		// Enrolled as it should be: its setup failed, which init, start or
+		// capture says.
+		c.Status, c.Evidence = Pass, "ambient mode enrolls it (no sidecar, none expected)"
+	case r.CreationBlocked:
+		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, blockedCode(r.BlockedBy)
+	case r.IsMismatch():
+		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, CodeSidecarMissing
+		if r.Injected != nil && *r.Injected {
+			c.Code = CodeInjectedDifferent
+		}
+	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
+		c.Status, c.Evidence, c.Needs, c.Code = Unknown, r.Verdict, r.Needs, CodeSidecarMissing
+	case len(warned) > 0:
+		var ws []string
+		for _, w := range warned {
+			ws = append(ws, w.Evidence)
+		}
+		c.Status, c.Evidence, c.Fix, c.Code = Warning, r.Verdict+" ("+strings.Join(ws, "; ")+")", r.Fix, warned[0].Code
+	default:
+		c.Status, c.Evidence = Pass, r.Verdict
+	}
+	proof(&c, r)
+	a.row = c
+	if c.Status != Pass && c.Code != "" && (c.Status != Warning || len(warned) == 0) {
+		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs})
+	}
+	a.findings = append(a.findings, warned...)
+	return a
+}
+
+// proof adds --verify's dry-run create to the injection check: it agrees,
+// it answers where the prediction could not, or it disagrees (then the
+// apiserver is right, and the prediction is a bug to report).
+func proof(c *Check, r *injection.InjectionReport) {
+	v := r.Verified
+	switch {
+	case r.NotVerified != "":
+		c.Evidence += " (not verified: " + r.NotVerified + ")"
+	case v == nil:
+	case v.Agrees != nil && *v.Agrees:
+		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
+	case v.Refused:
+		c.Status, c.Evidence = Fail, "a dry-run create was refused: "+v.Summary()
+		if kind := injection.RefusalOf(v.Summary()); kind != "" {
+			c.Code = blockedCode(kind)
+		} else if c.Code == "" || c.Code == CodeSidecarMissing {
+			c.Code = CodeWebhookUnreachable
+		}
+		if c.Fix == "" {
+			c.Fix = "see what refuses it: " + c.Detail + " --verify"
+		}
+	case v.Agrees == nil && r.Injected != nil:
+		// The prediction could not be made: the proof answers, compared
+		// with what the pod has (sidecar or not, revision, kind).
+		rev := r.InjectedRevision
+		if rev == "" {
+			rev = r.Revision
+		}
+		same := *r.Injected == v.Injected
+		switch {
+		case !same || v.Injected && v.Revision != "" && rev != "" && v.Revision != rev:
+			has := "the pod has no sidecar"
+			c.Code = CodeSidecarMissing
+			if *r.Injected {
+				has = "the pod has a sidecar of revision " + dashed(rev)
+				c.Code = CodeInjectedDifferent
+			}
+			c.Status, c.Needs = Fail, nil
+			c.Evidence = has + ", but a dry-run create now: " + v.Summary() + ": re-created, it would get that"
+			c.Fix = "re-create the pod so that admission decides again: kubectl rollout restart its Deployment, StatefulSet or DaemonSet, or delete the pod when a controller creates it again"
+		case v.Injected && v.Sidecar != "" && r.Sidecar != "" && v.Sidecar != r.Sidecar:
+			c.Status, c.Needs, c.Code = Warning, nil, CodeInjectedDifferent
+			c.Evidence = "the pod has a " + r.Sidecar + " sidecar; a dry-run create now: " + v.Summary()
+		default:
+			c.Status, c.Evidence, c.Needs, c.Code = Pass, "a dry-run create now gives what the pod has: "+v.Summary(), nil, ""
+		}
+	case v.Agrees == nil:
+		c.Evidence += "; a dry-run create: " + v.Summary()
+	default:
+		c.Status, c.Code = Unknown, CodeSidecarMissing
+		c.Evidence = "the prediction and a dry-run create disagree (" + v.Disagreement + "): a bug in kubectl-mesh's model of the mesh; the dry run's answer: " + v.Summary()
+	}
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,186 @@
+package diagnose
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// Kinds of check: a static check reads the pod's spec, statuses, events
+// and API objects, and runs in every sweep; a live check reads the pod's
+// network namespace, and runs with --rules (--connections).
+const (
+	Static = "static"
+	Live   = "live"
+)
+
+// Info is a finding that changes no check's status: worth knowing, not a
+// fault (istioctl analyze's Info level).
+const Info = "info"
+
+// Fact is something a check reads, and what reading it takes.
+type Fact struct {
+	Name       string `json:"name"`
+	Permission string `json:"permission"`
+}
+
+// The facts checks read.
+var (
+	FactPod       = Fact{"the pod: spec, status, labels, annotations", "get/list pods"}
+	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps", "get namespaces, list mutatingwebhookconfigurations (cluster), list configmaps"}
+	FactBackends  = Fact{"the webhooks' Services and endpoints", "get services, list endpointslices (the control plane's namespace)"}
+	FactOwner     = Fact{"the owner's FailedCreate events and its pod template", "list events, get the owner (replicasets, deployments, …)"}
+	FactEvents    = Fact{"the pod's events", "list events"}
+	FactLogs      = Fact{"the log of a failed Istio container", "get pods/log"}
+	FactServices  = Fact{"the Services of the pod's namespace", "list services"}
+	FactRules     = Fact{"the pod's iptables/nft rules (--rules)", "create pods/ephemeralcontainers, or a node pod (create pods) and get pods/log"}
+	FactSockets   = Fact{"the pod's sockets, /proc/net/tcp* (--rules)", "as --rules"}
+	FactConntrack = Fact{"the pod's connection-tracking table (--connections)", "as --rules"}
+)
+
+// Spec is one check of the catalogue: what it is, what it reads, its rule
+// and its fix, and how it is planted on a test cluster. Run returns its
+// findings about one pod (none: it passes, or does not apply).
+type Spec struct {
+	Code  string `json:"code"`
+	Title string `json:"title"`
+	Stage string `json:"stage"`
+	Kind  string `json:"kind"`
+	// Status is what it reports when it fires (fail, warning or info).
+	Status string `json:"status"`
+	// Istioctl are the istioctl analyze codes it corresponds to.
+	Istioctl []string `json:"istioctl,omitempty"`
+	Reads    []Fact   `json:"reads"`
+	// Means says what the fault is; Detects how the check sees it; Fixes
+	// what its fix does; Source where the fault is known from; Planted how
+	// the e2e test plants it.
+	Means   string `json:"means"`
+	Detects string `json:"detects"`
+	Fixes   string `json:"fixes"`
+	Source  string `json:"source"`
+	Planted string `json:"planted"`
+
+	run func(in *Input) []Finding
+}
+
+// Finding is what a check found about one pod: never a pass.
+type Finding struct {
+	Code     string   `json:"code"`
+	Title    string   `json:"title"`
+	Stage    string   `json:"stage"`
+	Status   string   `json:"status"`
+	Evidence string   `json:"evidence"`
+	Fix      string   `json:"fix,omitempty"`
+	Needs    []string `json:"needs,omitempty"`
+}
+
+var registry = map[string]*Spec{}
+
+// register adds a check to the catalogue (from its file's init).
+func register(s *Spec) {
+	if _, dup := registry[s.Code]; dup {
+		panic("diagnose: check " + s.Code + " registered twice")
+	}
+	registry[s.Code] = s
+}
+
+// Checks is the catalogue in causal order: by stage, then by code.
+func Checks() []*Spec {
+	out := make([]*Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := stageRank(out[i].Stage), stageRank(out[j].Stage); a != b {
+			return a < b
+		}
+		return out[i].Code < out[j].Code
+	})
+	return out
+}
+
+// Lookup is the check with a code.
+func Lookup(code string) (*Spec, bool) {
+	s, ok := registry[code]
+	return s, ok
+}
+
+func stageRank(stage string) int {
+	for i, s := range Order {
+		if s == stage {
+			return i
+		}
+	}
+	return len(Order)
+}
+
+// Input is what every check reads about one pod: the facts, and the
+// stages' own answers worked out once (the families of checks that report
+// the subjects' findings read them).
+type Input struct {
+	Facts
+	// Target is the pod as kubectl names it in a fix ("web-1 -n shop",
+	// "deployment/web -n shop").
+	Target string
+
+	inj, init, start, capture, conns *stageAnswer
+}
+
+// stageAnswer is a stage's row and its findings, made once.
+type stageAnswer struct {
+	row      Check
+	findings []Finding
+}
+
+// pod is the pod, or nil (a template, a manifest).
+func (in *Input) pod() *corev1.Pod { return in.Pod }
+
+// injected says the pod has an Istio sidecar.
+func (in *Input) injected() bool {
+	p := in.Pod
+	if p == nil {
+		return false
+	}
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		if c.Name == istio.ProxyContainer {
+			return true
+		}
+	}
+	return false
+}
+
+// appContainers are the pod's containers but Istio's own.
+func appContainers(p *corev1.Pod) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range p.Spec.Containers {
+		if !istio.IsIstioContainer(c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// only keeps the findings of one code.
+func only(fs []Finding, code string) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Code == code {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// quoteList is "a, b and c".
+func quoteList(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

@@ -1,0 +1,125 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// The capture and connections families: the live rules and flows, and
+// ambient mode's capture.
+const (
+	CodeRulesDrift         = "KM-CAP-001"
+	CodeAmbientNotCaptured = "KM-CAP-006"
+	CodeBypassing          = "KM-CONN-001"
+)
+
+// captureAnswer is the capture stage: the live rules against what the
+// pod's annotations call for, and ambient mode's capture.
+func (in *Input) captureAnswer() *stageAnswer {
+	if in.capture != nil {
+		return in.capture
+	}
+	c := captureCheck(in.Facts, in.Target)
+	in.capture = &stageAnswer{row: c}
+	if c.Code != "" && c.Status != Pass && c.Status != NotChecked {
+		in.capture.findings = []Finding{{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs}}
+	}
+	return in.capture
+}
+
+// connectionsAnswer is the connections stage: the live flows, each
+// through the proxy or not.
+func (in *Input) connectionsAnswer() *stageAnswer {
+	if in.conns != nil {
+		return in.conns
+	}
+	c := connectionsCheck(in.Facts, in.Target)
+	in.conns = &stageAnswer{row: c}
+	if c.Code != "" && c.Status != Pass && c.Status != NotChecked {
+		in.conns.findings = []Finding{{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs}}
+	}
+	return in.conns
+}
+
+func captureCheck(f Facts, target string) Check {
+	r, inj := f.Capture, f.Injection
+	c := Check{Name: CheckCapture, Detail: "kubectl mesh iptables " + target}
+	switch {
+	case inj != nil && inj.Ambient && (inj.AmbientCapture == injection.AmbientPending || inj.AmbientCapture == injection.AmbientNotSetUp):
+		// What istio-cni wrote on the pod says so, rules read or not: the
+		// rules may be right, ztunnel is what is missing.
+		c.Status, c.Evidence, c.Fix, c.Code = Fail, inj.Verdict, inj.Fix, CodeAmbientNotCaptured
+		c.Detail = "kubectl mesh why-injected " + target
+	case f.CaptureUnknown != "":
+		c.Status, c.Evidence, c.Needs, c.Code = Unknown, f.CaptureUnknown, f.CaptureNeeds, CodeRulesDrift
+	case f.CaptureSkipped != "":
+		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
+	case r == nil:
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's rules were not read"
+		c.Detail = "kubectl mesh diagnose " + target + " --rules"
+	case r.Drift == nil:
+		c.Status, c.Evidence, c.Code = Unknown, "the rules were read, but what they should be is not known: "+strings.Join(r.Notes, "; "), CodeRulesDrift
+	case len(r.Drift.Missing)+len(r.Drift.Extra)+len(r.Drift.Reordered) > 0:
+		c.Status, c.Code = Fail, CodeRulesDrift
+		c.Evidence = fmt.Sprintf("%d rules missing, %d extra, %d chains reordered against %s", len(r.Drift.Missing), len(r.Drift.Extra), len(r.Drift.Reordered), r.Expected)
+		c.Fix = "re-create the pod so that its rules are written again: kubectl delete pod " + target
+	default:
+		c.Status, c.Evidence = Pass, "the rules are exactly those "+r.Expected+" call for"
+	}
+	if r == nil {
+		return c
+	}
+	if l := r.Live; l != nil && l.Container != "" && c.Status != NotChecked {
+		// Say how they were read: an ephemeral container stays in the pod.
+		switch l.Via {
+		case "ephemeral":
+			c.Evidence += " (read by ephemeral container " + l.Container + ", listed in the pod until it is deleted)"
+		default:
+			c.Evidence += " (read by node pod " + l.Container + ", deleted since)"
+		}
+	}
+	return c
+}
+
+func connectionsCheck(f Facts, target string) Check {
+	r := f.Capture
+	c := Check{Name: CheckConnections, Detail: "kubectl mesh iptables " + target + " --connections"}
+	switch {
+	case f.Connections && f.CaptureUnknown != "":
+		c.Status, c.Evidence, c.Needs, c.Code = Unknown, f.CaptureUnknown, f.CaptureNeeds, CodeBypassing
+		return c
+	case f.CaptureSkipped != "":
+		c.Status, c.Evidence = NotChecked, "not checked: "+f.CaptureSkipped
+		return c
+	case !f.Connections || r == nil:
+		c.Status, c.Evidence = NotChecked, "not checked: the pod's live connections were not read"
+		c.Detail = "kubectl mesh diagnose " + target + " --connections"
+		return c
+	case r.ConnectionsSummary == "" && len(r.Connections) == 0:
+		c.Status, c.Evidence, c.Code = Unknown, "the pod's connection tracking table could not be read: "+strings.Join(r.Notes, "; "), CodeBypassing
+		return c
+	}
+	var bypass []string
+	rule := ""
+	for _, conn := range r.Connections {
+		if conn.Class == capture.Bypassing {
+			bypass = append(bypass, conn.Proto+" "+conn.Src.String()+" → "+conn.Dst.String())
+			if rule == "" {
+				rule = conn.Rule
+			}
+		}
+	}
+	if len(bypass) > 0 {
+		c.Status, c.Code, c.Evidence = Fail, CodeBypassing, fmt.Sprintf("%d connections bypass the proxy: %s", len(bypass), strings.Join(bypass, ", "))
+		if rule != "" {
+			c.Evidence += " (let through by: " + rule + ")"
+		}
+		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail
+		return c
+	}
+	c.Status, c.Evidence = Pass, r.ConnectionsSummary
+	return c
+}

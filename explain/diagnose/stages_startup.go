@@ -1,0 +1,299 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// The init and start families: startup's hazards and the containers'
+// states, one code per cause.
+const (
+	CodeInitNoNetAdmin     = "KM-INIT-001"
+	CodeInitBadArgument    = "KM-INIT-002"
+	CodeInitFailed         = "KM-INIT-003"
+	CodeValidationFailed   = "KM-INIT-004"
+	CodeStuckInInit        = "KM-INIT-005"
+	CodeAmbientSetup       = "KM-INIT-006"
+	CodeInitCaptured       = "KM-INIT-007"
+	CodeAppBeforeProxy     = "KM-START-001"
+	CodeProxyNotReady      = "KM-START-003"
+	CodeProxyFailing       = "KM-START-004"
+	CodeAppFailing         = "KM-START-005"
+	CodeRestarted          = "KM-START-006"
+	CodeJobClassicSidecar  = "KM-START-007"
+	CodeNotRunning         = "KM-START-012"
+	CodeAmbientWaitZtunnel = "KM-START-013"
+)
+
+// hazardCode is the code of a startup hazard.
+func hazardCode(s *startup.StartupReport, h startup.Hazard) string {
+	switch h.ID {
+	case "istio-init-failed":
+		for _, c := range s.InitContainers {
+			if c.Name == h.Container {
+				switch c.Cause {
+				case startup.CauseNoNetAdmin:
+					return CodeInitNoNetAdmin
+				case startup.CauseBadPorts:
+					return CodeInitBadArgument
+				}
+			}
+		}
+		return CodeInitFailed
+	case "validation-failed":
+		return CodeValidationFailed
+	case "stuck-in-init":
+		return CodeStuckInInit
+	case "ambient-cni-not-ready", "ambient-no-ztunnel", "ambient-cni-failed":
+		return CodeAmbientSetup
+	case "init-after-capture":
+		return CodeInitCaptured
+	case "app-before-proxy-ready":
+		return CodeAppBeforeProxy
+	case "proxy-not-ready":
+		return CodeProxyNotReady
+	case "container-failing":
+		if h.Container == istio.ProxyContainer {
+			return CodeProxyFailing
+		}
+		return CodeAppFailing
+	case "job-with-classic-sidecar":
+		return CodeJobClassicSidecar
+	case "ambient-pending":
+		return CodeAmbientWaitZtunnel
+	}
+	return ""
+}
+
+// initHazards fail the init check: the pod's setup before any proxy runs;
+// initWarnings warn.
+var (
+	initHazards = []string{"istio-init-failed", "validation-failed", "stuck-in-init",
+		"ambient-cni-not-ready", "ambient-no-ztunnel", "ambient-cni-failed"}
+	initWarnings = []string{"init-after-capture"}
+)
+
+// startFailures fail the start check; startWarnings warn.
+var (
+	startFailures = []string{"container-failing", "proxy-not-ready", "ambient-pending", "job-with-classic-sidecar"}
+	startWarnings = []string{"app-before-proxy-ready"}
+)
+
+// fromHazards starts a stage read from the startup report: not checked
+// without one, failed or warned by the hazards of the kinds given (ok is
+// then true: the row is decided); every such hazard is a finding.
+func fromHazards(name string, s *startup.StartupReport, target string, fails, warns []string) (a *stageAnswer, ok bool) {
+	a = &stageAnswer{row: Check{Name: name, Detail: "kubectl mesh startup " + target}}
+	c := &a.row
+	if s == nil {
+		c.Status, c.Evidence = NotChecked, "not read"
+		return a, true
+	}
+	for _, k := range []struct {
+		status string
+		kinds  []string
+	}{{Fail, fails}, {Warning, warns}} {
+		var msgs []string
+		for _, h := range s.Hazards {
+			for _, kind := range k.kinds {
+				if h.ID != kind {
+					continue
+				}
+				code := hazardCode(s, h)
+				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: h.Fix})
+				msgs = append(msgs, h.Message)
+				if c.Fix == "" {
+					c.Fix, c.Code = h.Fix, code
+				}
+			}
+		}
+		if len(msgs) > 0 && !ok {
+			c.Status, c.Evidence, ok = k.status, strings.Join(msgs, "; "), true
+		}
+	}
+	if !ok {
+		c.Fix, c.Code = "", ""
+	}
+	return a, ok
+}
+
+// initAnswer is the init stage: istio-init, istio-validation, ambient
+// mode's setup, user init containers.
+func (in *Input) initAnswer() *stageAnswer {
+	if in.init != nil {
+		return in.init
+	}
+	s := in.Startup
+	if s == nil && in.NoPod != "" {
+		// No pod: what istiod admits and istio-init will refuse is known.
+		a := &stageAnswer{row: Check{Name: CheckInit, Status: NotChecked, Evidence: "not checked: " + in.NoPod}}
+		if r := in.Injection; r != nil && r.InitFailure != "" && !r.CreationBlocked {
+			a.row.Status, a.row.Evidence, a.row.Code = Fail, "predicted: "+r.InitFailure, CodeInitBadArgument
+			a.row.Fix = "correct or remove the annotation " + istio.AnnotationIncludeOutboundPorts + " in the pod template (a comma-separated list of ports)"
+			a.findings = []Finding{{Code: CodeInitBadArgument, Status: Fail, Evidence: a.row.Evidence, Fix: a.row.Fix}}
+		}
+		in.init = a
+		return a
+	}
+	a, ok := fromHazards(CheckInit, s, in.Target, initHazards, initWarnings)
+	in.init = a
+	if ok {
+		return a
+	}
+	c := &a.row
+	if unscheduled(s) {
+		c.Status, c.Evidence = NotChecked, "not checked: the pod is on no node yet, nothing has run"
+		return a
+	}
+	if len(s.Incomplete) > 0 && (s.InitResult == "running" || s.Phase == "Pending") {
+		c.Status, c.Evidence = Unknown, "init "+s.InitResult+"; "+strings.Join(s.Incomplete, "; ")
+		return a
+	}
+	c.Status = Pass
+	switch {
+	case s.Ambient:
+		c.Evidence = "ambient mode: no init container; istio-cni set the pod's network up"
+	case s.InitResult == "none":
+		c.Evidence = "no init containers"
+	default:
+		c.Evidence = "init containers " + s.InitResult
+		if s.InitResult == "running" {
+			c.Status = Warning
+		}
+	}
+	return a
+}
+
+// startAnswer is the start stage: the proxy and the app, their order, their
+// crash loops and restarts.
+func (in *Input) startAnswer() *stageAnswer {
+	if in.start != nil {
+		return in.start
+	}
+	s := in.Startup
+	a, ok := fromHazards(CheckStart, s, in.Target, startFailures, startWarnings)
+	in.start = a
+	c := &a.row
+	if s == nil || ok && c.Status == Fail {
+		if s != nil {
+			failed, _, _ := containerTrouble(s, in.Target)
+			a.findings = append(a.findings, failed...)
+		}
+		return a
+	}
+	// Containers that cannot start or keep restarting: a failure (waiting
+	// to start again, or never started), else a warning (restarted, runs).
+	failed, restarted, fix := containerTrouble(s, in.Target)
+	a.findings = append(a.findings, failed...)
+	if !ok {
+		a.findings = append(a.findings, restarted...)
+	}
+	if len(failed) > 0 {
+		c.Status, c.Evidence, c.Fix, c.Code = Fail, joinEvidence(failed), fix, failed[0].Code
+		return a
+	} else if !ok && len(restarted) > 0 {
+		c.Status, c.Evidence, c.Fix, c.Code = Warning, joinEvidence(restarted), fix, CodeRestarted
+		return a
+	}
+	if ok {
+		return a
+	}
+	c.Status = Pass
+	init := in.initAnswer().row
+	switch {
+	case unscheduled(s):
+		c.Status, c.Evidence, c.Code = Warning, "the pod is on no node yet: the scheduler has not placed it, so nothing has run", CodeNotRunning
+		c.Fix = "kubectl describe pod " + in.Target + "   # the scheduler's events say why"
+	case init.Status == Fail && s.Phase == "Pending":
+		// Nothing starts before init completes: not a finding of its own.
+		c.Status, c.Evidence = NotChecked, "not checked: nothing starts until init completes"
+	case s.Phase != "Running" && s.Phase != "Succeeded":
+		c.Status, c.Evidence, c.Code = Warning, "the pod is "+s.Phase, CodeNotRunning
+		c.Fix = "kubectl describe pod " + in.Target
+	case len(s.StartOrder) > 0:
+		c.Evidence = "started in order " + strings.Join(s.StartOrder, ", ") + " (" + s.OrderVerdict + ")"
+	default:
+		c.Evidence = s.OrderVerdict
+	}
+	if c.Code != "" {
+		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix})
+	}
+	return a
+}
+
+func joinEvidence(fs []Finding) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Evidence)
+	}
+	return strings.Join(out, "; ")
+}
+
+// waitingFailures are the reasons a container waits that it will not get
+// past by itself.
+var waitingFailures = map[string]bool{"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true,
+	"InvalidImageName": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
+
+// containerTrouble lists the containers (app, proxy, native sidecars) that
+// cannot start — waiting for a reason they do not get past alone — and
+// those that restarted, with the command that shows why.
+func containerTrouble(s *startup.StartupReport, target string) (failed, restarted []Finding, fix string) {
+	all := append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...)
+	for _, c := range all {
+		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit || c.Failing {
+			continue // the init check's, or a crash loop (startup's container-failing)
+		}
+		last := ""
+		if t := c.LastTermination; t != nil {
+			last = "; last " + c.LastFailure
+			if c.LastFailure == "" {
+				last = fmt.Sprintf("; last exit %d", t.ExitCode)
+				if t.Reason != "" {
+					last += " (" + t.Reason + ")"
+				}
+			}
+		}
+		logs := "kubectl logs " + target + " -c " + c.Name + " --previous"
+		code := CodeAppFailing
+		if c.Name == istio.ProxyContainer {
+			code = CodeProxyFailing
+		}
+		switch {
+		case c.State == "waiting" && waitingFailures[c.Reason]:
+			own := logs
+			if c.Restarts == 0 {
+				own = "kubectl describe pod " + target + "   # the events say why container " + c.Name + " cannot start"
+			}
+			failed = append(failed, Finding{Code: code, Status: Fail, Fix: own,
+				Evidence: fmt.Sprintf("container %s: %s (%s%s)", c.Name, c.Reason, startup.Plural(c.Restarts, "restart"), last)})
+			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {
+				fix = own
+			}
+		case c.Restarts > 0:
+			restarted = append(restarted, Finding{Code: CodeRestarted, Status: Warning, Fix: logs,
+				Evidence: fmt.Sprintf("container %s restarted %s%s%s", c.Name, startup.Plural(c.Restarts, "time"), last, runningSince(c))})
+			if fix == "" {
+				fix = logs
+			}
+		}
+	}
+	return failed, restarted, fix
+}
+
+// runningSince says since when a restarted container that runs again has
+// run.
+func runningSince(c startup.ContainerStartup) string {
+	if c.State != "running" || c.StartedAt == nil {
+		return ""
+	}
+	return "; running again since " + c.StartedAt.UTC().Format(time.RFC3339)
+}
+
+// unscheduled: the pod waits for the scheduler, no container was created.
+func unscheduled(s *startup.StartupReport) bool {
+	return s.Node == "" && s.Phase == "Pending"
+}
