@@ -31,6 +31,7 @@ type DiagnoseOptions struct {
 	Selector      string
 	AllNamespaces bool
 	Output        string
+	ListChecks    bool
 	// Verify proves the injection answer with a dry-run create.
 	Verify bool
 	// Rules reads the pods' live capture rules; Connections their live
@@ -97,6 +98,16 @@ unknown; 1 error; 2 usage error.`,
 			if o.viaSet {
 				o.Rules = true // --via says how to read the rules: it asks for them
 			}
+			if o.ListChecks {
+				// The catalogue: no cluster is read.
+				if len(args) > 0 || o.AllNamespaces || o.Selector != "" || len(o.Filenames) > 0 {
+					return usageErrorf("--list-checks takes no targets")
+				}
+				if err := validateOutput(o.Output, "wide"); err != nil {
+					return err
+				}
+				return listChecks(o.Out, o.Output)
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := o.Complete(args); err != nil {
@@ -116,7 +127,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to diagnose before they are applied: admission only (- for standard input)")
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Diagnose the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose every pod in the cluster")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml, or wide (a sweep's rows with each finding in full)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove the injection answer with a server-side dry-run create (needs create pods)")
 	c.Flags().BoolVar(&o.Rules, "rules", false, "Read the live capture rules and compare them with what the pod's arguments call for (one pod: an ephemeral container, or --via node; many: one node pod per node)")
 	c.Flags().BoolVar(&o.Connections, "connections", false, "Read the live connections too and find flows that bypass the proxy (implies --rules)")
@@ -124,6 +135,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables to read the rules with (default: the pod's proxy image)")
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
+	c.Flags().BoolVar(&o.ListChecks, "list-checks", false, "Print the catalogue of checks (code, stage, what each reads, the istioctl analyze code) and exit")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
@@ -184,7 +196,7 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 
 // Validate checks the flags.
 func (o *DiagnoseOptions) Validate() error {
-	if err := validateOutput(o.Output); err != nil {
+	if err := validateOutput(o.Output, "wide"); err != nil {
 		return err
 	}
 	switch {

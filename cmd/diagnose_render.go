@@ -10,7 +10,7 @@ import (
 
 // print prints one diagnosis (list false) or a list, sorted worst first.
 func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete []string) error {
-	if o.Output != "" {
+	if o.structured() {
 		if !list && len(ds) == 1 {
 			return render.Structured(o.Out, o.Output, render.DiagnosisDoc{APIVersion: render.APIVersion, Kind: "Diagnosis", Diagnosis: ds[0]})
 		}
@@ -28,8 +28,13 @@ func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete 
 		// One pod (or one workload's): the whole checklist.
 		render.Diagnosis(p, ds[0])
 	default:
-		render.DiagnosisRows(p, ds)
+		render.DiagnosisRows(p, ds, o.wide())
 	}
 	render.Incomplete(p, incomplete)
 	return nil
 }
+
+// structured: -o json or yaml; wide: -o wide (tables with the findings in
+// full).
+func (o *DiagnoseOptions) structured() bool { return o.Output != "" && !o.wide() }
+func (o *DiagnoseOptions) wide() bool       { return o.Output == "wide" }

@@ -28,7 +28,7 @@ type diagnoseSweep struct {
 
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
 	s := &diagnoseSweep{o: o, list: render.NewSweptList(len(render.StatusRank) * (len(diagnose.Order) + 1)), counts: render.CountChecks(nil), status: map[string]int{}}
-	if o.Output == "" {
+	if !o.structured() {
 		s.p = render.NewPrinter(o.Out)
 	}
 	return s
@@ -46,7 +46,7 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	}
 	// Its status's rank, then its first check's (none: last).
 	class := render.StatusRank[d.Status]*(len(diagnose.Order)+1) + render.CheckRank(d.First)
-	if s.o.Output != "" {
+	if s.o.structured() {
 		render.EmptyLists(d)
 		b, err := json.Marshal(d)
 		if err != nil {
@@ -55,13 +55,13 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 		return s.list.Add(class, d.Namespace, d.Name, b)
 	}
 	render.Sanitize(d)
-	s.buf = render.AppendRow(s.buf[:0], render.DiagnosisRow(s.p, d)...)
+	s.buf = render.AppendRow(s.buf[:0], render.DiagnosisRow(s.p, d, s.o.wide())...)
 	return s.list.Add(class, d.Namespace, d.Name, s.buf)
 }
 
 // print writes the kept diagnoses worst first, as print writes a list.
 func (s *diagnoseSweep) print(incomplete []string) error {
-	if s.o.Output != "" {
+	if s.o.structured() {
 		return s.list.PrintList(s.o.Out, s.o.Output, "DiagnosisList", nil, render.Field{Key: "summary", Value: s.counts}, render.Field{Key: "incomplete", Value: incomplete})
 	}
 	switch s.list.Len() {
@@ -74,7 +74,7 @@ func (s *diagnoseSweep) print(incomplete []string) error {
 		if err != nil {
 			return err
 		}
-		render.DiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts)
+		render.DiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts, s.o.wide())
 	}
 	render.Incomplete(s.p, incomplete)
 	return nil

@@ -95,7 +95,7 @@ func TestDiagnoseGolden(t *testing.T) {
 	goldenAt(t, "diagnose-unknown", func(p *render.Printer) { render.Diagnosis(p, ds[3]) })
 	sorted := append([]*diagnose.Diagnosis(nil), ds...)
 	render.SortDiagnoses(sorted)
-	goldenAt(t, "diagnose-rows", func(p *render.Printer) { render.DiagnosisRows(p, sorted) })
+	goldenAt(t, "diagnose-rows", func(p *render.Printer) { render.DiagnosisRows(p, sorted, false) })
 
 	checked := 0
 	for _, tc := range []struct {

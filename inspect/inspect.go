@@ -497,3 +497,28 @@ func ExplainAPIError(err error, what string) error {
 	}
 	return err
 }
+
+// Services lists the Services of namespace ("" for all) that select pods
+// (a selector), keyed by namespace; unread says why they could not be read
+// (and then the map is empty).
+func (c *Client) Services(ctx context.Context, namespace string) (map[string][]corev1.Service, string) {
+	list, err := c.Proto.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		scope := "namespace " + namespace
+		if namespace == "" {
+			scope = "cluster-wide"
+		}
+		if apierrors.IsForbidden(err) {
+			return nil, "forbidden: list services (" + scope + ")"
+		}
+		return nil, "list services (" + scope + "): " + err.Error()
+	}
+	out := map[string][]corev1.Service{}
+	for _, s := range list.Items {
+		if len(s.Spec.Selector) > 0 {
+			out[s.Namespace] = append(out[s.Namespace], corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
+				Spec: corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports}})
+		}
+	}
+	return out, ""
+}

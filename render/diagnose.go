@@ -110,37 +110,86 @@ func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
 
 // DiagnosisRows prints many: a count per status, one row per pod,
 // worst first, grouped by the first failing check, and a count per check.
-func DiagnosisRows(p *Printer, ds []*diagnose.Diagnosis) {
+func DiagnosisRows(p *Printer, ds []*diagnose.Diagnosis, wide bool) {
 	status := map[string]int{}
 	rows := make([][]string, 0, len(ds))
 	for _, d := range ds {
 		status[d.Status]++
-		rows = append(rows, DiagnosisRow(p, d))
+		rows = append(rows, DiagnosisRow(p, d, wide))
 	}
-	DiagnosisTable(p, len(ds), status, rows, CountChecks(ds))
+	DiagnosisTable(p, len(ds), status, rows, CountChecks(ds), wide)
 }
 
-// DiagnosisRow is one diagnosis's row (escaped already).
-func DiagnosisRow(p *Printer, d *diagnose.Diagnosis) []string {
+// RowTitle is a diagnosis's finding in a few words, for its row: the first
+// failing check's title (and how many more fail or warn), what could not
+// be checked, or that every check passed.
+func RowTitle(d *diagnose.Diagnosis) (code, title string) {
+	if d.First != "" {
+		more := 0
+		for _, f := range d.Findings {
+			if (f.Status == diagnose.Fail || f.Status == diagnose.Warning) && f.Code != d.Code {
+				more++
+			}
+		}
+		title = d.Title
+		if title == "" {
+			title = d.First + " " + d.Status
+		}
+		if more > 0 {
+			title += fmt.Sprintf(" (+%d more)", more)
+		}
+		return d.Code, title
+	}
+	var unknown []string
+	for _, c := range d.Checks {
+		if c.Status == diagnose.Unknown {
+			unknown = append(unknown, c.Name)
+			if code == "" {
+				code = c.Code
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		return code, "could not check: " + strings.Join(unknown, ", ")
+	}
+	return "", "every check that ran passed"
+}
+
+// DiagnosisRow is one diagnosis's row (escaped already): one line, its
+// code and title; wide adds the finding in full.
+func DiagnosisRow(p *Printer, d *diagnose.Diagnosis, wide bool) []string {
 	name := d.Name
 	if d.WorkloadKind != "Pod" {
 		name = strings.ToLower(d.WorkloadKind) + "/" + name
 	}
-	first := Dash(d.First)
-	if d.First != "" {
-		first = p.Paint(StatusEffect(d.Status), d.First)
+	code, title := RowTitle(d)
+	if code != "" {
+		code = p.Paint(StatusEffect(d.Status), code)
 	}
-	finding := d.Verdict
-	if d.First == "" {
-		// What was not checked is counted under the table.
-		finding, _, _ = strings.Cut(finding, "; not checked: ")
+	row := []string{Escape(d.Namespace), Escape(name), p.Paint(StatusEffect(d.Status), d.Status), Dash(code), Escape(title)}
+	if wide {
+		finding := d.Verdict
+		if d.First == "" {
+			finding, _, _ = strings.Cut(finding, "; not checked: ")
+		}
+		row = append(row, Escape(strings.ReplaceAll(finding, "\n", " ")))
 	}
-	return []string{Escape(d.Namespace), Escape(name), p.Paint(StatusEffect(d.Status), d.Status), first, Escape(finding)}
+	return row
+}
+
+// DiagnosisHeaders are a sweep's columns.
+func DiagnosisHeaders(wide bool) []string {
+	h := []string{"NAMESPACE", "POD", "STATUS", "CODE", "FINDING"}
+	if wide {
+		h = append(h, "DETAIL")
+	}
+	return h
 }
 
 // DiagnosisTable prints n diagnoses' rows under a count per status,
-// then the count per check.
-func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, counts []CheckCount) {
+// then the count per check. A row is one line, as kubectl get prints:
+// nothing is wrapped or broken.
+func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, counts []CheckCount, wide bool) {
 	var parts []string
 	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
 		if status[s] > 0 {
@@ -149,7 +198,7 @@ func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, c
 	}
 	p.Para("", fmt.Sprintf("%s diagnosed: %s", CountNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
 	fmt.Fprintln(p.Out)
-	p.Table([]string{"NAMESPACE", "POD", "STATUS", "FIRST", "FINDING"}, rows)
+	p.Lines(DiagnosisHeaders(wide), rows)
 	fmt.Fprintln(p.Out)
 	crow := make([][]string, 0, len(counts))
 	num := func(i int) string {
@@ -162,7 +211,7 @@ func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, c
 		crow = append(crow, []string{c.Name, num(c.First), num(c.Fail), num(c.Warning), num(c.Unknown), num(c.Pass), num(c.NotChecked)})
 	}
 	p.Table([]string{"CHECK", "FIRST", "FAIL", "WARNING", "UNKNOWN", "PASS", "NOT CHECKED"}, crow)
-	p.Para("", "A pod's checks, its fix and the commands that show each: kubectl mesh diagnose POD -n NAMESPACE")
+	p.Para("", "A pod's checks, its findings and their fixes: kubectl mesh diagnose POD -n NAMESPACE (-o wide: each finding in full; --list-checks: the catalogue)")
 }
 
 // CheckCount counts one check's statuses over a list of diagnoses; First

@@ -126,6 +126,67 @@ func (p *Printer) Table(headers []string, rows [][]string) {
 	p.Wrapped(headers, rows, widths, cellW)
 }
 
+// Lines prints a table one line per row whatever the terminal's width, as
+// kubectl get does: each cell padded to its column, nothing wrapped, so no
+// name or address is ever broken.
+func (p *Printer) Lines(headers []string, rows [][]string) {
+	n := len(headers)
+	cellW := make([][]int, len(rows)+1)
+	widths := make([]int, n)
+	all := append([][]string{headers}, rows...)
+	for j, r := range all {
+		cellW[j] = make([]int, n)
+		for i := 0; i < n && i < len(r); i++ {
+			cellW[j][i] = TextWidth(r[i])
+			widths[i] = max(widths[i], cellW[j][i])
+		}
+	}
+	// Too wide for the terminal: the last column (prose, not names) is
+	// cut at a word's end, marked with "…"; the others stay whole (names
+	// that leave it under 16 columns make the line as long as kubectl get's).
+	if p.Width > 0 && n > 0 {
+		used := len(linesSep) * (n - 1)
+		for _, w := range widths[:n-1] {
+			used += w
+		}
+		if room := max(p.Width-used, 16); widths[n-1] > room {
+			rows = slices.Clone(rows)
+			widths[n-1] = 0
+			for j, r := range all {
+				if j > 0 && n-1 < len(r) && cellW[j][n-1] > room {
+					r = slices.Clone(r)
+					r[n-1] = CutAtWord(r[n-1], room)
+					rows[j-1] = r
+					cellW[j][n-1] = TextWidth(r[n-1])
+				}
+				widths[n-1] = max(widths[n-1], cellW[j][n-1])
+			}
+		}
+	}
+	p.padded(headers, rows, widths, cellW, linesSep)
+}
+
+// linesSep separates the columns of Lines' tables, as kubectl get's.
+const linesSep = "  "
+
+// CutAtWord shortens s to at most width columns, at the end of a word,
+// with "…" after it (s as it is when it fits).
+func CutAtWord(s string, width int) string {
+	if TextWidth(s) <= width {
+		return s
+	}
+	plain := AnsiStrip(s)
+	runes := []rune(plain)
+	if len(runes) > width-1 {
+		runes = runes[:width-1]
+	}
+	cut := string(runes)
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:(") + "…"
+}
+
 // textWidth is lipgloss.Width(s), the columns s takes on a terminal, without
 // its cost for text of printable ASCII only (one column a byte).
 func TextWidth(s string) int {
@@ -142,6 +203,10 @@ func TextWidth(s string) int {
 // tablewriter prints for it (TestPaddedTableIsTablewriters), at a small part
 // of the cost for a sweep's thousands of rows.
 func (p *Printer) Padded(headers []string, rows [][]string, widths []int, cellW [][]int) {
+	p.padded(headers, rows, widths, cellW, colSep)
+}
+
+func (p *Printer) padded(headers []string, rows [][]string, widths []int, cellW [][]int, sep string) {
 	w := bufio.NewWriterSize(p.Out, 64<<10)
 	var line []byte
 	for j, r := range append([][]string{headers}, rows...) {
@@ -155,7 +220,7 @@ func (p *Printer) Padded(headers []string, rows [][]string, widths []int, cellW 
 			for k := cellW[j][i]; k < widths[i]; k++ {
 				line = append(line, ' ')
 			}
-			line = append(line, colSep...)
+			line = append(line, sep...)
 		}
 		trimmed := bytes.TrimRight(line, " ")
 		if len(bytes.TrimSpace([]byte(AnsiStrip(string(trimmed))))) == 0 {

@@ -101,11 +101,13 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 			return nil, false, nil, err
 		}
 		incomplete = append(incomplete, evIncomplete...)
+		svcs := readServices(ctx, e.Client, podReports[0].Namespace)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
 				it.facts.NoPod = "the pod was deleted meanwhile"
 			} else {
+				svcs.of(&it.facts, pods[i])
 				// Named pods: the logs of their failing containers are read,
 				// so that the finding names the cause.
 				it.facts.Startup = e.Starts.Analyze(ctx, pods[i], events, evIncomplete, true)
@@ -223,6 +225,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	if err != nil {
 		return nil, err
 	}
+	svcs := readServices(ctx, e.Client, ns)
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := e.Verify || e.Rules
@@ -237,11 +240,15 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 				return err
 			}
 			it.facts.Startup = e.Starts.Analyze(ctx, p, events, evIncomplete, false)
+			svcs.of(&it.facts, p)
 		}
 		if keepFacts {
-			if p != nil && e.Rules {
+			if p != nil {
 				pod := *p
-				it.pod = &pod
+				it.facts.Pod = &pod
+				if e.Rules {
+					it.pod = &pod
+				}
 			}
 			items = append(items, &it)
 			return nil

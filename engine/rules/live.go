@@ -345,6 +345,7 @@ func LiveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 	if podHasArgs {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = podArgs, podEnv, podSource
 	}
+	in.Listening = section(last, "sockets")
 	if ct := section(last, "conntrack"); strings.Contains(ct, nsexec.ConntrackMissing) {
 		in.Notes = append(in.Notes, "the connection tracking table could not be read (no /proc/net/nf_conntrack in the pod's network namespace, no conntrack tool in the image)")
 	} else {

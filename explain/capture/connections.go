@@ -111,6 +111,46 @@ func ParseSockets(text string) Sockets {
 	return out
 }
 
+// Listener is a listening TCP socket and its owner's uid.
+type Listener struct {
+	Addr netip.AddrPort `json:"addr"`
+	UID  int            `json:"uid"`
+}
+
+// ParseListeners reads the listening TCP sockets (state 0A) of
+// /proc/net/tcp-style tables, each preceded by a "# tcp" or "# tcp6" line.
+func ParseListeners(text string) []Listener {
+	var out []Listener
+	proto := ""
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "#" {
+			proto = strings.TrimSuffix(f[1], "6")
+			continue
+		}
+		if len(f) < 8 || proto != "tcp" || !strings.HasSuffix(f[0], ":") || f[3] != "0A" {
+			continue
+		}
+		local, ok := procAddr(f[1])
+		uid, err := strconv.Atoi(f[7])
+		if ok && err == nil {
+			out = append(out, Listener{Addr: local, UID: uid})
+		}
+	}
+	return out
+}
+
+// ListeningOn are the addresses the listeners of a port listen on.
+func ListeningOn(ls []Listener, port uint16) []netip.Addr {
+	var out []netip.Addr
+	for _, l := range ls {
+		if l.Addr.Port() == port {
+			out = append(out, l.Addr.Addr())
+		}
+	}
+	return out
+}
+
 // procAddr reads "0100007F:1F90" (IPv4) or a 32-hex-digit IPv6 address, in
 // the kernel's byte order (each 32-bit word little-endian).
 func procAddr(s string) (netip.AddrPort, bool) {

@@ -24,6 +24,9 @@ type CaptureReport struct {
 	// their count per class.
 	Connections        []Connection `json:"connections,omitempty"`
 	ConnectionsSummary string       `json:"connectionsSummary,omitempty"`
+	// Listeners are the pod's listening TCP sockets, when its socket tables
+	// were read (nil when not).
+	Listeners []Listener `json:"listeners,omitempty"`
 }
 
 // LiveSource is how the rules were read from a running pod.
@@ -56,6 +59,9 @@ type CaptureInput struct {
 	// Conntrack and Sockets, when set, are the pod's connection-tracking
 	// table and socket tables: its live flows are classified.
 	Conntrack, Sockets string
+	// Listening is the pod's socket tables as read with its rules (for its
+	// listening sockets), "" when they were not read.
+	Listening string
 	// ConntrackRead says the table was read, though it may be empty (no
 	// flows at all): the connections are then classified, none found.
 	ConntrackRead bool
@@ -65,6 +71,9 @@ type CaptureInput struct {
 // arguments call for, and traces each connection.
 func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 	rep := &CaptureReport{Dumps: in.Dumps, Traces: []*Trace{}, Notes: append([]string(nil), in.Notes...)}
+	if in.Listening != "" {
+		rep.Listeners = ParseListeners(in.Listening)
+	}
 	ambient := false
 	for _, d := range in.Dumps {
 		ambient = ambient || IsAmbientInPod(d)

@@ -1,0 +1,286 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// Checks of the Services that select the pod: static, in every sweep.
+const (
+	CodeInboundExcluded    = "KM-CAP-003"
+	CodeProtocolUndeclared = "KM-CONN-003"
+	CodeProtocolConflict   = "KM-CONN-004"
+	CodeTargetPortConflict = "KM-CONN-005"
+)
+
+func init() {
+	reads := []Fact{FactPod, FactServices}
+	register(&Spec{Code: CodeInboundExcluded, Title: "a Service's port is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
+		Reads:   reads,
+		Means:   "A port a Service sends to the pod is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
+		Detects: "The Services selecting the pod, their target ports resolved through the containers' port names, against the pod's capture annotations.",
+		Fixes:   "Take the port out of excludeInboundPorts (or add it to includeInboundPorts) in the pod template, then re-create the pods.",
+		Source:  "Istio docs, traffic redirection annotations; the security best practices (not all traffic is captured)",
+		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming the port a Service targets",
+		run:     inboundExcluded})
+	register(&Spec{Code: CodeProtocolUndeclared, Title: "Service port protocol not declared", Stage: CheckConnections, Kind: Static, Status: Info,
+		Istioctl: []string{"IST0118"}, Reads: reads,
+		Means:   "A Service port that sends to the pod names no protocol (no appProtocol, no protocol prefix in its name): the proxy sniffs it, and a server-first protocol (MySQL, SMTP, …) waits for the client and stalls.",
+		Detects: "The Service ports selecting the pod: appProtocol, or the name's prefix, against the protocols Istio knows; ports 25, 53, 3306 and 27017 and UDP are exempt, as istioctl's are.",
+		Fixes:   "Set the port's appProtocol (or name it PROTOCOL-SUFFIX).",
+		Source:  "istioctl analyze IST0118; Istio docs, application requirements (server first protocols, named service ports)",
+		Planted: "a Service port named db on the pod",
+		run:     protocolUndeclared})
+	register(&Spec{Code: CodeProtocolConflict, Title: "Services disagree on a port's protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0116"}, Reads: reads,
+		Means:   "Two Services that select the pod use the same port with different protocols: the proxy can serve only one of them on that port.",
+		Detects: "The Services selecting the pod: each port's Kubernetes protocol and Istio protocol (appProtocol or name).",
+		Fixes:   "Give one of the Services another port, or the same protocol.",
+		Source:  "istioctl analyze IST0116; Istio docs, application requirements",
+		Planted: "two Services on port 8080, one named http-web and one tcp-raw",
+		run:     protocolConflict})
+	register(&Spec{Code: CodeTargetPortConflict, Title: "one target port behind two Service ports", Stage: CheckConnections, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0137"}, Reads: reads,
+		Means:   "Services that select the pod send different Service ports to the same target port: the proxy's inbound listener for that port takes one port's protocol and routes.",
+		Detects: "The Services selecting the pod, their ports and target ports.",
+		Fixes:   "One Service port per target port.",
+		Source:  "istioctl analyze IST0137 DeploymentConflictingPorts",
+		Planted: "Service A 80→8080 and Service B 8080→8080",
+		run:     targetPortConflict})
+}
+
+// svcPort is one port of a Service that selects the pod, with the pod's
+// port it sends to (0 when a named port does not resolve).
+type svcPort struct {
+	svc    string
+	port   corev1.ServicePort
+	target int32
+}
+
+// servicePorts are the TCP ports of the Services that select the pod.
+func servicePorts(in *Input) []svcPort {
+	if in.Pod == nil {
+		return nil
+	}
+	var out []svcPort
+	for _, s := range in.Services {
+		for _, sp := range s.Spec.Ports {
+			out = append(out, svcPort{svc: s.Name, port: sp, target: targetOf(in.Pod, sp)})
+		}
+	}
+	return out
+}
+
+// targetOf resolves a Service port's target on the pod.
+func targetOf(p *corev1.Pod, sp corev1.ServicePort) int32 {
+	switch {
+	case sp.TargetPort.Type == intstr.String && sp.TargetPort.StrVal != "":
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == sp.TargetPort.StrVal {
+					return cp.ContainerPort
+				}
+			}
+		}
+		return 0
+	case sp.TargetPort.IntVal != 0:
+		return sp.TargetPort.IntVal
+	}
+	return sp.Port
+}
+
+func tcp(sp corev1.ServicePort) bool { return sp.Protocol == "" || sp.Protocol == corev1.ProtocolTCP }
+
+// portList reads a comma-separated port list ("*" is every port).
+func portList(v string) (ports map[int32]bool, all bool) {
+	ports = map[int32]bool{}
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "*" {
+			return nil, true
+		}
+		if n, err := strconv.Atoi(f); err == nil {
+			ports[int32(n)] = true
+		}
+	}
+	return ports, false
+}
+
+// servicesUnread is the finding of a check of the Services that could not
+// be read: unknown, with the permission that reads them.
+func servicesUnread(in *Input) []Finding {
+	return []Finding{{Status: Unknown, Evidence: "the Services that select the pod could not be read: " + in.ServicesUnknown,
+		Needs: []string{"list services (namespace " + in.Pod.Namespace + ")"}}}
+}
+
+func inboundExcluded(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil || p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
+		return nil
+	}
+	if in.ServicesUnknown != "" {
+		return servicesUnread(in)
+	}
+	excluded, _ := portList(p.Annotations[istio.AnnotationExcludeInboundPorts])
+	incl, inclSet := p.Annotations[istio.AnnotationIncludeInboundPorts]
+	included, all := portList(incl)
+	var hits []string
+	for _, sp := range servicePorts(in) {
+		if !tcp(sp.port) || sp.target == 0 {
+			continue
+		}
+		switch {
+		case excluded[sp.target]:
+			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is in %s", sp.svc, sp.port.Port, sp.target, istio.AnnotationExcludeInboundPorts))
+		case inclSet && !all && !included[sp.target]:
+			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is not in %s %q", sp.svc, sp.port.Port, sp.target, istio.AnnotationIncludeInboundPorts, incl))
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
+		Fix: "take the port out of " + istio.AnnotationExcludeInboundPorts + " (or add it to " + istio.AnnotationIncludeInboundPorts + ") in the pod template, then re-create the pods"}}
+}
+
+// istioProtocols are the protocols Istio reads off a port's appProtocol or
+// name prefix.
+var istioProtocols = map[string]bool{"tcp": true, "udp": true, "grpc": true, "grpc-web": true, "http": true, "http_proxy": true, "http2": true,
+	"https": true, "tls": true, "mongo": true, "redis": true, "mysql": true}
+
+// protocolOf is the protocol Istio gives a Service port ("" when sniffed).
+func protocolOf(sp corev1.ServicePort) string {
+	if sp.AppProtocol != nil && *sp.AppProtocol != "" {
+		return strings.ToLower(*sp.AppProtocol)
+	}
+	if !tcp(sp) {
+		return strings.ToLower(string(sp.Protocol))
+	}
+	name := strings.ToLower(sp.Name)
+	if istioProtocols[name] {
+		return name
+	}
+	if i := strings.Index(name, "-"); i > 0 && istioProtocols[name[:i]] {
+		return name[:i]
+	}
+	return ""
+}
+
+func protocolUndeclared(in *Input) []Finding {
+	if in.Pod == nil || !in.injected() {
+		return nil
+	}
+	var hits []string
+	for _, sp := range servicePorts(in) {
+		switch sp.port.Port {
+		case 25, 53, 3306, 27017:
+			continue // Istio takes these as TCP
+		}
+		if !tcp(sp.port) || protocolOf(sp.port) != "" {
+			continue
+		}
+		name := sp.port.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		hits = append(hits, fmt.Sprintf("Service %s port %d %s", sp.svc, sp.port.Port, name))
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: strings.Join(hits, "; ") + ": no protocol declared, the proxy sniffs it (a server-first protocol stalls)",
+		Fix: "set appProtocol on the port (tcp, http, grpc, …), or name it PROTOCOL-SUFFIX: kubectl edit service -n " + in.Pod.Namespace}}
+}
+
+func protocolConflict(in *Input) []Finding {
+	if in.Pod == nil || !in.injected() {
+		return nil
+	}
+	if in.ServicesUnknown != "" {
+		return servicesUnread(in)
+	}
+	type seen struct {
+		svc, proto string
+	}
+	byPort := map[int32][]seen{}
+	for _, sp := range servicePorts(in) {
+		proto := protocolOf(sp.port)
+		if proto == "" {
+			proto = "unnamed " + strings.ToLower(string(sp.port.Protocol))
+			if sp.port.Protocol == "" {
+				proto = "unnamed tcp"
+			}
+		}
+		byPort[sp.port.Port] = append(byPort[sp.port.Port], seen{sp.svc, proto})
+	}
+	var hits []string
+	ports := make([]int, 0, len(byPort))
+	for p := range byPort {
+		ports = append(ports, int(p))
+	}
+	sort.Ints(ports)
+	for _, port := range ports {
+		ss := byPort[int32(port)]
+		protos := map[string]bool{}
+		var parts []string
+		for _, s := range ss {
+			protos[s.proto] = true
+			parts = append(parts, s.svc+" ("+s.proto+")")
+		}
+		if len(protos) > 1 {
+			hits = append(hits, fmt.Sprintf("port %d: %s", port, quoteList(parts)))
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: "Services that select the pod give one port different protocols: " + strings.Join(hits, "; "),
+		Fix: "give one of the Services another port, or the same protocol: kubectl edit service -n " + in.Pod.Namespace}}
+}
+
+func targetPortConflict(in *Input) []Finding {
+	if in.Pod == nil || !in.injected() {
+		return nil
+	}
+	byTarget := map[int32]map[int32][]string{}
+	for _, sp := range servicePorts(in) {
+		if sp.target == 0 || !tcp(sp.port) {
+			continue
+		}
+		if byTarget[sp.target] == nil {
+			byTarget[sp.target] = map[int32][]string{}
+		}
+		byTarget[sp.target][sp.port.Port] = append(byTarget[sp.target][sp.port.Port], sp.svc)
+	}
+	var hits []string
+	targets := make([]int, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, int(t))
+	}
+	sort.Ints(targets)
+	for _, t := range targets {
+		ports := byTarget[int32(t)]
+		if len(ports) < 2 {
+			continue
+		}
+		var parts []string
+		for port, svcs := range ports {
+			sort.Strings(svcs)
+			parts = append(parts, fmt.Sprintf("%s port %d", strings.Join(svcs, ", "), port))
+		}
+		sort.Strings(parts)
+		hits = append(hits, fmt.Sprintf("target port %d from %s", t, quoteList(parts)))
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: strings.Join(hits, "; ") + ": the proxy's inbound listener for the target port takes one of them",
+		Fix: "one Service port per target port: kubectl edit service -n " + in.Pod.Namespace}}
+}

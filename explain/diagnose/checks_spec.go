@@ -1,0 +1,283 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// Checks of the pod's spec: static, in every sweep, from the pod alone.
+const (
+	CodeImageAuto         = "KM-INJ-006"
+	CodeUnknownAnnotation = "KM-INJ-008"
+	CodeReservedPort      = "KM-START-008"
+	CodeProbeNotRewritten = "KM-START-009"
+	CodeShutdownOrder     = "KM-START-010"
+	CodeDNSPolicy         = "KM-START-011"
+	CodeProxyUID          = "KM-CAP-002"
+	CodeInterceptionNone  = "KM-CAP-004"
+)
+
+func init() {
+	spec := []Fact{FactPod}
+	register(&Spec{Code: CodeImageAuto, Title: `istio-proxy image "auto", not injected`, Stage: CheckInjection, Kind: Static, Status: Fail,
+		Istioctl: []string{"IST0147", "IST0146"}, Reads: spec,
+		Means:   `A container named istio-proxy has image "auto", which only the injector replaces: the pod was not injected (a gateway deployed where no webhook selects it), and the container can never start.`,
+		Detects: `The istio-proxy container's image on a pod without the injector's status annotation.`,
+		Fixes:   "Let a webhook select the pod: remove istio-injection=disabled from its namespace, or label the template istio.io/rev=REVISION; then re-create it.",
+		Source:  "istioctl analyze IST0147/IST0146",
+		Planted: `a pod with a container istio-proxy, image auto, in a namespace labelled istio-injection=disabled`,
+		run:     imageAuto})
+	register(&Spec{Code: CodeUnknownAnnotation, Title: "Istio annotation unknown or misplaced", Stage: CheckInjection, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0108", "IST0107"}, Reads: spec,
+		Means:   "An annotation in an Istio domain that Istio does not know (a typo), or one that belongs on another kind of resource: it has no effect.",
+		Detects: "The pod's annotations against Istio's own table of annotations (generated from istio.io/api), with the closest known name.",
+		Fixes:   "Rename it in the pod template to the name Istio knows, or move it where it belongs.",
+		Source:  "istioctl analyze IST0108 UnknownAnnotation, IST0107 MisplacedAnnotation",
+		Planted: "a pod annotated traffic.sidecar.istio.io/excludeOutboundPort (no s)",
+		run:     unknownAnnotations})
+	register(&Spec{Code: CodeReservedPort, Title: "container port collides with the proxy", Stage: CheckStart, Kind: Static, Status: Fail,
+		Reads:   spec,
+		Means:   "An app container declares a port the proxy or its agent listens on (15000-15090): one of them cannot bind it, and the pod's traffic or health checks break.",
+		Detects: "The app containers' declared ports on a pod with a sidecar, against the proxy's ports.",
+		Fixes:   "Move the app to another port (and the Service's targetPort).",
+		Source:  "Istio docs, application requirements (ports used by Istio)",
+		Planted: "a sidecar pod whose app declares containerPort 15021",
+		run:     reservedPorts})
+	register(&Spec{Code: CodeProbeNotRewritten, Title: "probes go through the proxy", Stage: CheckStart, Kind: Static, Status: Warning,
+		Reads:   spec,
+		Means:   "The injector's probe rewrite is off (sidecar.istio.io/rewriteAppHTTPProbers: \"false\") and an app container has an HTTP or TCP probe: a TCP probe is answered by the proxy even when the app is down, an HTTP probe fails under STRICT mTLS.",
+		Detects: "The annotation and the app containers' probes on a pod with a sidecar.",
+		Fixes:   "Remove the annotation (the injector rewrites the probes to the agent's port 15020), then re-create the pod.",
+		Source:  "Istio docs, health checking of Istio services; istio/istio issues on TCP probes",
+		Planted: "rewriteAppHTTPProbers: \"false\" and a tcpSocket readiness probe on a port nothing listens on",
+		run:     probesNotRewritten})
+	register(&Spec{Code: CodeShutdownOrder, Title: "proxy may stop before the app", Stage: CheckStart, Kind: Static, Status: Warning,
+		Reads:   spec,
+		Means:   "A classic sidecar gets SIGTERM with the app: an app that goes on working while it stops (a preStop hook) loses its network once the proxy has drained.",
+		Detects: "A classic istio-proxy without EXIT_ON_ZERO_ACTIVE_CONNECTIONS, and an app container with a preStop hook.",
+		Fixes:   "A native sidecar (the kubelet stops it last), or proxyMetadata EXIT_ON_ZERO_ACTIVE_CONNECTIONS=true.",
+		Source:  "istio/istio issues on Envoy shutting down before the app",
+		Planted: "a classic-sidecar pod whose app has a preStop hook",
+		run:     shutdownOrder})
+	register(&Spec{Code: CodeDNSPolicy, Title: "dnsPolicy not ClusterFirst", Stage: CheckStart, Kind: Static, Status: Warning,
+		Reads:   spec,
+		Means:   "The pod with a sidecar does not use the cluster's DNS (dnsPolicy Default, or None without it): the agent cannot resolve istiod, and the proxy gets no configuration.",
+		Detects: "spec.dnsPolicy and dnsConfig on a pod with a sidecar, not on the node's network.",
+		Fixes:   "dnsPolicy: ClusterFirst in the template.",
+		Source:  "istiod's injector, which warns of it at admission",
+		Planted: "a sidecar pod with dnsPolicy: Default",
+		run:     dnsPolicy})
+	register(&Spec{Code: CodeProxyUID, Title: "app runs as the proxy's uid 1337", Stage: CheckCapture, Kind: Static, Status: Warning,
+		Istioctl: []string{"IST0144"}, Reads: spec,
+		Means:   "An app container runs as uid 1337, the proxy's: istio-iptables lets that uid's traffic through uncaptured, so the app's outbound traffic bypasses the proxy.",
+		Detects: "The app containers' effective runAsUser (the container's, else the pod's) on a pod in the mesh.",
+		Fixes:   "Run the app as another uid (securityContext.runAsUser).",
+		Source:  "istioctl analyze IST0144; Istio docs, application requirements (application UIDs)",
+		Planted: "a sidecar pod whose app runs as uid 1337",
+		run:     proxyUID})
+	register(&Spec{Code: CodeInterceptionNone, Title: "injected, capture turned off", Stage: CheckCapture, Kind: Static, Status: Warning,
+		Reads:   spec,
+		Means:   "The pod has a sidecar but sidecar.istio.io/interceptionMode is NONE: no rules capture its traffic, which goes around the proxy unless the app is configured to use it.",
+		Detects: "The annotation on a pod with a sidecar.",
+		Fixes:   "Remove the annotation if capture was meant, then re-create the pod.",
+		Source:  "Istio's annotations (interceptionMode NONE: no istio-init)",
+		Planted: "a pod annotated sidecar.istio.io/interceptionMode: NONE",
+		run:     interceptionNone})
+}
+
+// sidecarPod is a pod that has Istio's sidecar (injected, or written so).
+func sidecarPod(in *Input) *corev1.Pod {
+	if in.Pod == nil || !in.injected() {
+		return nil
+	}
+	return in.Pod
+}
+
+func imageAuto(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || p.Annotations[istio.AnnotationStatus] != "" {
+		return nil
+	}
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		if c.Name == istio.ProxyContainer && c.Image == "auto" {
+			return []Finding{{Evidence: `container istio-proxy has image "auto", which only Istio's injector replaces, and no injector has processed the pod: it cannot start`,
+				Fix: "kubectl label namespace " + p.Namespace + " istio-injection-   # or label the pod template istio.io/rev=REVISION; then re-create the pod"}}
+		}
+	}
+	return nil
+}
+
+func unknownAnnotations(in *Input) []Finding {
+	p := in.Pod
+	if p == nil {
+		return nil
+	}
+	var names []string
+	for k := range p.Annotations {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []Finding
+	for _, k := range names {
+		if !istio.IsIstioAnnotation(k) || istio.IsExemptAnnotation(k) {
+			continue
+		}
+		a, known := istio.LookupAnnotation(k)
+		switch {
+		case !known:
+			ev := "annotation " + k + " is not one Istio knows: it has no effect"
+			fix := "remove or rename the annotation " + k + " in the pod template"
+			if near := istio.Closest(k); near != "" {
+				ev += " (did you mean " + near + "?)"
+				fix = "rename the annotation " + k + " to " + near + " in the pod template"
+			}
+			out = append(out, Finding{Evidence: ev, Fix: fix})
+		case !istio.AppliesTo(a, "Pod"):
+			out = append(out, Finding{Evidence: "annotation " + k + " belongs on " + quoteList(a.Resources) + ", not on a pod: it has no effect here",
+				Fix: "move the annotation " + k + " to the " + quoteList(a.Resources) + " it is meant for"})
+		}
+	}
+	return out
+}
+
+func reservedPorts(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil {
+		return nil
+	}
+	var hits []string
+	for _, c := range appContainers(p) {
+		for _, port := range c.Ports {
+			if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
+				hits = append(hits, fmt.Sprintf("container %s port %d", c.Name, port.ContainerPort))
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090)",
+		Fix: "move the app to another port, and the Service's targetPort with it"}}
+}
+
+func probesNotRewritten(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil || p.Annotations[istio.AnnotationRewriteProbes] != "false" || p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
+		return nil
+	}
+	var hits []string
+	for _, c := range appContainers(p) {
+		for kind, pr := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe} {
+			switch {
+			case pr == nil:
+			case pr.TCPSocket != nil:
+				hits = append(hits, fmt.Sprintf("container %s's %s probe (TCP %s: the proxy accepts it even when the app is down)", c.Name, kind, pr.TCPSocket.Port.String()))
+			case pr.HTTPGet != nil:
+				hits = append(hits, fmt.Sprintf("container %s's %s probe (HTTP %s: through the proxy, refused under STRICT mTLS)", c.Name, kind, pr.HTTPGet.Port.String()))
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	sort.Strings(hits)
+	return []Finding{{Evidence: istio.AnnotationRewriteProbes + ` is "false": ` + strings.Join(hits, "; "),
+		Fix: "remove the annotation " + istio.AnnotationRewriteProbes + " from the pod template, so that the injector rewrites the probes to the agent (port 15020)"}}
+}
+
+func shutdownOrder(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil {
+		return nil
+	}
+	var proxy *corev1.Container
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == istio.ProxyContainer {
+			proxy = &p.Spec.Containers[i]
+		}
+	}
+	if proxy == nil {
+		return nil // a native sidecar: the kubelet stops it after the app
+	}
+	for _, e := range proxy.Env {
+		if e.Name == "EXIT_ON_ZERO_ACTIVE_CONNECTIONS" && e.Value == "true" {
+			return nil
+		}
+	}
+	var hooked []string
+	for _, c := range appContainers(p) {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			hooked = append(hooked, c.Name)
+		}
+	}
+	if len(hooked) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: "classic sidecar: istio-proxy gets SIGTERM with container " + quoteList(hooked) + ", which has a preStop hook and goes on working while the proxy drains and exits",
+		Fix: `add the annotation sidecar.istio.io/nativeSidecar: "true" to the pod template (the kubelet stops a native sidecar last), or proxy.istio.io/config: '{"proxyMetadata":{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS":"true"}}'`}}
+}
+
+func dnsPolicy(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil || p.Spec.HostNetwork {
+		return nil
+	}
+	switch p.Spec.DNSPolicy {
+	case corev1.DNSDefault:
+	case corev1.DNSNone:
+		if p.Spec.DNSConfig != nil && len(p.Spec.DNSConfig.Searches) > 0 && strings.Contains(strings.Join(p.Spec.DNSConfig.Searches, " "), ".svc.") {
+			return nil // the cluster's search domains: its resolver, set by hand
+		}
+	default:
+		return nil
+	}
+	return []Finding{{Evidence: "dnsPolicy is " + string(p.Spec.DNSPolicy) + ": the agent cannot resolve istiod's Service, so the proxy may get no configuration",
+		Fix: `kubectl patch of the workload: {"spec":{"template":{"spec":{"dnsPolicy":"ClusterFirst"}}}}`}}
+}
+
+func proxyUID(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || !in.injected() && (in.Injection == nil || !in.Injection.IsExpected()) {
+		return nil
+	}
+	uid := istio.ProxyUID
+	var hits []string
+	podUID := ""
+	if sc := p.Spec.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		podUID = strconv.FormatInt(*sc.RunAsUser, 10)
+	}
+	for _, c := range appContainers(p) {
+		eff := podUID
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			eff = strconv.FormatInt(*c.SecurityContext.RunAsUser, 10)
+		}
+		if eff == uid {
+			hits = append(hits, c.Name)
+		}
+	}
+	switch {
+	case len(hits) > 0:
+		return []Finding{{Evidence: "container " + quoteList(hits) + " runs as uid " + uid + ", the proxy's: istio-iptables lets that uid's traffic through uncaptured, so its outbound traffic bypasses the proxy",
+			Fix: "set securityContext.runAsUser of container " + quoteList(hits) + " to another uid"}}
+	case podUID == uid:
+		return []Finding{{Status: Info, Evidence: "the pod's securityContext.runAsUser is " + uid + ", the proxy's; every app container overrides it (istioctl analyze reports it all the same)",
+			Fix: "set the pod's securityContext.runAsUser to another uid"}}
+	}
+	return nil
+}
+
+func interceptionNone(in *Input) []Finding {
+	p := sidecarPod(in)
+	if p == nil || p.Annotations[istio.AnnotationInterceptionMode] != "NONE" {
+		return nil
+	}
+	return []Finding{{Evidence: istio.AnnotationInterceptionMode + " is NONE: the pod has a sidecar but no rules capture its traffic",
+		Fix: "remove the annotation " + istio.AnnotationInterceptionMode + " from the pod template if capture was meant, then re-create the pod"}}
+}
