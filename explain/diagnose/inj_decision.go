@@ -164,7 +164,7 @@ func (in *Input) injection() *stageAnswer {
 			kind = r.WarningKinds[i]
 		}
 		if code := warningCode(r, kind); code != "" {
-			warned = append(warned, Finding{Code: code, Status: Warning, Evidence: w, Fix: r.Fix})
+			warned = append(warned, Finding{Code: code, Status: Warning, Evidence: w, Fix: warningFix(r, code, in.Target)})
 		}
 	}
 	switch {
@@ -258,4 +258,19 @@ func dashed(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// warningFix is the fix of an injection warning: why-injected's, else what
+// the warning's cause calls for.
+func warningFix(r *injection.InjectionReport, code, target string) string {
+	if r.Fix != "" {
+		return r.Fix
+	}
+	switch code {
+	case CodeConflictingLabels:
+		return "kubectl label namespace " + r.Namespace + " istio.io/rev-   # keep one of istio-injection and istio.io/rev, then re-create the pods"
+	case CodeOverlapping:
+		return "istioctl tag list; kubectl get mutatingwebhookconfigurations   # remove the duplicate tag or webhook configuration"
+	}
+	return "kubectl mesh why-injected " + target + "   # the factor that decides it, and what to change"
 }

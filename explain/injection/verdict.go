@@ -25,6 +25,14 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Pods cannot be created: " + blocked + "."
 		r.Reason = "pod creation rejected by a webhook"
 		r.Fix = backendFix(evals)
+		switch r.BlockedBy {
+		case BlockedQuota:
+			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
+			r.Fix = "kubectl patch " + templateRef(w) + " -n " + w.Namespace + ` -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"100m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyCPULimit":"500m","sidecar.istio.io/proxyMemoryLimit":"256Mi"}}}}}'   # size the sidecar within the quota (kubectl describe quota -n ` + w.Namespace + "), or raise the quota"
+		case BlockedPodSecurity:
+			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
+			r.Fix = "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
+		}
 		r.Mismatch = boolp(w.Pod != nil)
 		return
 	case r.Ambient && !r.IsExpected():
@@ -243,6 +251,18 @@ func restartCommand(w *Workload) string {
 		}
 	}
 	return fmt.Sprintf("kubectl delete pod %s -n %s, then create it again from its manifest", w.Name, w.Namespace)
+}
+
+// templateRef names the object whose template makes w's pods, as kubectl
+// names it: a ReplicaSet of a Deployment by its Deployment.
+func templateRef(w *Workload) string {
+	kind, name := w.Kind, w.Name
+	if kind == "ReplicaSet" {
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			kind, name = "Deployment", name[:i]
+		}
+	}
+	return strings.ToLower(kind) + "/" + name
 }
 
 func backendFix(evals []*webhookEval) string {

@@ -1,0 +1,314 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+)
+
+// checkCase is one planted fault for one check: the facts, and what the
+// finding must say.
+type checkCase struct {
+	code string
+	// facts builds the facts; the default is a healthy injected pod.
+	pod      func(p *corev1.Pod)
+	inj      func(r *injection.InjectionReport)
+	events   []corev1.Event
+	logs     map[string]startup.LogTail
+	services []corev1.Service
+	capture  *capture.CaptureReport
+	noPod    string
+	now      time.Duration
+	// status is the finding's, evidence and fix what they contain.
+	status, evidence, fix string
+}
+
+func svc(name string, ports ...corev1.ServicePort) corev1.Service {
+	return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: corev1.ServiceSpec{Ports: ports}}
+}
+
+func sport(name string, port, target int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(target), Protocol: corev1.ProtocolTCP}
+}
+
+// listening is a socket table of a pod: LISTEN sockets on addr:port, uid.
+func listening(socks ...string) string {
+	b := "# tcp\n  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	for i, s := range socks {
+		b += "   " + string(rune('0'+i)) + ": " + s + " 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1337        0 1 1 0 100 0 0 10 0\n"
+	}
+	return b
+}
+
+func redirecting() []*capture.Ruleset {
+	rs, err := capture.ParseSave([]byte("*nat\n:ISTIO_REDIRECT - [0:0]\n:ISTIO_IN_REDIRECT - [0:0]\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\n-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports 15006\nCOMMIT\n"))
+	if err != nil {
+		panic(err)
+	}
+	return []*capture.Ruleset{rs}
+}
+
+var checkCases = []checkCase{
+	{code: CodeSidecarMissing, pod: func(p *corev1.Pod) { p.Spec.InitContainers, p.Spec.Containers = nil, p.Spec.Containers[1:] },
+		inj: func(r *injection.InjectionReport) {
+			no, yes := false, true
+			r.Injected, r.Mismatch, r.Verdict, r.Fix = &no, &yes, "Not injected, but it would be if re-created now", "kubectl rollout restart deployment/web -n shop"
+		}, status: Fail, evidence: "Not injected", fix: "rollout restart"},
+	{code: CodeInjectedDifferent, inj: func(r *injection.InjectionReport) {
+		yes := true
+		r.Mismatch, r.Verdict, r.Fix = &yes, "Injected by revision canary, but re-created now it would be injected by revision default.", "kubectl rollout restart deployment/web -n shop"
+	}, status: Fail, evidence: "canary"},
+	{code: CodeConflictingLabels, inj: func(r *injection.InjectionReport) {
+		r.Warn(injection.WarnConflictingLabels, "namespace shop has both istio-injection and istio.io/rev; istio.io/rev is ignored")
+	}, status: Warning, evidence: "both istio-injection and istio.io/rev"},
+	{code: CodeWebhookUnreachable, inj: func(r *injection.InjectionReport) {
+		r.CreationBlocked, r.BlockedBy, r.Verdict, r.Fix = true, injection.BlockedWebhook, "Pods cannot be created: webhook x cannot be called", "kubectl get endpointslices -n istio-system"
+	}, status: Fail, evidence: "cannot be called"},
+	{code: CodeOverlapping, inj: func(r *injection.InjectionReport) {
+		r.Warn(injection.WarnOverlapping, "more than one Istio webhook matches (a, b)")
+	}, status: Warning, evidence: "more than one"},
+	{code: CodeImageAuto, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers = nil
+		p.Spec.Containers[0].Image = "auto"
+	}, status: Fail, evidence: `image "auto"`, fix: "istio-injection-"},
+	{code: CodeAnnotationRefused, inj: func(r *injection.InjectionReport) {
+		r.CreationBlocked, r.BlockedBy, r.Verdict, r.Fix = true, injection.BlockedAnnotation, "Pods cannot be created: istiod refuses the pod at admission: invalid value", "kubectl patch deployment/web"
+	}, status: Fail, evidence: "istiod refuses"},
+	{code: CodeUnknownAnnotation, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundPort": "9090", "networking.istio.io/exportTo": ".", "example.com/x": "y"}
+	}, status: Warning, evidence: "did you mean traffic.sidecar.istio.io/excludeOutboundPorts", fix: "rename"},
+	{code: CodeSkippedByInjector, inj: func(r *injection.InjectionReport) {
+		r.Factors = append(r.Factors, injection.Factor{Factor: "hostNetwork", Value: "true", Effect: injection.EffectBlocks})
+		r.Warn(injection.WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+	}, status: Warning, evidence: "asked for"},
+	{code: CodeAskedNotDone, inj: func(r *injection.InjectionReport) {
+		r.Warn(injection.WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+	}, status: Warning, evidence: "asked for"},
+	{code: CodeQuota, inj: func(r *injection.InjectionReport) {
+		r.CreationBlocked, r.BlockedBy, r.Verdict = true, injection.RefusalOf(`pods "web-1" is forbidden: exceeded quota: q, requested: limits.memory=1Gi`), "Pods cannot be created: exceeded quota"
+		r.Fix = "kubectl patch deployment/web"
+	}, status: Fail, evidence: "exceeded quota"},
+	{code: CodePodSecurity, inj: func(r *injection.InjectionReport) {
+		r.CreationBlocked, r.BlockedBy = true, injection.RefusalOf(`pods "web-1" is forbidden: violates PodSecurity "baseline:latest": non-default capabilities (container "istio-init" must not include "NET_ADMIN", "NET_RAW" in securityContext.capabilities.add)`)
+		r.Verdict, r.Fix = "Pods cannot be created: violates PodSecurity", "kubectl label namespace shop pod-security.kubernetes.io/enforce=privileged --overwrite"
+	}, status: Fail, evidence: "PodSecurity"},
+	{code: CodeInitNoNetAdmin, pod: initFailed("could not fetch rule set generation id: Permission denied (you must be root)"), status: Fail, evidence: "NET_ADMIN"},
+	{code: CodeInitBadArgument, pod: initFailed("iptables-restore: invalid port/service `http' specified"), status: Fail, evidence: "port"},
+	{code: CodeInitFailed, pod: initFailed("iptables-restore: line 3 failed"), status: Fail, evidence: "istio-init"},
+	{code: CodeValidationFailed, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].Name = "istio-validation"
+		p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-validation", RestartCount: 2,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 126, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)}}}
+		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+	}, status: Fail, evidence: "istio-validation"},
+	{code: CodeStuckInInit, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "wait-db"})
+		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: "wait-db", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}})
+		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+	}, now: 5 * time.Minute, status: Fail, evidence: "wait-db"},
+	{code: CodeAmbientSetup, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:2], nil
+		p.Status.Phase = corev1.PodPending
+		p.Labels = map[string]string{"istio.io/dataplane-mode": "ambient"}
+	}, events: []corev1.Event{{Reason: "FailedCreatePodSandBox", Count: 3, LastTimestamp: at(30), Message: `plugin type="istio-cni" name="istio-cni" failed (add): failed to contact node Istio CNI agent`}},
+		inj: func(r *injection.InjectionReport) {
+			no := false
+			r.Injected, r.Expected, r.Ambient = &no, &no, true
+		}, status: Fail, evidence: "istio-cni"},
+	{code: CodeInitCaptured, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "fetch-config"})
+		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: "fetch-config",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: at(2), FinishedAt: at(3)}}})
+	}, status: Warning, evidence: "fetch-config"},
+	{code: CodeAppBeforeProxy, pod: func(p *corev1.Pod) {
+		p.Spec.Containers[0].Lifecycle = nil
+		p.Status.ContainerStatuses[0].State.Running.StartedAt = at(3)
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: at(30)}}
+	}, events: []corev1.Event{{Reason: "Unhealthy", Count: 5, LastTimestamp: at(20), Message: "Readiness probe failed", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{istio-proxy}"}}},
+		status: Warning, evidence: "before"},
+	{code: CodeHoldTimedOut, events: []corev1.Event{{Reason: "FailedPostStartHook", Count: 2, LastTimestamp: at(70),
+		Message: "PostStartHookError: command 'pilot-agent wait' exited with 255: timeout waiting for Envoy proxy to become ready", InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{istio-proxy}"}}},
+		status: Fail, evidence: "pilot-agent wait", fix: "-c istio-proxy"},
+	{code: CodeProxyNotReady, pod: func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }, now: 10 * time.Minute, status: Fail, evidence: "istio-proxy"},
+	{code: CodeProxyFailing, pod: crashing(0), now: 2 * time.Minute, status: Fail, evidence: "istio-proxy"},
+	{code: CodeAppFailing, pod: crashing(1), now: 2 * time.Minute, status: Fail, evidence: "app"},
+	{code: CodeRestarted, pod: func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[1].RestartCount = 1
+		p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
+	}, now: startup.BackOffReset + time.Hour, status: Warning, evidence: "restarted"},
+	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly", Controller: &yes}}
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}, status: Fail, evidence: "Job"},
+	{code: CodeReservedPort, pod: func(p *corev1.Pod) {
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}
+	}, status: Fail, evidence: "port 15021"},
+	{code: CodeProbeNotRewritten, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"sidecar.istio.io/rewriteAppHTTPProbers": "false"}
+		p.Spec.Containers[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+	}, status: Warning, evidence: "TCP 8080"},
+	{code: CodeShutdownOrder, pod: func(p *corev1.Pod) {
+		p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "10"}}}}
+	}, status: Warning, evidence: "preStop"},
+	{code: CodeDNSPolicy, pod: func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, status: Warning, evidence: "dnsPolicy is Default"},
+	{code: CodeNotRunning, pod: func(p *corev1.Pod) {
+		p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
+	}, status: Warning, evidence: "no node"},
+	{code: CodeAmbientWaitZtunnel, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		p.Annotations = map[string]string{"ambient.istio.io/redirection": "pending"}
+		p.Labels = map[string]string{"istio.io/dataplane-mode": "ambient"}
+	}, inj: func(r *injection.InjectionReport) {
+		no := false
+		r.Injected, r.Expected, r.Ambient = &no, &no, true
+	}, status: Fail, evidence: "pending"},
+	{code: CodeRulesDrift, capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{Missing: []string{"-A ISTIO_OUTPUT -j RETURN"}}}, status: Fail, evidence: "1 rules missing", fix: "kubectl delete pod web-1 -n shop"},
+	{code: CodeProxyUID, pod: func(p *corev1.Pod) {
+		uid := int64(1337)
+		p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
+	}, status: Warning, evidence: "container app runs as uid 1337"},
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
+	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "Service web port 80 → 8080"},
+	{code: CodeInterceptionNone, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"sidecar.istio.io/interceptionMode": "NONE"}
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+	}, status: Warning, evidence: "NONE"},
+	{code: CodeProxyNotListening, capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
+		Listeners: capture.ParseListeners(listening("00000000:1F90"))}, status: Fail, evidence: "port 15001 and 15006"},
+	{code: CodeAmbientNotCaptured, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+	}, inj: func(r *injection.InjectionReport) {
+		no := false
+		r.Injected, r.Expected, r.Ambient, r.AmbientCapture, r.Verdict = &no, &no, true, injection.AmbientNotSetUp, "Enrolled in ambient mode, but istio-cni has not set it up"
+		r.Fix = "kubectl delete pod web-1 -n shop"
+	}, status: Fail, evidence: "istio-cni has not set it up"},
+	{code: CodeBypassing, capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{},
+		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: capture.Bypassing}}}, status: Fail, evidence: "bypass"},
+	{code: CodeLocalhostListener, services: []corev1.Service{svc("web", sport("http", 80, 8080))},
+		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
+			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (Service web) listens on 127.0.0.1 only"},
+	{code: CodeProtocolUndeclared, services: []corev1.Service{svc("db", sport("db", 5432, 5432))}, status: Info, evidence: "Service db port 5432 db"},
+	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
+		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
+	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
+		status: Warning, evidence: "target port 8080 from a port 80 and b port 8080"},
+}
+
+// initFailed: istio-init failing in a crash loop with this log.
+func initFailed(log string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-init", RestartCount: 3,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: log, StartedAt: at(1), FinishedAt: at(2)}}}
+		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+	}
+}
+
+// crashing: container i crash-loops.
+func crashing(i int) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: p.Spec.Containers[i].Name, RestartCount: 4,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(60), FinishedAt: at(61)}}}
+	}
+}
+
+// facts of a case: a healthy injected pod, changed.
+func (tc checkCase) facts() Facts {
+	p := pod(tc.pod)
+	r := injected(tc.inj)
+	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod}
+	for i := range f.Services {
+		f.Services[i].Spec.Selector = map[string]string{"app": "web"}
+	}
+	if tc.capture != nil && tc.capture.Connections != nil {
+		f.Connections = true
+	}
+	now := tc.now
+	if now == 0 {
+		now = time.Minute
+	}
+	for i := range tc.events {
+		if tc.events[i].InvolvedObject.Kind == "" {
+			tc.events[i].InvolvedObject.Kind, tc.events[i].InvolvedObject.Name = "Pod", p.Name
+		}
+	}
+	owner := ""
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		owner = ref.Kind
+	}
+	f.Startup = startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Events: tc.events, Logs: tc.logs, OwnerKind: owner, Now: t0.Add(now)})
+	return f
+}
+
+// Every check of the catalogue finds its planted fault (unit level: the
+// e2e test plants each on a real cluster), with its code, status, evidence
+// and fix, and puts its stage's row where the finding says.
+func TestEveryCheckFindsItsFault(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range checkCases {
+		covered[tc.code] = true
+		t.Run(tc.code, func(t *testing.T) {
+			d := Diagnose(tc.facts())
+			var found *Finding
+			for i, f := range d.Findings {
+				if f.Code == tc.code {
+					found = &d.Findings[i]
+				}
+			}
+			if found == nil {
+				t.Fatalf("no %s finding; findings %+v; first %s: %s", tc.code, d.Findings, d.First, d.Verdict)
+			}
+			spec, _ := Lookup(tc.code)
+			if found.Status != tc.status || !strings.Contains(found.Evidence, tc.evidence) || !strings.Contains(found.Fix, tc.fix) {
+				t.Errorf("%s: got %s %q fix %q; want %s, evidence with %q, fix with %q", tc.code, found.Status, found.Evidence, found.Fix, tc.status, tc.evidence, tc.fix)
+			}
+			if found.Stage != spec.Stage || found.Title != spec.Title {
+				t.Errorf("%s: stage %s title %q, the registry says %s %q", tc.code, found.Stage, found.Title, spec.Stage, spec.Title)
+			}
+			if found.Fix == "" && found.Status != Info {
+				t.Errorf("%s: no fix", tc.code)
+			}
+			// Its stage's row is at least as bad as the finding.
+			for _, c := range d.Checks {
+				if c.Name == found.Stage && found.Status != Info && worseness[c.Status] < worseness[found.Status] {
+					t.Errorf("%s: stage %s is %s under a %s finding", tc.code, c.Name, c.Status, found.Status)
+				}
+			}
+		})
+	}
+	for _, s := range Checks() {
+		if !covered[s.Code] {
+			t.Errorf("check %s has no unit case", s.Code)
+		}
+	}
+	t.Logf("%d checks, each found in its planted fault", len(covered))
+}
+
+// A healthy injected pod, with Services, rules and sockets read, has no
+// finding at all: no check cries wolf.
+func TestHealthyPodHasNoFinding(t *testing.T) {
+	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080))},
+		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(), ConnectionsSummary: "no live flows", Connections: []capture.Connection{},
+			Listeners: capture.ParseListeners(listening("00000000:1F90", "00000000:3A99", "00000000:3A9E"))}}
+	f := tc.facts()
+	f.Connections = true
+	d := Diagnose(f)
+	if len(d.Findings) != 0 || d.Status != Pass {
+		t.Fatalf("healthy pod: %s, findings %+v", d.Status, d.Findings)
+	}
+}
