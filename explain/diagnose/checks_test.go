@@ -106,7 +106,7 @@ var checkCases = []checkCase{
 	{code: CodeValidationFailed, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers[0].Name = "istio-validation"
 		p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-validation", RestartCount: 2,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 126, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)}}}
 		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
 	}, status: Fail, evidence: "istio-validation"},
