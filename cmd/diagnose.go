@@ -137,7 +137,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
 	c.Flags().BoolVar(&o.ListChecks, "list-checks", false, "Print the catalogue of checks (code, stage, what each reads, the istioctl analyze code) and exit")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, "wide"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")

@@ -54,7 +54,11 @@ func Headline(d *diagnose.Diagnosis) string {
 // its finding and its fix), then the checklist, then what would settle the
 // unknown checks and the commands that show each check in full.
 func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
-	p.Para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), p.Paint(StatusEffect(d.Status), Headline(d)))
+	head := Headline(d)
+	if d.Code != "" {
+		head += ": " + d.Code
+	}
+	p.Para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), p.Paint(StatusEffect(d.Status), Escape(head)))
 	if d.First != "" {
 		p.Para(p.Bold("Finding:")+" ", Escape(d.Verdict))
 		for i, l := range strings.Split(d.Fix, "\n") {
@@ -70,10 +74,29 @@ func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
 	}
 	fmt.Fprintln(p.Out)
 	rows := make([][]string, 0, len(d.Checks))
+	deciding := map[string]bool{}
 	for _, c := range d.Checks {
-		rows = append(rows, []string{c.Name, p.Paint(StatusEffect(c.Status), c.Status), Escape(strings.TrimPrefix(c.Evidence, "not checked: "))})
+		deciding[c.Code+"/"+c.Status] = true
+		rows = append(rows, []string{c.Name, p.Paint(StatusEffect(c.Status), c.Status), Dash(c.Code), Escape(strings.TrimPrefix(c.Evidence, "not checked: "))})
 	}
-	p.Table([]string{"CHECK", "STATUS", "EVIDENCE"}, rows)
+	p.Table([]string{"CHECK", "STATUS", "CODE", "EVIDENCE"}, rows)
+	// The findings that decide no row: a stage's second fault, information.
+	var others []diagnose.Finding
+	for _, f := range d.Findings {
+		if !deciding[f.Code+"/"+f.Status] {
+			others = append(others, f)
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintln(p.Out)
+		fmt.Fprintln(p.Out, p.Bold("Also found:"))
+		for _, f := range others {
+			p.Para("  ", p.Paint(StatusEffect(f.Status), f.Code+" "+f.Status)+": "+Escape(f.Evidence))
+			if f.Fix != "" {
+				p.FixLine("    fix: ", Escape(f.Fix))
+			}
+		}
+	}
 	var needs, notRun []string
 	for _, c := range d.Checks {
 		needs = append(needs, c.Needs...)

@@ -440,10 +440,11 @@ func (p *Printer) Command(prefix, cmd string) {
 // selector terms, path and name parts.
 const CellBreaks = ",/."
 
-// wrapText wraps text to width columns at spaces, hyphens and breaks, and
-// inside a word only when a word is longer than the width.
+// wrapText wraps text to width columns at spaces; a word, a name or an
+// address is never broken, unless it is longer than the width: then at its
+// hyphens and breaks, else anywhere.
 func WrapText(text string, width int, breaks string) string {
-	out := lipgloss.Wrap(text, width, breaks)
+	out := wrapWords(text, width, breaks)
 	if width < 2 {
 		return out
 	}
@@ -452,10 +453,37 @@ func WrapText(text string, width int, breaks string) string {
 	// so that no stub of a line is left behind.
 	for _, l := range strings.Split(out, "\n") {
 		if lipgloss.Width(strings.TrimRight(l, " ")) > width {
-			return WrapText(text, width-1, breaks)
+			return strings.ReplaceAll(WrapText(text, width-1, breaks), nbHyphen, "-")
 		}
 	}
 	return out
+}
+
+// nbHyphen stands in for the hyphens of the words that fit a line while
+// they are wrapped, so that no such word is broken at a hyphen.
+const nbHyphen = "\u2011"
+
+func wrapWords(text string, width int, breaks string) string {
+	if width < 2 {
+		return lipgloss.Wrap(text, width, breaks)
+	}
+	long := false
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		words := strings.Split(line, " ")
+		for j, w := range words {
+			if lipgloss.Width(w) > width {
+				long = true
+				continue
+			}
+			words[j] = strings.ReplaceAll(w, "-", nbHyphen)
+		}
+		lines[i] = strings.Join(words, " ")
+	}
+	if !long {
+		breaks = ""
+	}
+	return strings.ReplaceAll(lipgloss.Wrap(strings.Join(lines, "\n"), width, breaks), nbHyphen, "-")
 }
 
 // longestWord is the width of the longest run of text a cell wrap cannot break.
