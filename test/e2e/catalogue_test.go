@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -462,13 +463,12 @@ func catPort(name string, port, target int32, proto corev1.Protocol) corev1.Serv
 	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(target), Protocol: proto}
 }
 
+// catPodNames finds the pods a namespace message of istioctl names.
+var catPodNames = regexp.MustCompile(`pod names: \[([^\]]*)\]`)
+
 // catNotPlanted names the catalogue's codes this test does not plant, and
 // why (none: every code of docs/catalogue-codes.txt is planted).
 var catNotPlanted = map[string]string{}
-
-// catIgnoredIstioctl are istioctl codes on pods that are not faults of the
-// pod: none so far.
-var catIgnoredIstioctl = map[string]string{}
 
 // TestCheckCatalogue plants, on the real cluster, one fault for every code
 // of diagnose's check catalogue (docs/catalogue-codes.txt): each in a
@@ -498,7 +498,7 @@ func TestCheckCatalogue(t *testing.T) {
 	found := 0
 	var planted int
 	defer func() {
-		testreport.Count(t, "check catalogue: %d of %d codes planted, %d found by diagnose; %d istioctl messages about planted pods, %d met by a diagnose finding; %d checks (%s)",
+		testreport.Count(t, "check catalogue: %d of %d codes planted, %d found by diagnose; %d istioctl messages about their pods, %d met by a diagnose finding; %d checks (%s)",
 			planted, len(contract), found, istioMsgs, matched, checks, time.Since(start).Round(time.Second))
 	}()
 	check := func(t *testing.T, ok bool, format string, args ...any) bool {
@@ -517,7 +517,7 @@ func TestCheckCatalogue(t *testing.T) {
 	late := c.Namespace(t, "cat-late", nil)
 	rev := c.Namespace(t, "cat-rev", map[string]string{"istio.io/rev": "canary"})
 	conflict := c.Namespace(t, "cat-conflict", map[string]string{"istio-injection": "enabled", "istio.io/rev": "canary"})
-	broken := c.Namespace(t, "cat-broken", map[string]string{"kmesh.test/broken-injector": "yes"})
+	broken := c.Namespace(t, "cat-broken", map[string]string{"kmesh.test/catalogue-down": "yes"})
 	dup := c.Namespace(t, "cat-dup", map[string]string{"istio-injection": "enabled", "kmesh.test/catalogue-dup": "yes"})
 	quota := c.Namespace(t, "cat-quota", map[string]string{"istio-injection": "enabled"})
 	psa := c.Namespace(t, "cat-psa", map[string]string{"istio-injection": "enabled", "pod-security.kubernetes.io/enforce": "baseline"})
@@ -526,41 +526,52 @@ func TestCheckCatalogue(t *testing.T) {
 	ambAgents := c.Namespace(t, "cat-amb-cni", nil) // the node agents' stand-ins: no fault of its own
 	faultNamespaces := []string{inj, live, plain, late, rev, conflict, broken, dup, quota, psa, cni, amb}
 
-	// Webhook faults: extra webhook configurations scoped to one test
-	// namespace each, deleted at the end. A webhook whose Service has no
-	// endpoints (failurePolicy Fail), as TestDiagnose plants it.
-	c.Apply(t, broken, []byte(brokenWebhook(broken)))
-	t.Cleanup(func() {
-		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "istio-sidecar-injector-broken-"+broken, metav1.DeleteOptions{})
-	})
-	// A second copy of the default revision's namespace webhook (the real
-	// istiod's URL and CA), as a stale second install leaves one, matching
-	// only the cat-dup namespace: two Istio webhooks match its pods.
+	// Webhook faults: copies of the default revision's namespace webhook
+	// (the real istiod's CA), each in a configuration of its own whose
+	// namespace selector matches one test namespace only, deleted at the
+	// end.
 	def, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var copied *admissionv1.MutatingWebhook
+	var orig *admissionv1.MutatingWebhook
 	for i := range def.Webhooks {
 		if def.Webhooks[i].Name == "namespace.sidecar-injector.istio.io" {
-			copied = def.Webhooks[i].DeepCopy()
+			orig = &def.Webhooks[i]
 		}
 	}
-	if copied == nil || copied.NamespaceSelector == nil {
-		t.Fatalf("the default revision has no namespace.sidecar-injector.istio.io webhook with a namespace selector: %+v", def.Webhooks)
+	if orig == nil || orig.NamespaceSelector == nil || orig.ClientConfig.URL == nil {
+		t.Fatalf("the default revision has no namespace.sidecar-injector.istio.io webhook with a namespace selector and a URL: %+v", def.Webhooks)
 	}
-	copied.NamespaceSelector.MatchLabels = map[string]string{"kmesh.test/catalogue-dup": "yes", "kubernetes.io/metadata.name": dup}
-	ignore := admissionv1.Ignore
-	copied.FailurePolicy = &ignore
-	dupName := "istio-sidecar-injector-dup-" + dup
-	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: dupName, Labels: map[string]string{"istio.io/rev": "default", "app": "sidecar-injector"}},
-		Webhooks:   []admissionv1.MutatingWebhook{*copied},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	webhookCopy := func(name string, edit func(w *admissionv1.MutatingWebhook)) {
+		t.Helper()
+		w := orig.DeepCopy()
+		edit(w)
+		if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"istio.io/rev": "default", "app": "sidecar-injector"}},
+			Webhooks:   []admissionv1.MutatingWebhook{*w},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
-	t.Cleanup(func() {
-		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), dupName, metav1.DeleteOptions{})
+	// The default revision's webhook as it is once its istiod is gone
+	// (failurePolicy Fail, its URL on loopback where nothing listens): the
+	// only webhook that matches cat-broken, which has no injection label.
+	webhookCopy("istio-sidecar-injector-down-"+broken, func(w *admissionv1.MutatingWebhook) {
+		url := "https://127.0.0.1:1/inject"
+		w.ClientConfig.URL = &url
+		w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kmesh.test/catalogue-down": "yes", "kubernetes.io/metadata.name": broken}}
+	})
+	// A second copy of it, the real istiod's URL and failurePolicy Ignore,
+	// as a stale second install leaves one, matching cat-dup (labelled
+	// istio-injection=enabled) only: two Istio webhooks match its pods.
+	webhookCopy("istio-sidecar-injector-dup-"+dup, func(w *admissionv1.MutatingWebhook) {
+		ignore := admissionv1.Ignore
+		w.FailurePolicy = &ignore
+		w.NamespaceSelector.MatchLabels = map[string]string{"kmesh.test/catalogue-dup": "yes", "kubernetes.io/metadata.name": dup}
 	})
 
 	// Ambient mode as TestDiagnose sets it up: istio-cni's ConfigMap of the
@@ -659,16 +670,16 @@ func TestCheckCatalogue(t *testing.T) {
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, conflict, appPod("conflicted", nil, catLean()))
 			}},
-		{code: "KM-INJ-004", ns: broken, name: "web", workload: true, how: "a webhook (failurePolicy Fail) for this namespace whose Service has no endpoints; a Deployment",
+		{code: "KM-INJ-004", ns: broken, name: "web", workload: true, how: "the default revision's namespace webhook copied for this namespace only with its istiod gone (failurePolicy Fail, URL https://127.0.0.1:1/inject); a Deployment",
 			plant: func(ctx context.Context, f *catFault) error {
 				// The apiserver calls the new webhook from the moment a dry run is refused.
-				if err := catPoll(ctx, "the broken webhook to refuse pods in "+broken, func(ctx context.Context) (bool, string) {
+				if err := catPoll(ctx, "the dead webhook to refuse pods in "+broken, func(ctx context.Context) (bool, string) {
 					_, err := catDryRun(ctx, c, broken)
-					return err != nil && strings.Contains(err.Error(), "istiod-broken"), fmt.Sprint(err)
+					return err != nil && strings.Contains(err.Error(), "failed calling webhook"), fmt.Sprint(err)
 				}); err != nil {
 					return err
 				}
-				return refused(ctx, f, broken, nil, nil, "istiod-broken")
+				return refused(ctx, f, broken, nil, nil, "failed calling webhook")
 			}},
 		{code: "KM-INJ-005", ns: dup, name: "two-webhooks", how: "a pod in a namespace that a copy of the default revision's namespace webhook (real istiod, failurePolicy Ignore) also matches",
 			plant: func(ctx context.Context, f *catFault) error {
@@ -740,9 +751,11 @@ func TestCheckCatalogue(t *testing.T) {
 					SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_RAW"}, Drop: []corev1.Capability{"ALL"}}}}}
 				return failedAgain(ctx, f, inj, p, "istio-init")
 			}},
-		{code: "KM-INIT-002", ns: inj, name: "bad-ports", how: `traffic.sidecar.istio.io/includeOutboundPorts="80,http" (istiod admits it; iptables-restore refuses it)`,
+		// (Not "80,http": the image's /etc/services names port 80 http, and
+		// iptables takes it.)
+		{code: "KM-INIT-002", ns: inj, name: "bad-ports", how: `traffic.sidecar.istio.io/includeOutboundPorts="80,http-api" (a Service's port name: istiod admits it, iptables-restore refuses it)`,
 			plant: func(ctx context.Context, f *catFault) error {
-				return failedAgain(ctx, f, inj, appPod("bad-ports", nil, catLean("traffic.sidecar.istio.io/includeOutboundPorts", "80,http")), "istio-init")
+				return failedAgain(ctx, f, inj, appPod("bad-ports", nil, catLean("traffic.sidecar.istio.io/includeOutboundPorts", "80,http-api")), "istio-init")
 			}},
 		{code: "KM-INIT-003", ns: inj, name: "chain-exists", how: "classic sidecar; a user init container (istiod runs it before istio-init) leaves an ISTIO_INBOUND chain in both iptables backends: istio-init's restore fails",
 			plant: func(ctx context.Context, f *catFault) error {
@@ -980,17 +993,18 @@ exit 1`
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("no-interception", nil, catLean("sidecar.istio.io/interceptionMode", "NONE")))
 			}},
-		{code: "KM-CAP-005", ns: live, name: "proxy-silent", how: "classic sidecar whose istio-proxy is customised (container istio-proxy, image auto) to run sleep: it runs, listens on nothing; the rules redirect to 15001/15006",
+		{code: "KM-CAP-005", ns: live, name: "proxy-gone", how: "classic sidecar whose istio-proxy image is replaced (a container istio-proxy in the pod, image mesh-test) by one that exits at once; istio-init (Istio's image) wrote the rules: 15001/15006 serve nothing",
 			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("proxy-silent", nil, classic())
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "auto", Command: []string{"sleep"}, Args: []string{"3600"}})
+				p := appPod("proxy-gone", nil, classic())
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: testImage, ImagePullPolicy: corev1.PullNever})
 				if err := createPod(ctx, live, p); err != nil {
 					return err
 				}
 				f.pod = p.Name
-				f.state = "istio-proxy running for over 35s, nothing listening"
+				f.state = "istio-init completed, istio-proxy exited and was restarted"
 				_, err := catWaitPod(ctx, c, live, p.Name, f.state, func(p *corev1.Pod) bool {
-					return catRunningFor(catStatus(p, "istio-proxy"), 35*time.Second)
+					init := catStatus(p, "istio-init")
+					return init != nil && init.State.Terminated != nil && init.State.Terminated.ExitCode == 0 && catFailedAgain(catStatus(p, "istio-proxy"))
 				})
 				return err
 			}},
@@ -1109,7 +1123,7 @@ exit 1`
 	}
 
 	// Plant everything at once, then wait for each fault's state.
-	plantCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	plantCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	all := append(append([]*catFault{}, faults...), healthy, backend)
@@ -1149,17 +1163,20 @@ exit 1`
 			defer wg.Done()
 			var d catDoc
 			var err error
-			if ns != live {
+			switch {
+			case ns != live:
 				d, _, err = catDiagnose(bin, c.Kubeconfig, ns)
-			} else {
+			case byCode["KM-CONN-001"].err != nil:
+				d, _, err = catDiagnose(bin, c.Kubeconfig, ns, "--rules", "--connections")
+			default:
 				liveCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 				defer cancel()
 				err = catPoll(liveCtx, "the bypassing flows of pod bypass", func(context.Context) (bool, string) {
-					var r result
-					d, r, err = catDiagnose(bin, c.Kubeconfig, ns, "--rules", "--connections")
-					if err != nil {
-						return false, err.Error()
+					got, r, derr := catDiagnose(bin, c.Kubeconfig, ns, "--rules", "--connections")
+					if derr != nil {
+						return false, derr.Error()
 					}
+					d = got
 					for _, it := range d.all() {
 						if it.Name == "bypass" {
 							return it.has("KM-CONN-001") || it.check("connections").Status == "fail", it.says()
@@ -1258,12 +1275,32 @@ exit 1`
 			}()
 		}
 		wg.Wait()
-		onPod := map[string][]catMessage{} // ns/pod (or ns/workload) → istioctl's messages about it
+		onPod := map[string][]catMessage{} // ns/pod (or ns/workload:name) → istioctl's messages about it
+		onNS := map[string][]catMessage{}  // ns → istioctl's messages about the namespace itself
+		cluster := map[string]bool{}       // istioctl's messages about cluster-scoped objects (every run repeats them)
 		for _, ns := range faultNamespaces {
 			for _, m := range analyses[ns] {
 				kind, name, inNS := catOrigin(m.Origin, ns)
-				if !inNS {
-					continue // cluster-scoped (webhooks) or the namespace itself
+				switch {
+				case kind == "Namespace" && name == ns:
+					onNS[ns] = append(onNS[ns], m)
+					t.Logf("istioctl on namespace %s: %s", ns, catMessages([]catMessage{m}))
+					// A message about the namespace that names its pods (IST0158
+					// lists the pods whose proxy image is not the injector's) is
+					// about those pods.
+					if names := catPodNames.FindStringSubmatch(m.Message); names != nil {
+						for _, p := range strings.Fields(names[1]) {
+							onPod[ns+"/"+p] = append(onPod[ns+"/"+p], m)
+						}
+					}
+					continue
+				case !inNS:
+					key := fmt.Sprintf("%s %s on %s: %s", m.Code, m.Level, m.Origin, catShort(m.Message))
+					if !cluster[key] {
+						cluster[key] = true
+						t.Logf("istioctl, not about a pod: %s", key)
+					}
+					continue
 				}
 				var targets []string
 				switch kind {
@@ -1310,10 +1347,6 @@ exit 1`
 			}
 			t.Logf("istioctl on %s/%s (%s): %s", ns, p, planted, catMessages(onPod[k]))
 			for _, m := range onPod[k] {
-				if why, ok := catIgnoredIstioctl[m.Code]; ok {
-					t.Logf("  %s ignored: %s", m.Code, why)
-					continue
-				}
 				istioMsgs++
 				it, ok := itemFor(ns, p, workload)
 				if check(t, ok && len(it.Findings) > 0, "istioctl %s (%s) on %s/%s: diagnose has no finding there (item found %v): %s", m.Code, catShort(m.Message), ns, p, ok, it.says()) {
@@ -1336,7 +1369,7 @@ exit 1`
 					}
 				}
 				reported := map[string]bool{}
-				for _, m := range onPod[key] {
+				for _, m := range append(onPod[key], onNS[ns]...) {
 					reported[m.Code] = true
 				}
 				var only []string
@@ -1357,10 +1390,10 @@ exit 1`
 			}
 			key := f.key()
 			reported := map[string]bool{}
-			for _, m := range onPod[key] {
+			for _, m := range append(onPod[key], onNS[f.ns]...) {
 				reported[m.Code] = true
 			}
-			t.Logf("contract pairs %s with istioctl %s: reported on %s: %v", f.code, strings.Join(want, "/"), key, catAnyOf(want, reported))
+			t.Logf("contract pairs %s with istioctl %s: reported on %s (or its namespace): %v", f.code, strings.Join(want, "/"), key, catAnyOf(want, reported))
 		}
 	})
 }
