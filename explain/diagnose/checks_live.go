@@ -38,11 +38,17 @@ func init() {
 		run:     localhostListener})
 }
 
-// proxyRunningUnready: the proxy runs but is not ready yet (the start
-// stage's to say).
-func proxyRunningUnready(s *startup.StartupReport) bool {
+// proxyStarting: the proxy runs, is not ready, and has not been so for
+// long (startup's proxy-not-ready hazard is not there yet): its listeners
+// come with its configuration.
+func proxyStarting(s *startup.StartupReport) bool {
 	if s == nil {
 		return false
+	}
+	for _, h := range s.Hazards {
+		if h.ID == "proxy-not-ready" {
+			return false
+		}
 	}
 	for _, c := range append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...) {
 		if c.Name == istio.ProxyContainer {
@@ -54,7 +60,7 @@ func proxyRunningUnready(s *startup.StartupReport) bool {
 
 func proxyNotListening(in *Input) []Finding {
 	r := in.Capture
-	if r == nil || r.Listeners == nil && !socketsRead(r) || !in.injected() || proxyRunningUnready(in.Startup) {
+	if r == nil || !socketsRead(r) || !in.injected() || proxyStarting(in.Startup) {
 		return nil
 	}
 	ports := map[uint16]bool{}

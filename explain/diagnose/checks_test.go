@@ -86,9 +86,8 @@ var checkCases = []checkCase{
 		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundPort": "9090", "networking.istio.io/exportTo": ".", "example.com/x": "y"}
 	}, status: Warning, evidence: "did you mean traffic.sidecar.istio.io/excludeOutboundPorts", fix: "rename"},
 	{code: CodeSkippedByInjector, inj: func(r *injection.InjectionReport) {
-		r.Factors = append(r.Factors, injection.Factor{Factor: "hostNetwork", Value: "true", Effect: injection.EffectBlocks})
-		r.Warn(injection.WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
-	}, status: Warning, evidence: "asked for"},
+		r.Warn(injection.WarnInjectorSkips, "a sidecar is asked for, but istiod never injects this pod: it uses the node's network (hostNetwork)")
+	}, status: Warning, evidence: "hostNetwork"},
 	{code: CodeAskedNotDone, inj: func(r *injection.InjectionReport) {
 		r.Warn(injection.WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
 	}, status: Warning, evidence: "asked for"},
@@ -142,7 +141,7 @@ var checkCases = []checkCase{
 	{code: CodeProxyNotReady, pod: func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }, now: 10 * time.Minute, status: Fail, evidence: "istio-proxy"},
 	{code: CodeProxyFailing, pod: crashing(0), now: 2 * time.Minute, status: Fail, evidence: "istio-proxy"},
 	{code: CodeAppFailing, pod: crashing(1), now: 2 * time.Minute, status: Fail, evidence: "app"},
-	{code: CodeRestarted, pod: func(p *corev1.Pod) {
+	{code: CodeAppFailing, pod: func(p *corev1.Pod) {
 		p.Status.ContainerStatuses[1].RestartCount = 1
 		p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
 	}, now: startup.BackOffReset + time.Hour, status: Warning, evidence: "restarted"},

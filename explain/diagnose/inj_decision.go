@@ -132,6 +132,8 @@ func warningCode(r *injection.InjectionReport, kind string) string {
 		return CodeOverlapping
 	case injection.WarnInitFailure:
 		return ""
+	case injection.WarnInjectorSkips:
+		return CodeSkippedByInjector
 	case injection.WarnAskedNotDone:
 		for _, f := range r.Factors {
 			if f.Effect == injection.EffectBlocks && (f.Factor == "hostNetwork" || f.Factor == "ignored namespace") {
@@ -174,6 +176,9 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, "ambient mode enrolls it (no sidecar, none expected)"
 	case r.CreationBlocked:
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, blockedCode(r.BlockedBy)
+	case r.IsMismatch() && len(imageAuto(in)) > 0:
+		// Its istio-proxy container is not a sidecar: KM-INJ-006 says what it is.
+		c.Status, c.Evidence, c.Code = Pass, "no injector processed the pod", ""
 	case r.IsMismatch():
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, CodeSidecarMissing
 		if r.Injected != nil && *r.Injected {

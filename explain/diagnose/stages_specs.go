@@ -83,25 +83,18 @@ func init() {
 		run:     startOf(CodeProxyNotReady)})
 	register(&Spec{Code: CodeProxyFailing, Title: "istio-proxy failing", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "istio-proxy crash-loops, is OOMKilled, or cannot start: every restart drops the pod's connections, and traffic is captured to a proxy that is not there.",
-		Detects: "istio-proxy's state, last termination and restart count, through every phase of its crash loop.",
+		Detects: "istio-proxy's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning.",
 		Fixes:   "istio-proxy's previous log; size it with sidecar.istio.io/proxyMemory(Limit).",
 		Source:  "istio/istio issues on sidecars OOMKilled or restarting",
 		Planted: "a pod whose proxy image is replaced (sidecar.istio.io/proxyImage) by one that exits",
 		run:     startOf(CodeProxyFailing)})
 	register(&Spec{Code: CodeAppFailing, Title: "app container failing", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "An app container crash-loops or cannot start (image, configuration): in a meshed pod, often because it could not reach the network at start.",
-		Detects: "The container's state, last termination and restart count, through every phase of its crash loop.",
+		Detects: "The container's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning.",
 		Fixes:   "The container's previous log, or the events for one that never started.",
 		Source:  "kubectl's own statuses (CrashLoopBackOff, ImagePullBackOff)",
 		Planted: "an app container that exits 1",
 		run:     startOf(CodeAppFailing)})
-	register(&Spec{Code: CodeRestarted, Title: "container restarted, runs again", Stage: CheckStart, Kind: Static, Status: Warning, Reads: startupReads,
-		Means:   "A container restarted and runs again: each restart of the proxy drops connections; an app that restarts at start often raced the proxy.",
-		Detects: "Restart counts and last terminations of containers that run (past the kubelet's back-off reset).",
-		Fixes:   "The container's previous log.",
-		Source:  "istio/istio issues asking that sidecar restarts be flagged",
-		Planted: "an app container that exits once, then runs",
-		run:     startOf(CodeRestarted)})
 	register(&Spec{Code: CodeJobClassicSidecar, Title: "Job pod with a classic sidecar", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "A Job's pod has istio-proxy as a regular container: when the job's container ends the proxy keeps running, and the Job never completes.",
 		Detects: "The owner (Job) and where istio-proxy is in the spec.",

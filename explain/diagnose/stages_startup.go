@@ -23,7 +23,6 @@ const (
 	CodeProxyNotReady      = "KM-START-003"
 	CodeProxyFailing       = "KM-START-004"
 	CodeAppFailing         = "KM-START-005"
-	CodeRestarted          = "KM-START-006"
 	CodeJobClassicSidecar  = "KM-START-007"
 	CodeNotRunning         = "KM-START-012"
 	CodeAmbientWaitZtunnel = "KM-START-013"
@@ -115,6 +114,19 @@ func fromHazards(name string, s *startup.StartupReport, target string, fails, wa
 			c.Status, c.Evidence, ok = k.status, strings.Join(msgs, "; "), true
 		}
 	}
+	// Stuck in init because istio-init or istio-validation fails: that
+	// failure is the finding, not a second one.
+	failing := false
+	for _, f := range a.findings {
+		failing = failing || f.Status == Fail && f.Code != CodeStuckInInit
+	}
+	var kept []Finding
+	for _, f := range a.findings {
+		if f.Code != CodeStuckInInit || !failing {
+			kept = append(kept, f)
+		}
+	}
+	a.findings = kept
 	if !ok {
 		c.Fix, c.Code = "", ""
 	}
@@ -196,7 +208,7 @@ func (in *Input) startAnswer() *stageAnswer {
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, joinEvidence(failed), fix, failed[0].Code
 		return a
 	} else if !ok && len(restarted) > 0 {
-		c.Status, c.Evidence, c.Fix, c.Code = Warning, joinEvidence(restarted), fix, CodeRestarted
+		c.Status, c.Evidence, c.Fix, c.Code = Warning, joinEvidence(restarted), fix, restarted[0].Code
 		return a
 	}
 	if ok {
@@ -274,7 +286,7 @@ func containerTrouble(s *startup.StartupReport, target string) (failed, restarte
 				fix = own
 			}
 		case c.Restarts > 0:
-			restarted = append(restarted, Finding{Code: CodeRestarted, Status: Warning, Fix: logs,
+			restarted = append(restarted, Finding{Code: code, Status: Warning, Fix: logs,
 				Evidence: fmt.Sprintf("container %s restarted %s%s%s", c.Name, startup.Plural(c.Restarts, "time"), last, runningSince(c))})
 			if fix == "" {
 				fix = logs

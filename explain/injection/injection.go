@@ -207,6 +207,7 @@ const (
 	WarnAmbientExcluded   = "ambient-excluded"     // ambient asked for, but it cannot be
 	WarnInitFailure       = "init-failure"         // istio-init will refuse what istiod admits
 	WarnAskedNotDone      = "asked-not-done"       // injection asked for, but it does not happen
+	WarnInjectorSkips     = "injector-skips"       // a sidecar asked for where istiod never injects
 )
 
 // Warn adds a warning of a kind.

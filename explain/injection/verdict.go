@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -41,7 +42,16 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	}
 
 	expected := r.IsExpected()
-	if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
+	skips := ""
+	switch {
+	case w.Spec.HostNetwork:
+		skips = "it uses the node's network (hostNetwork)"
+	case slices.Contains(istioIgnoredNamespaces, w.Namespace):
+		skips = "its namespace " + w.Namespace + " is one istiod never injects"
+	}
+	if !expected && !st.injected && skips != "" && asksForSidecar(w, nsLabels) {
+		r.Warn(WarnInjectorSkips, "a sidecar is asked for, but istiod never injects this pod: "+skips)
+	} else if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
 		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
 	}
 	if w.Pod == nil {
@@ -96,6 +106,15 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 // that selects no webhook (an istio.io/rev naming no active revision or
 // tag; the annotation sidecar.istio.io/inject="true", which selectors do not
 // see) — a mistake, not a choice; a pod that opts out is not asking.
+// asksForSidecar: the pod's label or its namespace's asks for a sidecar.
+func asksForSidecar(w *Workload, nsLabels map[string]string) bool {
+	if w.Labels[istio.KeyInject] == "false" {
+		return false
+	}
+	_, rev := nsLabels[istio.LabelRev]
+	return w.Labels[istio.KeyInject] == "true" || nsLabels[istio.LabelInjection] == "enabled" || rev
+}
+
 func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	if w.Labels[istio.KeyInject] == "false" || w.Annotations[istio.KeyInject] == "false" {
 		return false

@@ -590,8 +590,15 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		age := f.Now.Sub(r.CreatedAt).Round(time.Second)
 		if age > time.Minute || r.InitResult == "failed" || r.InitResult == "crash-looping" {
 			stuck := ""
+			sidecar := map[string]bool{}
+			for _, c := range f.Pod.Spec.InitContainers {
+				sidecar[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+			}
 			for _, c := range r.InitContainers {
-				if c.State != "terminated" || c.Failing {
+				// A native sidecar runs on: it never completes, and init
+				// goes past it once it has started.
+				started := sidecar[c.Name] && c.State == "running" && !c.Failing && c.Started != nil && *c.Started
+				if (c.State != "terminated" || c.Failing) && !started {
 					stuck = c.Name
 					break
 				}

@@ -227,5 +227,21 @@ func TestAmbientCNIRace(t *testing.T) {
 		!strings.Contains(human.stdout, "(ambient mode, no sidecar)") {
 		t.Errorf("startup does not say the race and its fix:\n%s", human.stdout)
 	}
-	testreport.Count(t, "ambient CNI race: Istio's CNI plugin failed the sandbox without its agent (%q); startup named it", cniErr.Msg)
+	// diagnose's catalogue: KM-INIT-006, planted here (TestCheckCatalogue
+	// names this test as its plant).
+	var d struct {
+		Findings []struct{ Code, Status string }
+	}
+	dres := mesh(t, c, "", "diagnose", "web", "-n", ns, "-o", "json")
+	if err := json.Unmarshal([]byte(dres.stdout), &d); err != nil {
+		t.Fatalf("diagnose -o json: %v\n%s\n%s", err, dres.stdout, dres.stderr)
+	}
+	found := false
+	for _, f := range d.Findings {
+		found = found || f.Code == "KM-INIT-006" && f.Status == "fail"
+	}
+	if !found {
+		t.Errorf("diagnose of the pod the plugin could not hand to the agent has no KM-INIT-006 finding: %+v", d.Findings)
+	}
+	testreport.Count(t, "ambient CNI race: Istio's CNI plugin failed the sandbox without its agent (%q); startup named it, diagnose as KM-INIT-006", cniErr.Msg)
 }
