@@ -25,14 +25,17 @@ const outputRaw = "raw"
 // IptablesOptions holds the flags of `kubectl mesh iptables`.
 type IptablesOptions struct {
 	configFlags *genericclioptions.ConfigFlags
-	Pod         string
-	Container   string
-	Via         string
-	Image       string
-	Interval    time.Duration
-	NodeNS      string
-	Force       bool
-	Timeout     time.Duration
+	// Parallel is how many pods of a node the fleet audit reads at once
+	// (0: the node's CPUs).
+	Parallel  int
+	Pod       string
+	Container string
+	Via       string
+	Image     string
+	Interval  time.Duration
+	NodeNS    string
+	Force     bool
+	Timeout   time.Duration
 	// AllNamespaces and Selector (or an explicit -n) without a POD: the fleet audit.
 	AllNamespaces bool
 	Selector      string
@@ -151,6 +154,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pod of --via node")
 	c.Flags().BoolVar(&o.Force, "force", false, "Add an ephemeral container even to a pod that is not Running")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for the dump")
+	c.Flags().IntVar(&o.Parallel, "parallel", 0, "Without a POD: how many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "iptables-save output to read (- for standard input); give it twice for the IPv4 and IPv6 dumps")
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace, and for --expect-args: they decide whether istio-iptables writes IPv6 rules)")

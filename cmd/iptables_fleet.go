@@ -50,7 +50,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		return nil
 	}
 	progress := newProgress(o.ErrOut, len(byNode), selected)
-	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Done: progress.done})
+	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, Done: progress.done})
 	progress.clear()
 	if err != nil {
 		return err

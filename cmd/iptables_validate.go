@@ -24,6 +24,10 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 		return usageErrorf("--interval must be positive")
 	case o.Timeout <= 0:
 		return usageErrorf("--timeout must be positive")
+	case o.Parallel < 0 || o.Parallel > 64:
+		return usageErrorf("--parallel must be between 0 (the node's CPUs) and 64")
+	case o.Parallel != 0 && !fleet:
+		return usageErrorf("--parallel is for the fleet audit (-n, -l, -A without a POD)")
 	case o.Pod != "" && len(o.FromFiles) > 0:
 		return usageErrorf("give either a POD or --from-file, not both")
 	case o.Pod != "" && (o.AllNamespaces || o.Selector != ""):

@@ -90,11 +90,22 @@ func script(rounds int, interval int, root string) string {
 	if rounds > 1 {
 		fmt.Fprintf(&b, "  [ \"$round\" = 1 ] || sleep %d\n", interval)
 	}
-	for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"} {
-		fmt.Fprintf(&b, "  echo \"%s$round %s\"; %s -c 2>&1\n", marker, tool, tool)
+	// Only the backends that hold tables are dumped (a tool run for nothing
+	// prints nothing anyway): nft's own list of tables says which of the
+	// nft tools have something to read; the legacy tables of the namespace
+	// are listed in /proc/net/ip{,6}_tables_names. Without nft, every tool runs.
+	b.WriteString("  tables=; nft=; if command -v nft >/dev/null 2>&1; then nft=1; tables=$(nft list tables 2>/dev/null); fi\n")
+	for _, t := range []struct{ tool, when string }{
+		{"iptables-nft-save", `[ -z "$nft" ] || echo "$tables" | grep -q '^table ip '`},
+		{"ip6tables-nft-save", `[ -z "$nft" ] || echo "$tables" | grep -q '^table ip6 '`},
+		{"iptables-legacy-save", `grep -q . /proc/net/ip_tables_names 2>/dev/null`},
+		{"ip6tables-legacy-save", `grep -q . /proc/net/ip6_tables_names 2>/dev/null`},
+	} {
+		fmt.Fprintf(&b, "  echo \"%s$round %s\"; if %s; then %s -c 2>&1; fi\n", marker, t.tool, t.when, t.tool)
 	}
-	// Istio's native nftables mode writes tables of its own, which only nft lists.
-	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if command -v nft >/dev/null 2>&1; then nft list ruleset 2>&1; else echo \"%s\"; fi\n", marker, NftMissing)
+	// Istio's native nftables mode writes tables of its own (istio-*), which
+	// only nft lists.
+	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if [ -z \"$nft\" ]; then echo \"%s\"; elif echo \"$tables\" | grep -q ' istio'; then nft list ruleset 2>&1; fi\n", marker, NftMissing)
 	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
 	// The connection-tracking table and the sockets with their owners' uids
 	// (read from /proc/net, which is the namespace's own): for --connections.
@@ -386,18 +397,23 @@ type PodDump struct {
 	Err      string
 }
 
+// PodTimeout is how long one pod's dump may take in a node dump: past it,
+// that pod is unreadable ("timed out"), and the others go on.
+const PodTimeout = 20 * time.Second
+
 // DumpNode reads the rules of every pod given — all on node — with a single
-// short-lived node pod (in nodeNS, with image): for each pod, its process is
-// found by container ID and the fixed dump runs in its network namespace.
-// It returns each pod's dump by "namespace/name", and the node pod's name.
-// The node pod is deleted on success, on error and when ctx ends.
-func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods []*corev1.Pod, timeout time.Duration) (map[string]PodDump, string, error) {
+// short-lived node pod (in nodeNS, with image). It finds every pod's
+// network namespace in one pass over the node's processes (their cgroups
+// name their container IDs), then runs the fixed dump in each, parallel at
+// a time (0: the node's CPUs), each pod within PodTimeout. It returns each
+// pod's dump by "namespace/name", and the node pod's name. The node pod is
+// deleted on success, on error and when ctx ends.
+func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods []*corev1.Pod, parallel int, timeout time.Duration) (map[string]PodDump, string, error) {
 	if err := r.checkNode(ctx, nodeNS); err != nil {
 		return nil, "", err
 	}
 	out := map[string]PodDump{}
-	var b strings.Builder
-	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root"))
+	var list strings.Builder
 	n := 0
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
@@ -408,14 +424,20 @@ func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods 
 		}
 		n++
 		// Names and IDs are checked (DNS labels, hex): safe in the script.
-		fmt.Fprintf(&b, "echo '%s%s'\npid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
-			"if [ -n \"$pid\" ]; then PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"; else echo '%sno process of container %s on this node'; fi\n",
-			podMarker, key, cid, errMarker, cid)
+		fmt.Fprintf(&list, "%s %s\n", key, cid)
 	}
 	if n == 0 {
 		return out, "", nil
 	}
-	text, where, err := r.runNodePod(ctx, node, nodeNS, image, b.String(), timeout)
+	if parallel < 0 {
+		parallel = 0
+	}
+	cmd := NodeScript(list.String(), parallel, PodTimeout)
+	// The whole node pod's time: the timeout given, and each round of
+	// reads at worst (two at a time, when the node's CPUs are not known).
+	lanes := max(parallel, 2)
+	timeout += time.Duration((n+lanes-1)/lanes) * PodTimeout / 4
+	text, where, err := r.runNodePod(ctx, node, nodeNS, image, cmd, timeout)
 	if err != nil {
 		return nil, where, err
 	}
@@ -447,4 +469,38 @@ func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods 
 		}
 	}
 	return out, where, nil
+}
+
+// NodeScript is the node pod's command for the pods listed ("namespace/name
+// containerID" lines): one pass over /proc maps container IDs to
+// processes; the pods are dealt into parallel lanes (0: the node's CPUs),
+// each lane reads its pods one after another, each within podTimeout, into
+// a file of its own; the files are printed once every lane is done.
+func NodeScript(pods string, parallel int, podTimeout time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root"))
+	fmt.Fprintf(&b, "P=%d; T=%d\n", parallel, int(podTimeout.Seconds()))
+	b.WriteString(`[ "$P" -gt 0 ] || P=$(nproc 2>/dev/null || echo 2)
+if timeout 5 true 2>/dev/null; then TO="timeout $T"; elif timeout -t 5 true 2>/dev/null; then TO="timeout -t $T"; else TO=; fi
+W=$(mktemp -d)
+grep -H -o -E '[0-9a-f]{64}' /proc/[0-9]*/cgroup 2>/dev/null > "$W/ids"
+cat > "$W/pods" <<'KMESH_PODS'
+`)
+	b.WriteString(pods)
+	b.WriteString("KMESH_PODS\n")
+	fmt.Fprintf(&b, `i=0; while read key cid; do echo "$key $cid" >> "$W/lane.$((i %% P))"; i=$((i+1)); done < "$W/pods"
+for l in "$W"/lane.*; do
+  ( while read key cid; do
+      echo '%s'"$key"
+      pid=$(grep -m1 ":$cid\$" "$W/ids" | cut -d/ -f3)
+      if [ -z "$pid" ]; then echo '%s'"no process of container $cid on this node"; continue; fi
+      PID=$pid $TO nsenter -t "$pid" -n /bin/sh -c "$dump"; rc=$?
+      case $rc in 124|137|143) echo '%s'"timed out after ${T}s reading its rules" ;; esac
+    done < "$l" > "$l.out" 2>&1 ) &
+done
+wait
+cat "$W"/lane.*.out
+rm -rf "$W"
+`, podMarker, errMarker, errMarker)
+	return b.String()
 }

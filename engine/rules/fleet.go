@@ -45,6 +45,9 @@ type AuditOptions struct {
 	Timeout              time.Duration
 	Connections          bool
 	Done                 func(pods int)
+	// Parallel is how many pods of a node are read at once (0: as many as
+	// the node has CPUs).
+	Parallel int
 }
 
 // Audit reads the rules of the pods of each node of byNode with one node
@@ -148,7 +151,7 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 	if image == "" {
 		return fail("no pod on this node has a mesh image with iptables to read the rules with: give one with --image")
 	}
-	dumps, _, err := runner.DumpNode(ctx, node, opts.NodeNamespace, image, pods, opts.Timeout)
+	dumps, _, err := runner.DumpNode(ctx, node, opts.NodeNamespace, image, pods, opts.Parallel, opts.Timeout)
 	if err != nil {
 		var perm *nsexec.PermissionError
 		if errors.As(err, &perm) {

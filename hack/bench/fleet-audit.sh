@@ -9,16 +9,22 @@
 # ephemeral containers added (must be 0). The cluster is brought up if
 # needed; the benchmark's namespace is deleted at the end. A failed run
 # stops the benchmark.
+#   SYNTH=N (default 1000) then measures the node side at a scale the node
+#   cannot hold as pods: N network namespaces made on the node (each a
+#   process in a cgroup named by a made-up container ID, with the rules of
+#   an Istio pod loaded), read by the real node pod (hack/bench/fleetsynth),
+#   then removed. SYNTH=0 skips it.
+#   CHECK=1 exits 1 when a goal of issue #30 is missed.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
-PODS=${PODS:-50} RUNS=${RUNS:-3} FEW=${FEW:-5}
+PODS=${PODS:-100} RUNS=${RUNS:-3} FEW=${FEW:-5} SYNTH=${SYNTH:-1000} CHECK=${CHECK:-0}
 bench_cluster
 NS=bench-fleet
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT
 "$KUBECTL" label namespace "$NS" istio-injection=enabled >/dev/null
 "$KUBECTL" -n "$NS" create deployment web --image="$TEST_IMAGE" --replicas=0 -- sleep 36000 >/dev/null
-"$KUBECTL" -n "$NS" patch deployment web -p '{"spec": {"template": {"metadata": {"annotations": {"sidecar.istio.io/proxyCPU": "10m", "sidecar.istio.io/proxyMemory": "32Mi"}}, "spec": {"containers": [{"name": "mesh-test", "imagePullPolicy": "Never"}]}}}}' >/dev/null
+"$KUBECTL" -n "$NS" patch deployment web -p '{"spec": {"template": {"metadata": {"annotations": {"sidecar.istio.io/proxyCPU": "5m", "sidecar.istio.io/proxyMemory": "16Mi"}}, "spec": {"containers": [{"name": "mesh-test", "imagePullPolicy": "Never", "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}}}]}}}}' >/dev/null
 "$KUBECTL" -n "$NS" scale deployment web --replicas="$PODS" >/dev/null
 "$KUBECTL" -n "$NS" rollout status deployment/web --timeout=600s >/dev/null
 log "$PODS pods running"
@@ -42,3 +48,58 @@ printf '%-52s %8.2f s  (%.0f ms per pod)\n' "kubectl mesh iptables -n $NS (fleet
 printf '%-52s %8.2f s  (one node pod per pod)\n' "kubectl mesh iptables POD --via node (each of $FEW)" "$s"
 awk -v a="$a" -v s="$s" -v n="$lines" 'BEGIN { printf "one by one, %d pods would take %.1f s: %.1fx the audit\n", n, s * n, s * n / a }'
 echo "lines: $lines; with drift or unreadable: $drift; ephemeral containers added: $eph; node pods left: $left"
+ratio=$(awk -v a="$a" -v s="$s" -v n="$lines" 'BEGIN { printf "%.1f", s * n / a }')
+per=$(awk -v a="$a" -v n="$lines" 'BEGIN { printf "%.0f", a * 1000 / n }')
+missed=()
+[ "$per" -le 30 ] || missed+=("$per ms per pod (goal ≤ 30)")
+awk -v r="$ratio" 'BEGIN { exit !(r >= 25) }' || missed+=("one node pod per pod ÷ audit $ratio (goal ≥ 25)")
+[ "$left" -eq 0 ] && [ "$eph" -eq 0 ] || missed+=("left behind: $left node pods, $eph ephemeral containers")
+
+if [ "$SYNTH" -gt 0 ]; then
+  # N network namespaces on the node, each a process in a cgroup named by a
+  # made-up 64-hex container ID, with an Istio pod's rules loaded.
+  node=$("$KUBECTL" get nodes -o jsonpath='{.items[0].metadata.name}')
+  cg=/sys/fs/cgroup/pids/kmesh-synth
+  work=$(mktemp -d)
+  synth_clean() {
+    [ -f "$work/pids" ] && xargs -r kill < "$work/pids" 2>/dev/null || true
+    sleep 0.5
+    for d in "$cg"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null || true; done
+    rmdir "$cg" 2>/dev/null || true
+    rm -rf "$work"
+  }
+  trap 'synth_clean; "$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT
+  mkdir -p "$cg"
+  rules=$REPO_ROOT/explain/capture/testdata/istio-default.nft.save
+  log "making $SYNTH network namespaces on $node"
+  for i in $(seq "$SYNTH"); do
+    id=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    unshare -n sleep 36000 &
+    pid=$!
+    echo "$pid" >> "$work/pids"
+    mkdir "$cg/$id"
+    echo "$pid" > "$cg/$id/cgroup.procs"
+    grep -v '^#' "$rules" | nsenter -t "$pid" -n iptables-nft-restore
+    echo "$id" >> "$work/ids"
+  done
+  go build -o "$OUT_BIN/fleetsynth" ./hack/bench/fleetsynth
+  synth=()
+  for _ in $(seq "$RUNS"); do
+    synth+=("$("$OUT_BIN/fleetsynth" -kubeconfig "$KUBECONFIG" -node "$node" -ids "$work/ids" -image "$TEST_IMAGE")")
+  done
+  sec=$(printf '%s\n' "${synth[@]}" | jq -r .seconds | median)
+  echo "== $SYNTH network namespaces on one node, read by one node pod; median of $RUNS runs"
+  printf '%s\n' "${synth[@]}" | jq -c '{namespaces, seconds: (.seconds * 100 | round / 100), msPerNamespace: (.msPerNamespace | round), unreadable, withRules}'
+  printf '%-52s %8.2f s\n' "$SYNTH namespaces (goal ≤ 15 s)" "$sec"
+  awk -v s="$sec" 'BEGIN { exit !(s <= 15) }' || missed+=("$SYNTH namespaces in $sec s (goal ≤ 15)")
+  bad=$(printf '%s\n' "${synth[@]}" | jq -s '[.[] | .unreadable + (.namespaces - .withRules)] | max')
+  [ "$bad" -eq 0 ] || missed+=("$bad synthetic namespaces unreadable or without their rules")
+  left=$("$KUBECTL" get pods -A -l kubectl-mesh.io/nsexec --no-headers 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] || missed+=("$left node pods left")
+fi
+if [ "${#missed[@]}" -gt 0 ]; then
+  printf 'goal missed: %s\n' "${missed[@]}"
+  [ "$CHECK" != 1 ] || exit 1
+else
+  echo "every goal met"
+fi
