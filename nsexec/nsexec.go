@@ -76,12 +76,20 @@ const NftMissing = "kubectl-mesh: nft is not in this image"
 // /proc/net/nf_conntrack nor the conntrack tool could be read.
 const ConntrackMissing = "kubectl-mesh: no connection tracking table readable"
 
-// script is the fixed command: every save tool of both backends and both
-// families, with counters, nft's ruleset (Istio's native nftables tables),
-// then the DNS servers. With rounds 2 it sleeps
-// and dumps again. interval is a number of seconds formatted here.
-func script(rounds int, interval int, root string) string {
+// script is the fixed command: the save tools of the backends that hold
+// tables, with counters, nft's ruleset when Istio's native nftables tables
+// are there, the DNS servers, the connection-tracking table (conntrack) and
+// the socket tables. With rounds 2 it sleeps and dumps again; interval is a
+// number of seconds formatted here. It runs as few programs as it can
+// (files are read with the shell's own read): at a fleet's scale, each
+// program started costs more than what it reads.
+func script(rounds int, interval int, root string, conntrack bool) string {
 	var b strings.Builder
+	// catf prints a file with the shell's builtins; has finds a table in
+	// nft's list; legacy says whether the namespace has legacy tables.
+	b.WriteString("catf() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < \"$1\"; }\n")
+	b.WriteString("has() { case \"$tables\" in *\"$1\"*) return 0 ;; esac; return 1; }\n")
+	b.WriteString("legacy() { [ -r \"$1\" ] && read -r x < \"$1\"; }\n")
 	b.WriteString("for round in")
 	for i := 1; i <= rounds; i++ {
 		fmt.Fprintf(&b, " %d", i)
@@ -94,23 +102,26 @@ func script(rounds int, interval int, root string) string {
 	// prints nothing anyway): nft's own list of tables says which of the
 	// nft tools have something to read; the legacy tables of the namespace
 	// are listed in /proc/net/ip{,6}_tables_names. Without nft, every tool runs.
-	b.WriteString("  tables=; nft=; if command -v nft >/dev/null 2>&1; then nft=1; tables=$(nft list tables 2>/dev/null); fi\n")
+	// nft's list failing (busy, no nf_tables) says nothing: every tool runs.
+	b.WriteString("  tables=; nft=; if command -v nft >/dev/null 2>&1; then nft=1; tables=$(nft list tables 2>/dev/null) || nft=; fi\n")
 	for _, t := range []struct{ tool, when string }{
-		{"iptables-nft-save", `[ -z "$nft" ] || echo "$tables" | grep -q '^table ip '`},
-		{"ip6tables-nft-save", `[ -z "$nft" ] || echo "$tables" | grep -q '^table ip6 '`},
-		{"iptables-legacy-save", `grep -q . /proc/net/ip_tables_names 2>/dev/null`},
-		{"ip6tables-legacy-save", `grep -q . /proc/net/ip6_tables_names 2>/dev/null`},
+		{"iptables-nft-save", `[ -z "$nft" ] || has 'table ip '`},
+		{"ip6tables-nft-save", `[ -z "$nft" ] || has 'table ip6 '`},
+		{"iptables-legacy-save", `legacy /proc/net/ip_tables_names`},
+		{"ip6tables-legacy-save", `legacy /proc/net/ip6_tables_names`},
 	} {
 		fmt.Fprintf(&b, "  echo \"%s$round %s\"; if %s; then %s -c 2>&1; fi\n", marker, t.tool, t.when, t.tool)
 	}
 	// Istio's native nftables mode writes tables of its own (istio-*), which
 	// only nft lists.
-	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if [ -z \"$nft\" ]; then echo \"%s\"; elif echo \"$tables\" | grep -q ' istio'; then nft list ruleset 2>&1; fi\n", marker, NftMissing)
-	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; cat %s/etc/resolv.conf 2>&1\n", marker, root)
-	// The connection-tracking table and the sockets with their owners' uids
-	// (read from /proc/net, which is the namespace's own): for --connections.
-	fmt.Fprintf(&b, "  echo \"%s$round conntrack\"; cat /proc/net/nf_conntrack 2>/dev/null || conntrack -L 2>/dev/null || echo \"%s\"\n", marker, ConntrackMissing)
-	fmt.Fprintf(&b, "  echo \"%s$round sockets\"; for t in tcp tcp6 udp udp6; do echo \"# $t\"; cat /proc/net/$t 2>/dev/null; done\n", marker)
+	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if ! command -v nft >/dev/null 2>&1; then echo \"%s\"; elif [ -z \"$nft\" ] || has ' istio'; then nft list ruleset 2>&1; fi\n", marker, NftMissing)
+	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; catf %s/etc/resolv.conf 2>&1\n", marker, root)
+	// The connection-tracking table (--connections) and the sockets with
+	// their owners' uids, read from /proc/net, which is the namespace's own.
+	if conntrack {
+		fmt.Fprintf(&b, "  echo \"%s$round conntrack\"; if [ -r /proc/net/nf_conntrack ]; then catf /proc/net/nf_conntrack; else conntrack -L 2>/dev/null || echo \"%s\"; fi\n", marker, ConntrackMissing)
+	}
+	fmt.Fprintf(&b, "  echo \"%s$round sockets\"; for t in tcp tcp6 udp udp6; do echo \"# $t\"; [ -r /proc/net/$t ] && catf /proc/net/$t; done\n", marker)
 	b.WriteString("done\n")
 	return b.String()
 }
@@ -204,7 +215,7 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	no := false
 	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: name, Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:                  []string{"/bin/sh", "-c", script(rounds, seconds, "")},
+		Command:                  []string{"/bin/sh", "-c", script(rounds, seconds, "", true)},
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
@@ -296,7 +307,7 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 	cmd := fmt.Sprintf("pid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
 		"[ -n \"$pid\" ] || { echo 'no process of container %s on this node' >&2; exit 3; }\n"+
 		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n"+
-		"PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n", cid, cid, script(rounds, seconds, "/proc/$PID/root"))
+		"PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n", cid, cid, script(rounds, seconds, "/proc/$PID/root", true))
 	out, where, err := r.runNodePod(ctx, p.Spec.NodeName, req.NodeNamespace, req.Image, cmd, req.Timeout+time.Duration(seconds)*time.Second)
 	if err != nil {
 		return nil, err
@@ -397,6 +408,18 @@ type PodDump struct {
 	Err      string
 }
 
+// NodeRequest is one node's dump: the pods (all on Node), the node pod's
+// namespace and image, how many pods are read at once (0: the node's
+// CPUs), whether their connection-tracking tables are read too, and the
+// node pod's timeout.
+type NodeRequest struct {
+	Node, Namespace, Image string
+	Pods                   []*corev1.Pod
+	Parallel               int
+	Conntrack              bool
+	Timeout                time.Duration
+}
+
 // PodTimeout is how long one pod's dump may take in a node dump: past it,
 // that pod is unreadable ("timed out"), and the others go on.
 const PodTimeout = 20 * time.Second
@@ -408,7 +431,8 @@ const PodTimeout = 20 * time.Second
 // a time (0: the node's CPUs), each pod within PodTimeout. It returns each
 // pod's dump by "namespace/name", and the node pod's name. The node pod is
 // deleted on success, on error and when ctx ends.
-func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods []*corev1.Pod, parallel int, timeout time.Duration) (map[string]PodDump, string, error) {
+func (r *Runner) DumpNode(ctx context.Context, req NodeRequest) (map[string]PodDump, string, error) {
+	node, nodeNS, image, pods, parallel, timeout := req.Node, req.Namespace, req.Image, req.Pods, req.Parallel, req.Timeout
 	if err := r.checkNode(ctx, nodeNS); err != nil {
 		return nil, "", err
 	}
@@ -432,7 +456,7 @@ func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods 
 	if parallel < 0 {
 		parallel = 0
 	}
-	cmd := NodeScript(list.String(), parallel, PodTimeout)
+	cmd := NodeScript(list.String(), parallel, PodTimeout, req.Conntrack)
 	// The whole node pod's time: the timeout given, and each round of
 	// reads at worst (two at a time, when the node's CPUs are not known).
 	lanes := max(parallel, 2)
@@ -476,9 +500,9 @@ func (r *Runner) DumpNode(ctx context.Context, node, nodeNS, image string, pods 
 // processes; the pods are dealt into parallel lanes (0: the node's CPUs),
 // each lane reads its pods one after another, each within podTimeout, into
 // a file of its own; the files are printed once every lane is done.
-func NodeScript(pods string, parallel int, podTimeout time.Duration) string {
+func NodeScript(pods string, parallel int, podTimeout time.Duration, conntrack bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root"))
+	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root", conntrack))
 	fmt.Fprintf(&b, "P=%d; T=%d\n", parallel, int(podTimeout.Seconds()))
 	b.WriteString(`[ "$P" -gt 0 ] || P=$(nproc 2>/dev/null || echo 2)
 if timeout 5 true 2>/dev/null; then TO="timeout $T"; elif timeout -t 5 true 2>/dev/null; then TO="timeout -t $T"; else TO=; fi
@@ -488,12 +512,15 @@ cat > "$W/pods" <<'KMESH_PODS'
 `)
 	b.WriteString(pods)
 	b.WriteString("KMESH_PODS\n")
-	fmt.Fprintf(&b, `i=0; while read key cid; do echo "$key $cid" >> "$W/lane.$((i %% P))"; i=$((i+1)); done < "$W/pods"
+	// One awk joins the pods with the processes; each lane then reads "key
+	// containerID pid" lines.
+	fmt.Fprintf(&b, `awk 'NR == FNR { n = index($0, ":"); p = substr($0, 7, n - 14); c = substr($0, n + 1); if (!(c in pid)) pid[c] = p; next }
+  { print $1, $2, (($2 in pid) ? pid[$2] : "-") }' "$W/ids" "$W/pods" > "$W/join"
+i=0; while read key cid pid; do echo "$key $cid $pid" >> "$W/lane.$((i %% P))"; i=$((i+1)); done < "$W/join"
 for l in "$W"/lane.*; do
-  ( while read key cid; do
+  ( while read key cid pid; do
       echo '%s'"$key"
-      pid=$(grep -m1 ":$cid\$" "$W/ids" | cut -d/ -f3)
-      if [ -z "$pid" ]; then echo '%s'"no process of container $cid on this node"; continue; fi
+      if [ "$pid" = - ]; then echo '%s'"no process of container $cid on this node"; continue; fi
       PID=$pid $TO nsenter -t "$pid" -n /bin/sh -c "$dump"; rc=$?
       case $rc in 124|137|143) echo '%s'"timed out after ${T}s reading its rules" ;; esac
     done < "$l" > "$l.out" 2>&1 ) &

@@ -151,7 +151,8 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 	if image == "" {
 		return fail("no pod on this node has a mesh image with iptables to read the rules with: give one with --image")
 	}
-	dumps, _, err := runner.DumpNode(ctx, node, opts.NodeNamespace, image, pods, opts.Parallel, opts.Timeout)
+	dumps, _, err := runner.DumpNode(ctx, nsexec.NodeRequest{Node: node, Namespace: opts.NodeNamespace, Image: image, Pods: pods,
+		Parallel: opts.Parallel, Conntrack: opts.Connections, Timeout: opts.Timeout})
 	if err != nil {
 		var perm *nsexec.PermissionError
 		if errors.As(err, &perm) {

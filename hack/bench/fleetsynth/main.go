@@ -60,7 +60,7 @@ func main() {
 	}
 	r := &nsexec.Runner{Client: client}
 	start := time.Now()
-	dumps, _, err := r.DumpNode(context.Background(), *node, *ns, *image, pods, *parallel, 10*time.Minute)
+	dumps, _, err := r.DumpNode(context.Background(), nsexec.NodeRequest{Node: *node, Namespace: *ns, Image: *image, Pods: pods, Parallel: *parallel, Timeout: 10 * time.Minute})
 	took := time.Since(start)
 	if err != nil {
 		fail(err)
