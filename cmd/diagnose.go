@@ -158,13 +158,14 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 	o.namespace, o.client = ns, client
 	o.eng = &checkup.Engine{
 		Inject: &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
-			Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify},
+			Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify,
+			Progress: dryRunProgress(o.ErrOut)},
 		Starts: &podstart.Engine{Client: client, Now: time.Now}, Client: client,
 		Verify: o.Verify, Rules: o.Rules, Connections: o.Connections,
 		Via: o.Via, ViaSet: o.viaSet, Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout,
 		Progress: func(nodes, pods int) (func(int), func()) {
-			pr := newProgress(o.ErrOut, nodes, pods)
-			return pr.done, pr.clear
+			pr := render.NewProgress(o.ErrOut, "reading capture rules (pods)", pods)
+			return pr.Add, pr.Finish
 		}}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,9 +48,9 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		fmt.Fprintln(o.ErrOut, "No running pods found.")
 		return nil
 	}
-	progress := newProgress(o.ErrOut, len(byNode), selected)
-	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, Done: progress.done})
-	progress.clear()
+	progress := render.NewProgress(o.ErrOut, fmt.Sprintf("reading capture rules (%d nodes, one node pod each): pods", len(byNode)), selected)
+	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, Done: progress.Add})
+	progress.Finish()
 	if err != nil {
 		return err
 	}
@@ -121,43 +120,4 @@ func portOf(s string) string {
 		return "no"
 	}
 	return render.Escape(s)
-}
-
-// progress is a one-line counter on a terminal's stderr for long audits.
-type progress struct {
-	mu          sync.Mutex
-	p           *render.Printer
-	nodes, pods int
-	doneN       int
-	doneP       int
-}
-
-func newProgress(errOut any, nodes, pods int) *progress {
-	pr := &progress{nodes: nodes, pods: pods}
-	if w, ok := errOut.(interface{ Write([]byte) (int, error) }); ok && render.IsTerminal(w) {
-		pr.p = &render.Printer{Out: w}
-		pr.show()
-	}
-	return pr
-}
-
-func (pr *progress) show() {
-	fmt.Fprintf(pr.p.Out, "\rreading capture rules: %d/%d nodes, %d/%d pods", pr.doneN, pr.nodes, pr.doneP, pr.pods)
-}
-
-func (pr *progress) done(pods int) {
-	if pr.p == nil {
-		return
-	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	pr.doneN++
-	pr.doneP += pods
-	pr.show()
-}
-
-func (pr *progress) clear() {
-	if pr.p != nil {
-		fmt.Fprintf(pr.p.Out, "\r%s\r", strings.Repeat(" ", 60))
-	}
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -103,8 +104,16 @@ func (o *WhyInjectedOptions) Complete(args []string) error {
 	o.namespace, o.client = ns, client
 	o.eng = &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
 		Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In,
-		KeepFactors: o.Output != "", Verify: o.Verify}
+		KeepFactors: o.Output != "", Verify: o.Verify, Progress: dryRunProgress(o.ErrOut)}
 	return nil
+}
+
+// dryRunProgress shows --verify's dry runs on a terminal's stderr.
+func dryRunProgress(errOut io.Writer) func(total int) (func(int), func()) {
+	return func(total int) (func(int), func()) {
+		pr := render.NewProgress(errOut, "dry runs (--verify)", total)
+		return pr.Add, pr.Finish
+	}
 }
 
 // Validate checks that the flags make sense together.

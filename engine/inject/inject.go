@@ -54,6 +54,9 @@ type Engine struct {
 	// Verify records what each report's pod would be created from, for
 	// VerifyReports.
 	Verify bool
+	// Progress, when set, is told how many dry runs VerifyReports makes; it
+	// returns what to call as each is done, and once all are.
+	Progress func(total int) (add func(int), finish func())
 	// sources are what each report's pod would be created from, for --verify.
 	sources map[*injection.InjectionReport]verifySource
 }
@@ -576,9 +579,16 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 	for k := range jobs {
 		order = append(order, k)
 	}
+	add := func(int) {}
+	if e.Progress != nil {
+		var finish func()
+		add, finish = e.Progress(len(order))
+		defer finish()
+	}
 	inParallel(len(order), func(i int) {
 		j := jobs[order[i]]
 		pr := e.dryRun(ctx, j.ns, j.base, j.tmpl)
+		add(1)
 		mu.Lock()
 		proofs[order[i]] = pr
 		if pr.err != nil && firstErr == nil {
