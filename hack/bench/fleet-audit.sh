@@ -72,11 +72,20 @@ if [ "$SYNTH" -gt 0 ]; then
   mkdir -p "$cg"
   rules=$REPO_ROOT/explain/capture/testdata/istio-default.nft.save
   log "making $SYNTH network namespaces on $node"
+  host_net=$(readlink /proc/self/ns/net)
   for i in $(seq "$SYNTH"); do
     id=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
     unshare -n sleep 36000 &
     pid=$!
     echo "$pid" >> "$work/pids"
+    # unshare enters its new namespace a moment after it starts: never
+    # load the rules before it has (they would land in the host's).
+    for _ in $(seq 1000); do
+      ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null || true)
+      [ -z "$ns" ] || [ "$ns" = "$host_net" ] || break
+      sleep 0.01
+    done
+    [ -n "$ns" ] && [ "$ns" != "$host_net" ] || die "process $pid never left the host's network namespace"
     mkdir "$cg/$id"
     echo "$pid" > "$cg/$id/cgroup.procs"
     grep -v '^#' "$rules" | nsenter -t "$pid" -n iptables-nft-restore
