@@ -62,6 +62,8 @@ log "frontend calls backend ($backend:8080) every 2s through both sidecars"
 say "kubectl get pods -A -o custom-columns=…  # init containers, containers, istio.io/rev"
 kubectl get pods -A -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,STATUS:.status.phase,INIT:.spec.initContainers[*].name,CONTAINERS:.spec.containers[*].name,REVISION:.metadata.annotations.istio\.io/rev' |
   grep -v '^istio-system'
+say "kubectl mesh diagnose --list-checks   # the catalogue: every check, its code, stage and istioctl analyze code"
+kubectl mesh diagnose --list-checks
 say "kubectl mesh diagnose -A   # every pod, worst first: what is wrong, and which check found it"
 kubectl mesh diagnose -A || echo "(exit $?: 4 = a problem was found)" >&2
 broken=$(kubectl -n shop get pod -l app=broken-init -o jsonpath='{.items[0].metadata.name}')
