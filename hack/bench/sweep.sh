@@ -92,6 +92,7 @@ measure_state() { # STATE
       one base-json "$BASELINE" why-injected -A -o json
       one base-table "$BASELINE" why-injected -A
       one base-startup "$BASELINE" startup -A -o json
+      one base-diagnose "$BASELINE" diagnose -A -o json
     fi
   done
   echo
@@ -110,6 +111,7 @@ measure_state() { # STATE
     report "$state" base-json 'baseline why-injected -A -o json'
     report "$state" base-table 'baseline why-injected -A (table)'
     report "$state" base-startup 'baseline startup -A -o json'
+    report "$state" base-diagnose 'baseline diagnose -A -o json'
   fi
   echo
   local raw=${MED[$state.raw]} limit=$2
