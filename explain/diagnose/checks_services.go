@@ -147,7 +147,7 @@ func inboundExcluded(in *Input) []Finding {
 		return nil
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
-		Fix: "take the port out of " + istio.AnnotationExcludeInboundPorts + " (or add it to " + istio.AnnotationIncludeInboundPorts + ") in the pod template, then re-create the pods"}}
+		Fix: inboundFix(p)}}
 }
 
 // istioProtocols are the protocols Istio reads off a port's appProtocol or
@@ -283,4 +283,13 @@ func targetPortConflict(in *Input) []Finding {
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": the proxy's inbound listener for the target port takes one of them",
 		Fix: "one Service port per target port: kubectl edit service -n " + in.Pod.Namespace}}
+}
+
+// inboundFix takes the ports out of inbound capture's exclusions: the
+// exclude annotation removed (or the include list to edit).
+func inboundFix(p *corev1.Pod) string {
+	if _, ok := p.Annotations[istio.AnnotationExcludeInboundPorts]; ok {
+		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the Service's ports"
+	}
+	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the Service's ports to it"
 }

@@ -133,10 +133,10 @@ func unknownAnnotations(in *Input) []Finding {
 		switch {
 		case !known:
 			ev := "annotation " + k + " is not one Istio knows: it has no effect"
-			fix := "remove or rename the annotation " + k + " in the pod template"
+			fix := annotationPatch(p, k, "")
 			if near := istio.Closest(k); near != "" {
 				ev += " (did you mean " + near + "?)"
-				fix = "rename the annotation " + k + " to " + near + " in the pod template"
+				fix = annotationPatch(p, k, near)
 			}
 			out = append(out, Finding{Evidence: ev, Fix: fix})
 		case !istio.AppliesTo(a, "Pod"):
@@ -189,7 +189,7 @@ func probesNotRewritten(in *Input) []Finding {
 	}
 	sort.Strings(hits)
 	return []Finding{{Evidence: istio.AnnotationRewriteProbes + ` is "false": ` + strings.Join(hits, "; "),
-		Fix: "remove the annotation " + istio.AnnotationRewriteProbes + " from the pod template, so that the injector rewrites the probes to the agent (port 15020)"}}
+		Fix: annotationPatch(p, istio.AnnotationRewriteProbes, "") + "   # the injector then rewrites the probes to the agent (port 15020)"}}
 }
 
 func shutdownOrder(in *Input) []Finding {
@@ -239,7 +239,7 @@ func dnsPolicy(in *Input) []Finding {
 		return nil
 	}
 	return []Finding{{Evidence: "dnsPolicy is " + string(p.Spec.DNSPolicy) + ": the agent cannot resolve istiod's Service, so the proxy may get no configuration",
-		Fix: `kubectl patch of the workload: {"spec":{"template":{"spec":{"dnsPolicy":"ClusterFirst"}}}}`}}
+		Fix: specPatch(p, `{"dnsPolicy":"ClusterFirst"}`, "set dnsPolicy: ClusterFirst")}}
 }
 
 func proxyUID(in *Input) []Finding {
@@ -279,5 +279,5 @@ func interceptionNone(in *Input) []Finding {
 		return nil
 	}
 	return []Finding{{Evidence: istio.AnnotationInterceptionMode + " is NONE: the pod has a sidecar but no rules capture its traffic",
-		Fix: "remove the annotation " + istio.AnnotationInterceptionMode + " from the pod template if capture was meant, then re-create the pod"}}
+		Fix: annotationPatch(p, istio.AnnotationInterceptionMode, "") + "   # if capture was meant"}}
 }

@@ -311,3 +311,26 @@ func TestHealthyPodHasNoFinding(t *testing.T) {
 		t.Fatalf("healthy pod: %s, findings %+v", d.Status, d.Findings)
 	}
 }
+
+// A fix patches the workload that makes the pod, naming the annotation as
+// a JSON patch path; a pod with no controller gets what to change in its
+// manifest.
+func TestFixesPatchTheTemplate(t *testing.T) {
+	yes := true
+	owned := pod(func(p *corev1.Pod) {
+		p.Labels = map[string]string{"pod-template-hash": "5d8f9"}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f9", Controller: &yes}}
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundPort": "9090"}
+	})
+	d := Diagnose(Facts{Injection: injected(nil), Pod: owned, Startup: startup.AnalyzeStartup(startup.StartupFacts{Pod: owned, Now: t0.Add(time.Minute)})})
+	want := `kubectl patch deployment/web -n shop --type=json -p '[{"op":"move","from":"/spec/template/metadata/annotations/traffic.sidecar.istio.io~1excludeOutboundPort","path":"/spec/template/metadata/annotations/traffic.sidecar.istio.io~1excludeOutboundPorts"}]'`
+	if fs := only(d.Findings, CodeUnknownAnnotation); len(fs) != 1 || fs[0].Fix != want {
+		t.Errorf("fix of a typo on a Deployment's pod:\n got %+v\nwant %s", fs, want)
+	}
+	if got := specPatch(owned, `{"dnsPolicy":"ClusterFirst"}`, "x"); got != `kubectl patch deployment/web -n shop -p '{"spec":{"template":{"spec":{"dnsPolicy":"ClusterFirst"}}}}'` {
+		t.Errorf("spec patch: %s", got)
+	}
+	if got := annotationPatch(pod(nil), "a/b", ""); !strings.Contains(got, "pod's manifest") {
+		t.Errorf("a pod with no controller: %s", got)
+	}
+}

@@ -184,3 +184,59 @@ func quoteList(items []string) string {
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
+
+// templateOwner names the object whose template makes the pod, as kubectl
+// names it ("deployment/web", "statefulset/db"), "" for a pod no
+// controller re-creates: fixes patch it.
+func templateOwner(p *corev1.Pod) string {
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		switch ref.Kind {
+		case "ReplicaSet":
+			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(ref.Name, "-"+h) {
+				return "deployment/" + strings.TrimSuffix(ref.Name, "-"+h)
+			}
+			return "replicaset/" + ref.Name
+		case "StatefulSet", "DaemonSet", "Job":
+			return strings.ToLower(ref.Kind) + "/" + ref.Name
+		}
+	}
+	return ""
+}
+
+// jsonPointer escapes a key for a JSON patch path.
+func jsonPointer(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// annotationPatch is the kubectl command that removes an annotation from the
+// pod's template (or renames it, when to is set); without a controller, the
+// pod's manifest is to be changed, and the fix says so.
+func annotationPatch(p *corev1.Pod, key, to string) string {
+	owner := templateOwner(p)
+	if owner == "" {
+		if to != "" {
+			return "in the pod's manifest, rename the annotation " + key + " to " + to + ", then re-create the pod"
+		}
+		return "remove the annotation " + key + " from the pod's manifest, then re-create the pod"
+	}
+	path := "/spec/template/metadata/annotations/"
+	op := `{"op":"remove","path":"` + path + jsonPointer(key) + `"}`
+	if to != "" {
+		op = `{"op":"move","from":"` + path + jsonPointer(key) + `","path":"` + path + jsonPointer(to) + `"}`
+	}
+	return "kubectl patch " + owner + " -n " + p.Namespace + " --type=json -p '[" + op + "]'"
+}
+
+// specPatch is the kubectl command that merges patch into the pod
+// template's spec, or what to change in the manifest of a pod with no
+// controller.
+func specPatch(p *corev1.Pod, patch, what string) string {
+	owner := templateOwner(p)
+	if owner == "" {
+		return "in the pod's manifest, " + what + ", then re-create the pod"
+	}
+	return "kubectl patch " + owner + " -n " + p.Namespace + ` -p '{"spec":{"template":{"spec":` + patch + `}}}'`
+}
