@@ -27,6 +27,9 @@ type CaptureReport struct {
 	// Listeners are the pod's listening TCP sockets, when its socket tables
 	// were read (nil when not).
 	Listeners []Listener `json:"listeners,omitempty"`
+	// Nameservers are the DNS servers of the pod's resolv.conf as read with
+	// its rules.
+	Nameservers []string `json:"nameservers,omitempty"`
 }
 
 // LiveSource is how the rules were read from a running pod.
@@ -74,6 +77,7 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 	if in.Listening != "" {
 		rep.Listeners = ParseListeners(in.Listening)
 	}
+	rep.Nameservers = in.Nameservers
 	ambient := false
 	for _, d := range in.Dumps {
 		ambient = ambient || IsAmbientInPod(d)

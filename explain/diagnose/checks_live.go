@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,9 +18,18 @@ import (
 const (
 	CodeProxyNotListening = "KM-CAP-005"
 	CodeLocalhostListener = "KM-CONN-002"
+	CodeDNSResolverMissed = "KM-CAP-007"
 )
 
 func init() {
+	register(&Spec{Code: CodeDNSResolverMissed, Title: "DNS capture misses the pod's resolver", Stage: CheckCapture, Kind: Live, Status: Warning,
+		Reads:   []Fact{FactPod, FactRules},
+		Means:   "DNS capture is on (the rules redirect DNS to the agent's port 15053), but the DNS server the pod's resolv.conf names now is not among those the rules were written for: its queries go around the agent (no DNS proxying, no ServiceEntry resolution).",
+		Detects: "A DNS query from the app to each server of the pod's live resolv.conf, traced through its rules.",
+		Fixes:   "Re-create the pod, so that istio-init writes its rules for the resolver it has now (or capture all DNS: ISTIO_META_DNS_CAPTURE with capture-all-dns).",
+		Source:  "Istio docs, DNS proxying; istio-iptables' own rules (only the resolvers of resolv.conf at init are redirected)",
+		Planted: "a pod with DNS capture on whose resolv.conf is changed to another server after istio-init ran",
+		run:     dnsResolverMissed})
 	register(&Spec{Code: CodeProxyNotListening, Title: "rules redirect to a port nothing serves", Stage: CheckCapture, Kind: Live, Status: Fail,
 		Reads:   []Fact{FactPod, FactRules, FactSockets},
 		Means:   "The pod's rules redirect its traffic to the proxy's ports, but nothing listens there: the proxy is down or never started, and every captured connection is refused.",
@@ -131,4 +141,49 @@ func localhostListener(in *Input) []Finding {
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": the proxy forwards inbound traffic to the pod's address, where nothing listens",
 		Fix: "make the app listen on 0.0.0.0 (or ::) instead of localhost"}}
+}
+
+func dnsResolverMissed(in *Input) []Finding {
+	r := in.Capture
+	if r == nil || len(r.Nameservers) == 0 || !in.injected() {
+		return nil
+	}
+	var missed []string
+	for _, d := range r.Dumps {
+		if d.Ambient || !redirectsTo(d, "15053") {
+			continue
+		}
+		for _, ns := range r.Nameservers {
+			a, err := netip.ParseAddr(ns)
+			if err != nil || a.Is4() != (d.Family != "ipv6") {
+				continue
+			}
+			pkt, err := capture.ParseTraceSpec("out:"+netip.AddrPortFrom(a, 53).String()+"/udp", nil)
+			if err != nil {
+				continue
+			}
+			if tr := d.Trace(pkt); tr.Verdict != "redirect" || tr.Port != istio.PortDNS {
+				missed = append(missed, ns)
+			}
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: "DNS capture is on, but a query to " + quoteList(missed) + " (the pod's resolv.conf now) is not redirected to the agent (15053): its rules were written for other resolvers",
+		Fix: "kubectl delete pod " + in.Target + "   # re-created, istio-init writes its rules for the resolvers it has then"}}
+}
+
+// redirectsTo: a rule of the dump redirects to port.
+func redirectsTo(d *capture.Ruleset, port string) bool {
+	for _, t := range d.Tables {
+		for _, c := range t.Chains {
+			for _, rule := range c.Rules {
+				if rule.Target == "REDIRECT" && rule.TargetArg("--to-ports") == port {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -187,6 +187,8 @@ var checkCases = []checkCase{
 	}, status: Warning, evidence: "NONE"},
 	{code: CodeProxyNotListening, capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
 		Listeners: capture.ParseListeners(listening("00000000:1F90"))}, status: Fail, evidence: "port 15001 and 15006"},
+	{code: CodeDNSResolverMissed, capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: dnsRules(), Nameservers: []string{"10.96.0.99"}},
+		status: Warning, evidence: "a query to 10.96.0.99", fix: "kubectl delete pod web-1 -n shop"},
 	{code: CodeAmbientNotCaptured, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
 		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
@@ -205,6 +207,26 @@ var checkCases = []checkCase{
 		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
 	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
 		status: Warning, evidence: "target port 8080 from a port 80 and b port 8080"},
+}
+
+// dnsRules capture DNS to 10.96.0.10 only, as istio-iptables writes them
+// for a pod whose resolv.conf named it at init.
+func dnsRules() []*capture.Ruleset {
+	rs, err := capture.ParseSave([]byte("*nat\n:OUTPUT ACCEPT [0:0]\n:ISTIO_OUTPUT - [0:0]\n:ISTIO_REDIRECT - [0:0]\n-A OUTPUT -j ISTIO_OUTPUT\n" +
+		"-A ISTIO_OUTPUT -m owner --uid-owner 1337 -j RETURN\n-A ISTIO_OUTPUT -d 10.96.0.10/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053\n" +
+		"-A ISTIO_OUTPUT -j ISTIO_REDIRECT\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\nCOMMIT\n"))
+	if err != nil {
+		panic(err)
+	}
+	return []*capture.Ruleset{rs}
+}
+
+// The resolver the rules were written for is captured: no finding.
+func TestDNSResolverCaptured(t *testing.T) {
+	f := checkCase{capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: dnsRules(), Nameservers: []string{"10.96.0.10"}}}.facts()
+	if fs := only(Diagnose(f).Findings, CodeDNSResolverMissed); len(fs) != 0 {
+		t.Errorf("the captured resolver: %+v", fs)
+	}
 }
 
 // initFailed: istio-init failing in a crash loop with this log.

@@ -1014,6 +1014,12 @@ exit 1`
 				_, err := catWaitPod(ctx, c, live, p.Name, "running", testcluster.Running)
 				return err
 			}},
+		{code: "KM-CAP-007", ns: live, name: "dns-moved", how: "DNS capture on (proxyMetadata ISTIO_META_DNS_CAPTURE); the app, as root, points the pod's resolv.conf at another server after istio-init wrote the rules for the first",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("dns-moved", nil, catLean("proxy.istio.io/config", `{"proxyMetadata": {"ISTIO_META_DNS_CAPTURE": "true"}}`))
+				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo 'nameserver 10.96.0.99' > /etc/resolv.conf && mkdir -p /www && echo hi > /www/index.html && exec httpd -f -p 8080 -h /www"}
+				return runningReady(ctx, f, live, p)
+			}},
 		{code: "KM-CONN-002", ns: live, name: "localhost-only", how: "the app serves on 127.0.0.1:8080 only, behind a Service (http 8080)",
 			plant: func(ctx context.Context, f *catFault) error {
 				if err := createService(ctx, live, catService("localhost-only", "localhost-only", catPort("http", 8080, 8080, ""))); err != nil {
