@@ -162,6 +162,9 @@ func TestIptablesValidateFlagsBeforeAnyRequest(t *testing.T) {
 		{&IptablesOptions{FromFiles: []string{"-"}, Via: "ephemeral", Timeout: time.Minute, Traces: []string{"in:8080"}}, false},
 		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Traces: []string{"out:10.0.0.1:80"}}, true},
 		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Output: "xml"}, true},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, Parallel: 4}, false},
+		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Parallel: -1}, true},
+		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Parallel: 65}, true},
 	}
 	for _, b := range bad {
 		var usage *UsageError
