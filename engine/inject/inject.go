@@ -59,6 +59,9 @@ type Engine struct {
 	Progress func(total int) (add func(int), finish func())
 	// sources are what each report's pod would be created from, for --verify.
 	sources map[*injection.InjectionReport]verifySource
+	// facts are the mesh's facts MeshFacts read last (--verify's sharing
+	// of dry runs reads the namespaces in them).
+	facts *injection.ClusterFacts
 }
 
 // MeshFacts reads the mesh's configuration; no Istio injector at all is an
@@ -71,6 +74,7 @@ func (e *Engine) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	if _, unknown := facts.Unknown[injection.FactWebhooks]; !unknown && !e.Mesh.Installed(facts) {
 		return nil, inspect.ErrNoMesh
 	}
+	e.facts = facts
 	return facts, nil
 }
 
@@ -529,6 +533,15 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 	}
 	jobs := map[string]pending{}
 	keys := map[*injection.InjectionReport]string{}
+	nsOf := map[*injection.InjectionReport]string{}
+	// Namespaces admission cannot tell apart share their dry runs.
+	var allowedNS []string
+	for _, ns := range namespaces {
+		if allowed[ns] == nil {
+			allowedNS = append(allowedNS, ns)
+		}
+	}
+	share := e.sharedDryRuns(ctx, e.facts, allowedNS)
 	for _, r := range reports {
 		src, ok := e.sources[r]
 		if !ok {
@@ -566,10 +579,15 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 			}
 			tmpl, base = or.tmpl, strings.ToLower(ref.Name)
 		}
-		key, err := templateKey(src.namespace, tmpl)
+		scope := src.namespace
+		if like := share[src.namespace]; like != "" {
+			scope = like
+		}
+		key, err := templateKey(scope, tmpl)
 		if err != nil {
 			return err
 		}
+		nsOf[r] = src.namespace
 		if _, ok := jobs[key]; !ok {
 			jobs[key] = pending{ns: src.namespace, base: base, tmpl: tmpl}
 		}
@@ -606,6 +624,9 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 			continue
 		}
 		v := *pr.v
+		if ns := jobs[key].ns; ns != nsOf[r] {
+			v.SharedFrom = ns
+		}
 		v.Compare(r)
 		r.Verified = &v
 	}

@@ -23,7 +23,7 @@ import (
 
 // istioIgnoredNamespaces are never injected, whatever the labels say (istiod's
 // built-in list, the same from Istio 1.20 on).
-var istioIgnoredNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "local-path-storage"}
+var istioIgnoredNamespaces = istio.IgnoredNamespaces
 
 // Istio is Istio's sidecar injection model: the apiserver's choice of webhook
 // from Istio's selectors, then istiod's own checks.

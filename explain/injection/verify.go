@@ -23,6 +23,11 @@ type Verification struct {
 	Agrees *bool `json:"agrees"`
 	// Disagreement says what differs, when Agrees is false.
 	Disagreement string `json:"disagreement,omitempty"`
+	// SharedFrom names the namespace the dry run was made in, when it is
+	// not the pod's: one whose labels, annotations and admission cannot be
+	// told apart from its namespace's (the dry run of the same template
+	// there has the same outcome).
+	SharedFrom string `json:"sharedFrom,omitempty"`
 }
 
 // AdmittedPod reads what admission made of a pod it accepted.
@@ -67,6 +72,14 @@ func (v *Verification) Compare(r *InjectionReport) {
 
 // Summary says the proof in a few words.
 func (v *Verification) Summary() string {
+	s := v.summary()
+	if v.SharedFrom != "" {
+		s += " (by a dry run in namespace " + v.SharedFrom + ", whose labels, annotations and admission are the same)"
+	}
+	return s
+}
+
+func (v *Verification) summary() string {
 	switch {
 	case v.Refused:
 		return "admission refuses the pod: " + v.Message

@@ -69,3 +69,17 @@ const (
 	AnnotationProxyConfig         = "proxy.istio.io/config"
 	AnnotationIncludeInboundPorts = "traffic.sidecar.istio.io/includeInboundPorts"
 )
+
+// IgnoredNamespaces are the namespaces istiod never injects, whatever their
+// labels say (its built-in list).
+var IgnoredNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "local-path-storage"}
+
+// IgnoredNamespace says istiod never injects pods of ns.
+func IgnoredNamespace(ns string) bool {
+	for _, n := range IgnoredNamespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}

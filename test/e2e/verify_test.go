@@ -7,7 +7,9 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
@@ -86,6 +88,49 @@ func TestWhyInjectedVerify(t *testing.T) {
 	} else {
 		url, caBundle = *mwc.Webhooks[0].ClientConfig.URL, mwc.Webhooks[0].ClientConfig.CABundle
 	}
+	// Two namespaces admission cannot tell apart (the same labels, no quota),
+	// the same Deployment in each: one dry run proves both, and the pod of
+	// the other namespace says where it was made. A third, with a quota,
+	// gets its own.
+	twinLabels := map[string]string{"istio-injection": "enabled", "kmesh.test/twins": "yes"}
+	twinA, twinB := c.Namespace(t, "vfy-twin", twinLabels), c.Namespace(t, "vfy-twin", twinLabels)
+	quoted := c.Namespace(t, "vfy-twin", twinLabels)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}
+	if _, err := c.Client.CoreV1().ResourceQuotas(quoted).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range []string{twinA, twinB, quoted} {
+		if _, err := c.Client.AppsV1().Deployments(tn).Create(ctx, appDeployment(tn, "twin", 1, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tn := range []string{twinA, twinB, quoted} {
+		c.RunningPod(t, tn, "app=twin", 120*time.Second)
+	}
+	twins := func(wantShared int, why string) {
+		d := decode[listDoc](t, mesh(t, c, "", "why-injected", "-A", "-l", "app=twin", "--verify", "-o", "json"))
+		shared, own := 0, 0
+		for _, it := range d.Items {
+			v := it.Verified
+			if v == nil || !v.Injected || v.Agrees == nil || !*v.Agrees {
+				t.Errorf("twin %s/%s: verified %+v (not verified: %q)", it.Namespace, it.Name, v, it.NotVerified)
+				continue
+			}
+			switch {
+			case v.SharedFrom == "":
+				own++
+			case it.Namespace != quoted && (v.SharedFrom == twinA || v.SharedFrom == twinB) && v.SharedFrom != it.Namespace:
+				shared++
+			default:
+				t.Errorf("twin %s/%s: proof shared from %s", it.Namespace, it.Name, v.SharedFrom)
+			}
+			checks++
+		}
+		if len(d.Items) != 3 || shared != wantShared || own != 3-wantShared {
+			t.Errorf("twins, %s: %d items, %d proofs shared, %d made for their own pod; want 3, %d shared", why, len(d.Items), shared, own, wantShared)
+		}
+	}
+	twins(1, "the twins' namespaces alike, the third with a quota")
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
 	plant := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kmesh-planted-" + planted},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -138,5 +183,8 @@ func TestWhyInjectedVerify(t *testing.T) {
 		}
 		checks++
 	}
-	testreport.Count(t, "--verify: %d proofs checked on the real apiserver and istiod, one planted disagreement reported", checks)
+	// A webhook that selects namespaces by name can tell the twins apart:
+	// nothing is shared while it is there.
+	twins(0, "a webhook selects a namespace by name")
+	testreport.Count(t, "--verify: %d proofs checked on the real apiserver and istiod, one planted disagreement reported; two namespaces alike shared one dry run", checks)
 }
