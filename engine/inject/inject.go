@@ -511,6 +511,9 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 	if firstErr != nil {
 		return firstErr
 	}
+	// Many ReplicaSets: their templates come from one list, not a GET each
+	// (a ReplicaSet not in it, or a list refused, is read by itself).
+	listed := e.listReplicaSets(ctx, ownerPods, namespaces)
 	inParallel(len(ownerPods), func(i int) {
 		p := ownerPods[i]
 		ref := metav1.GetControllerOf(p)
@@ -518,6 +521,12 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 		can := allowed[p.Namespace] == nil
 		mu.Unlock()
 		if !can {
+			return
+		}
+		if t, ok := listed[p.Namespace+"/"+ref.Name]; ok && ref.Kind == "ReplicaSet" {
+			mu.Lock()
+			owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: ref.Kind + "/" + ref.Name, found: true}
+			mu.Unlock()
 			return
 		}
 		t, owner, found, err := e.Client.OwnerTemplate(ctx, p)
@@ -709,4 +718,44 @@ func templateKey(ns string, t *corev1.PodTemplateSpec) (string, error) {
 	h := fnv.New64a()
 	h.Write(b)
 	return fmt.Sprintf("%s/%x", ns, h.Sum64()), nil
+}
+
+// listFrom is how many ReplicaSet owners make one list of them cheaper than
+// a GET each.
+const listFrom = 50
+
+// listReplicaSets reads, when the pods have many ReplicaSet owners, the
+// templates of the ReplicaSets of their namespaces (of the cluster, for
+// several) with one paged list, keyed "namespace/name"; nil when it is not
+// worth it or the list is refused (each is then read by itself).
+func (e *Engine) listReplicaSets(ctx context.Context, pods []*corev1.Pod, namespaces []string) map[string]*corev1.PodTemplateSpec {
+	n := 0
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" {
+			n++
+		}
+	}
+	if n < listFrom {
+		return nil
+	}
+	scope := ""
+	if len(namespaces) == 1 {
+		scope = namespaces[0]
+	}
+	out := map[string]*corev1.PodTemplateSpec{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := e.Client.Proto.AppsV1().ReplicaSets(scope).List(ctx, opts)
+		if err != nil {
+			return nil
+		}
+		for i := range list.Items {
+			rs := &list.Items[i]
+			out[rs.Namespace+"/"+rs.Name] = &rs.Spec.Template
+		}
+		if list.Continue == "" {
+			return out
+		}
+		opts.Continue = list.Continue
+	}
 }
