@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -412,6 +413,33 @@ func (c *Cluster) GrantRole(t testing.TB, namespace, user string, rules []rbacv1
 	if _, err := c.Client.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	c.waitGranted(t, user, namespace, rules)
+}
+
+// waitGranted waits until the apiserver's authorizer allows user the first
+// verb of the first rule granted (its RBAC cache sees a new binding a
+// moment after it is created): a test asserts what the grant allows, not
+// the race.
+func (c *Cluster) waitGranted(t testing.TB, user, namespace string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	if len(rules) == 0 || len(rules[0].Verbs) == 0 || len(rules[0].Resources) == 0 {
+		return
+	}
+	r := rules[0]
+	group := ""
+	if len(r.APIGroups) > 0 {
+		group = r.APIGroups[0]
+	}
+	resource, sub, _ := strings.Cut(r.Resources[0], "/")
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: r.Verbs[0], Group: group, Resource: resource, Subresource: sub}}}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("granted %s %s/%s to %s in %q, but the authorizer does not allow it after 30s", r.Verbs[0], group, r.Resources[0], user, namespace)
+	}
 }
 
 // GrantClusterRole gives user (impersonated with --as) cluster-wide either
@@ -439,6 +467,7 @@ func (c *Cluster) GrantClusterRole(t testing.TB, user, clusterRole string, rules
 	t.Cleanup(func() {
 		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
 	})
+	c.waitGranted(t, user, "", rules)
 }
 
 // RunningPod waits until a pod matching selector in ns runs and returns its name.
