@@ -88,18 +88,9 @@ func socketKey(proto string, local, remote netip.AddrPort) string {
 // line "# tcp", "# tcp6", "# udp" or "# udp6" naming it.
 func ParseSockets(text string) Sockets {
 	out := Sockets{}
-	proto := ""
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "#" {
-			proto = strings.TrimSuffix(f[1], "6")
-			continue
-		}
-		if len(f) < 8 || proto == "" || !strings.HasSuffix(f[0], ":") {
-			continue
-		}
+	eachSocketRow(text, func(proto string, f []string) {
 		if proto == "tcp" && (f[3] == "06" || f[3] == "07") {
-			continue // TIME_WAIT and CLOSE sockets have no owner left (uid 0)
+			return // TIME_WAIT and CLOSE sockets have no owner left (uid 0)
 		}
 		local, ok1 := procAddr(f[1])
 		remote, ok2 := procAddr(f[2])
@@ -107,8 +98,25 @@ func ParseSockets(text string) Sockets {
 		if ok1 && ok2 && err == nil {
 			out[socketKey(proto, local, remote)] = uid
 		}
-	}
+	})
 	return out
+}
+
+// eachSocketRow calls fn with each socket row of /proc/net/tcp-style
+// tables (its fields) and its table's protocol ("tcp" or "udp", the same
+// for both families), read off the "# tcp6"-style line before each table.
+func eachSocketRow(text string, fn func(proto string, f []string)) {
+	proto := ""
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "#" {
+			proto = strings.TrimSuffix(f[1], "6")
+			continue
+		}
+		if len(f) >= 8 && proto != "" && strings.HasSuffix(f[0], ":") {
+			fn(proto, f)
+		}
+	}
 }
 
 // Listener is a listening TCP socket and its owner's uid.
@@ -121,22 +129,16 @@ type Listener struct {
 // /proc/net/tcp-style tables, each preceded by a "# tcp" or "# tcp6" line.
 func ParseListeners(text string) []Listener {
 	var out []Listener
-	proto := ""
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "#" {
-			proto = strings.TrimSuffix(f[1], "6")
-			continue
-		}
-		if len(f) < 8 || proto != "tcp" || !strings.HasSuffix(f[0], ":") || f[3] != "0A" {
-			continue
+	eachSocketRow(text, func(proto string, f []string) {
+		if proto != "tcp" || f[3] != "0A" {
+			return
 		}
 		local, ok := procAddr(f[1])
 		uid, err := strconv.Atoi(f[7])
 		if ok && err == nil {
 			out = append(out, Listener{Addr: local, UID: uid})
 		}
-	}
+	})
 	return out
 }
 

@@ -78,16 +78,8 @@ func proxyNotListening(in *Input) []Finding {
 		if d.Ambient {
 			return nil // ztunnel serves these, from the node
 		}
-		for _, t := range d.Tables {
-			for _, c := range t.Chains {
-				for _, rule := range c.Rules {
-					if rule.Target == "REDIRECT" {
-						if p, err := strconv.Atoi(rule.TargetArg("--to-ports")); err == nil {
-							ports[uint16(p)] = true
-						}
-					}
-				}
-			}
+		for p := range redirectPorts(d) {
+			ports[p] = true
 		}
 	}
 	var dead []string
@@ -150,7 +142,7 @@ func dnsResolverMissed(in *Input) []Finding {
 	}
 	var missed []string
 	for _, d := range r.Dumps {
-		if d.Ambient || !redirectsTo(d, "15053") {
+		if d.Ambient || !redirectPorts(d)[istio.PortDNS] {
 			continue
 		}
 		for _, ns := range r.Nameservers {
@@ -174,16 +166,20 @@ func dnsResolverMissed(in *Input) []Finding {
 		Fix: "kubectl delete pod " + in.Target + "   # re-created, istio-init writes its rules for the resolvers it has then"}}
 }
 
-// redirectsTo: a rule of the dump redirects to port.
-func redirectsTo(d *capture.Ruleset, port string) bool {
+// redirectPorts are the ports the dump's REDIRECT rules send to.
+func redirectPorts(d *capture.Ruleset) map[uint16]bool {
+	out := map[uint16]bool{}
 	for _, t := range d.Tables {
 		for _, c := range t.Chains {
 			for _, rule := range c.Rules {
-				if rule.Target == "REDIRECT" && rule.TargetArg("--to-ports") == port {
-					return true
+				if rule.Target != "REDIRECT" {
+					continue
+				}
+				if p, err := strconv.Atoi(rule.TargetArg("--to-ports")); err == nil {
+					out[uint16(p)] = true
 				}
 			}
 		}
 	}
-	return false
+	return out
 }
