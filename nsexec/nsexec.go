@@ -465,6 +465,21 @@ func (r *Runner) DumpNode(ctx context.Context, req NodeRequest) (map[string]PodD
 	if err != nil {
 		return nil, where, err
 	}
+	for key, d := range ParseNodeOutput(text) {
+		out[key] = d
+	}
+	for _, p := range pods {
+		if _, ok := out[p.Namespace+"/"+p.Name]; !ok {
+			out[p.Namespace+"/"+p.Name] = PodDump{Err: "the node pod's output has no part for it"}
+		}
+	}
+	return out, where, nil
+}
+
+// ParseNodeOutput splits a node pod's output (NodeScript's) into each
+// pod's dump, by "namespace/name".
+func ParseNodeOutput(text string) map[string]PodDump {
+	out := map[string]PodDump{}
 	var key string
 	var part strings.Builder
 	flush := func() {
@@ -487,25 +502,30 @@ func (r *Runner) DumpNode(ctx context.Context, req NodeRequest) (map[string]PodD
 		part.WriteString(line)
 	}
 	flush()
-	for _, p := range pods {
-		if _, ok := out[p.Namespace+"/"+p.Name]; !ok {
-			out[p.Namespace+"/"+p.Name] = PodDump{Err: "the node pod's output has no part for it"}
-		}
-	}
-	return out, where, nil
+	return out
 }
 
 // NodeScript is the node pod's command for the pods listed ("namespace/name
 // containerID" lines): one pass over /proc maps container IDs to
 // processes; the pods are dealt into parallel lanes (0: the node's CPUs),
-// each lane reads its pods one after another, each within podTimeout, into
-// a file of its own; the files are printed once every lane is done.
+// each lane reads its pods one after another into a file of its own; the
+// files are printed once every lane is done.
+//
+// Each pod is read within podTimeout (whole seconds): a watchdog per lane,
+// a subshell of the script, kills a dump that runs longer (with the
+// programs it started) and the pod is unreadable, "timed out". No process
+// the script starts outlives it: the watchdog is waited for, and nothing
+// daemonizes. That is why no timeout(1) is used: busybox's leaves a
+// watcher process behind for up to a second, and orphans reparented to
+// containerd's shim, as a host-PID pod's are, made it report the node pod
+// finished up to 30 s late (containerd 1.6: "get state … context deadline
+// exceeded", then "shim disconnected").
 func NodeScript(pods string, parallel int, podTimeout time.Duration, conntrack bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n", script(1, 0, "/proc/$PID/root", conntrack))
-	fmt.Fprintf(&b, "P=%d; T=%d\n", parallel, int(podTimeout.Seconds()))
+	fmt.Fprintf(&b, "P=%d; T=%d\n", parallel, max(1, int(podTimeout.Round(time.Second).Seconds())))
 	b.WriteString(`[ "$P" -gt 0 ] || P=$(nproc 2>/dev/null || echo 2)
-if timeout 5 true 2>/dev/null; then TO="timeout $T"; elif timeout -t 5 true 2>/dev/null; then TO="timeout -t $T"; else TO=; fi
+if sleep 0.01 2>/dev/null; then TICK=0.2; N=$((T * 5)); else TICK=1; N=$T; fi
 W=$(mktemp -d)
 grep -H -o -E '[0-9a-f]{64}' /proc/[0-9]*/cgroup 2>/dev/null > "$W/ids"
 cat > "$W/pods" <<'KMESH_PODS'
@@ -513,17 +533,33 @@ cat > "$W/pods" <<'KMESH_PODS'
 	b.WriteString(pods)
 	b.WriteString("KMESH_PODS\n")
 	// One awk joins the pods with the processes; each lane then reads "key
-	// containerID pid" lines.
+	// containerID pid" lines. A lane writes "<seq> <pid>" of the dump it
+	// waits for to $l.cur (empty between dumps); its watchdog kills a dump
+	// whose seq it has seen for N ticks, and marks it in $l.killed.<seq>.
 	fmt.Fprintf(&b, `awk 'NR == FNR { n = index($0, ":"); p = substr($0, 7, n - 14); c = substr($0, n + 1); if (!(c in pid)) pid[c] = p; next }
   { print $1, $2, (($2 in pid) ? pid[$2] : "-") }' "$W/ids" "$W/pods" > "$W/join"
 i=0; while read key cid pid; do echo "$key $cid $pid" >> "$W/lane.$((i %% P))"; i=$((i+1)); done < "$W/join"
 for l in "$W"/lane.*; do
-  ( while read key cid pid; do
+  ( : > "$l.cur"
+    ( last=; n=0
+      while [ ! -e "$l.end" ]; do
+        sleep $TICK
+        seq=; c=; read seq c < "$l.cur"
+        if [ -z "$seq" ] || [ "$seq" != "$last" ]; then last=$seq; n=0; continue; fi
+        n=$((n + 1)); [ "$n" -eq "$N" ] || continue
+        : > "$l.killed.$seq"; kids=; read kids < "/proc/$c/task/$c/children" 2>/dev/null
+        kill -9 "$c" $kids 2>/dev/null
+      done ) &
+    wd=$!; j=0
+    while read key cid pid; do
+      j=$((j + 1))
       echo '%s'"$key"
       if [ "$pid" = - ]; then echo '%s'"no process of container $cid on this node"; continue; fi
-      PID=$pid $TO nsenter -t "$pid" -n /bin/sh -c "$dump"; rc=$?
-      case $rc in 124|137|143) echo '%s'"timed out after ${T}s reading its rules" ;; esac
-    done < "$l" > "$l.out" 2>&1 ) &
+      PID=$pid nsenter -t "$pid" -n /bin/sh -c "$dump" &
+      echo "$j $!" > "$l.cur"; wait $!; : > "$l.cur"
+      [ ! -e "$l.killed.$j" ] || echo '%s'"timed out after ${T}s reading its rules"
+    done < "$l" > "$l.out" 2>&1
+    : > "$l.end"; wait $wd ) &
 done
 wait
 cat "$W"/lane.*.out
