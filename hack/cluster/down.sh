@@ -96,12 +96,11 @@ clear_netns() {
   rm -f "$netns_list"
 }
 clear_netns
-# containerd makes /run/netns a (shared) bind mount of itself when it first
-# makes a pod's netns there. Such a bind made over a netns already mounted
-# hides that mount (umount through the path says "not mounted", rm says
-# "busy"): once every pod's netns is gone, the bind this cluster made goes
-# too (up.sh notes whether /run/netns was a mount point before), and what it
-# hid is cleared.
+# up.sh makes /run/netns a (shared) bind mount of itself when it was not a
+# mount point (noted in netns.unmounted), as `ip netns add` also does. Such a
+# bind made over a netns already mounted hides that mount (umount through
+# the path says "not mounted", rm says "busy"): once every pod's netns is
+# gone, the bind goes too, and what it hid is cleared.
 if [ -f "$RUN_DIR/netns.unmounted" ]; then
   # (busy: something else is mounted under it, and stays)
   while mountpoint -q /run/netns; do umount /run/netns 2>/dev/null || break; done

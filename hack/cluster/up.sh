@@ -64,7 +64,18 @@ done
 mkdir -p "$PID_DIR" "$LOG_DIR" "$ETC_DIR/cni" "$RUN_DIR"/{etcd,containerd/root,containerd/state,kubelet,pod-logs,cni-ipam}
 # Pods' network namespaces there before this cluster: down.sh leaves these.
 { ls -d /run/netns/cni-* 2>/dev/null || true; } > "$RUN_DIR/netns.before"
-mountpoint -q /run/netns || touch "$RUN_DIR/netns.unmounted"
+# /run/netns is made a shared mount point of its own before any pod's netns
+# is mounted there (down.sh undoes it). Otherwise the first `ip netns add`
+# on this machine (test/netns, or anyone's) binds /run/netns over itself
+# while pods run, hiding their netns mounts: containerd can then neither
+# unmount nor remove them ("remove netns: device or resource busy"), and
+# every pod made before it stays Terminating.
+if ! mountpoint -q /run/netns; then
+  touch "$RUN_DIR/netns.unmounted"
+  mkdir -p /run/netns
+  mount --bind /run/netns /run/netns
+fi
+mount --make-shared /run/netns
 "$HACK_DIR/pki.sh"
 echo "$K8S_VERSION" > "$RUN_DIR/k8s-version"
 cat /proc/sys/net/ipv4/ip_forward > "$RUN_DIR/ip_forward.orig"
