@@ -6,6 +6,7 @@
 package nsexec
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,6 +68,17 @@ type Runner struct {
 }
 
 const marker = "### kubectl-mesh "
+
+// endMarker is the last line of every dump, with its exit status: the
+// dump's log is followed, and read as soon as this line is in it, without
+// waiting for the kubelet to notice that the container ended (its relist
+// runs once a second) and for the next look at the pod's status.
+const endMarker = "### kubectl-mesh-end "
+
+// withEnd is cmd, then the end marker with cmd's exit status.
+func withEnd(cmd string) string {
+	return cmd + "echo \"" + endMarker + "$?\"\n"
+}
 
 // NftMissing is what the nft section holds when the image has no nft: Istio's
 // native nftables tables, if the pod has any, could not be read.
@@ -215,7 +227,7 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	no := false
 	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: name, Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:                  []string{"/bin/sh", "-c", script(rounds, seconds, "", true)},
+		Command:                  []string{"/bin/sh", "-c", withEnd(script(rounds, seconds, "", true))},
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
@@ -246,9 +258,13 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	return &Result{Via: ViaEphemeral, Container: name, Sections: parse(out)}, nil
 }
 
-// waitAndRead waits for the container to finish and returns its log.
+// waitAndRead waits for the container to start, follows its log until the
+// dump's end marker, and returns the dump. When the log ends without it
+// (the dump failed, or following was refused), the container's end state
+// says what happened.
 func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, ephemeral bool, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
+	followed := false
 	for {
 		p, err := r.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
@@ -270,10 +286,17 @@ func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, eph
 				if err != nil {
 					return "", fmt.Errorf("reading the dump: %w", err)
 				}
-				if s.State.Terminated.ExitCode != 0 && !strings.Contains(string(b), marker) {
-					return "", fmt.Errorf("the dump failed (exit %d): %s", s.State.Terminated.ExitCode, strings.TrimSpace(string(b)))
+				out, _, _ := strings.Cut(string(b), endMarker)
+				if s.State.Terminated.ExitCode != 0 && !strings.Contains(out, marker) {
+					return "", fmt.Errorf("the dump failed (exit %d): %s", s.State.Terminated.ExitCode, strings.TrimSpace(out))
 				}
-				return string(b), nil
+				return out, nil
+			}
+			if s.State.Running != nil && !followed {
+				followed = true
+				if out, ok, err := r.follow(ctx, ns, pod, container, deadline); ok || err != nil {
+					return out, err
+				}
 			}
 		}
 		if p.Status.Phase == corev1.PodFailed {
@@ -286,6 +309,35 @@ func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, eph
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// follow reads the container's log as it is written, until the end marker
+// (ok) or until the log ends without it, or the deadline passes (not ok:
+// the caller looks at the container's state).
+func (r *Runner) follow(ctx context.Context, ns, pod, container string, deadline time.Time) (out string, ok bool, err error) {
+	fctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	rc, err := r.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(fctx)
+	if err != nil {
+		return "", false, ctx.Err()
+	}
+	defer rc.Close()
+	var b strings.Builder
+	br := bufio.NewReaderSize(rc, 64<<10)
+	for {
+		line, rerr := br.ReadString('\n')
+		if code, found := strings.CutPrefix(line, endMarker); found && strings.HasSuffix(code, "\n") {
+			code = strings.TrimSpace(code)
+			if code != "0" && !strings.Contains(b.String(), marker) {
+				return "", true, fmt.Errorf("the dump failed (exit %s): %s", code, strings.TrimSpace(b.String()))
+			}
+			return b.String(), true, nil
+		}
+		b.WriteString(line)
+		if rerr != nil {
+			return "", false, ctx.Err()
 		}
 	}
 }
@@ -306,8 +358,7 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 	// then run the dump in its network namespace, reading its resolv.conf.
 	cmd := fmt.Sprintf("pid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
 		"[ -n \"$pid\" ] || { echo 'no process of container %s on this node' >&2; exit 3; }\n"+
-		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n"+
-		"PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n", cid, cid, script(rounds, seconds, "/proc/$PID/root", true))
+		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n%s", cid, cid, script(rounds, seconds, "/proc/$PID/root", true), withEnd("PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n"))
 	out, where, err := r.runNodePod(ctx, p.Spec.NodeName, req.NodeNamespace, req.Image, cmd, req.Timeout+time.Duration(seconds)*time.Second)
 	if err != nil {
 		return nil, err
@@ -563,7 +614,8 @@ for l in "$W"/lane.*; do
 done
 wait
 cat "$W"/lane.*.out
+echo '%s0'
 rm -rf "$W"
-`, podMarker, errMarker, errMarker)
+`, podMarker, errMarker, errMarker, endMarker)
 	return b.String()
 }
