@@ -321,7 +321,7 @@ func (e *Engine) readRules(ctx context.Context, items []*item, one bool) error {
 		defer finish()
 	}
 	lines, _, err := rules.Audit(ctx, e.Client, byNode, rules.AuditOptions{Image: e.Image, NodeNamespace: e.NodeNamespace, Timeout: e.Timeout,
-		Connections: e.Connections, Done: done})
+		Connections: e.Connections, Listeners: true, Done: done})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,11 @@ type AuditOptions struct {
 	Image, NodeNamespace string
 	Timeout              time.Duration
 	Connections          bool
-	Done                 func(pods int)
+	// Listeners reads each pod's socket tables too, for its listeners
+	// (diagnose's live checks); the audit's lines do not need them, and on
+	// a node with many connections they cost more than the rules.
+	Listeners bool
+	Done      func(pods int)
 	// Parallel is how many pods of a node are read at once (0: as many as
 	// the node has CPUs).
 	Parallel int
@@ -152,7 +156,7 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 		return fail("no pod on this node has a mesh image with iptables to read the rules with: give one with --image")
 	}
 	dumps, _, err := runner.DumpNode(ctx, nsexec.NodeRequest{Node: node, Namespace: opts.NodeNamespace, Image: image, Pods: pods,
-		Parallel: opts.Parallel, Conntrack: opts.Connections, Timeout: opts.Timeout})
+		Parallel: opts.Parallel, Conntrack: opts.Connections, Sockets: opts.Listeners, Timeout: opts.Timeout})
 	if err != nil {
 		var perm *nsexec.PermissionError
 		if errors.As(err, &perm) {

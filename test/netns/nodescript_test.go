@@ -136,7 +136,7 @@ func leftBehind(t *testing.T, own map[int]bool) []string {
 // The node pod's script, run on this host as a host-PID node pod runs it,
 // with busybox's shell (the test images') and the host's /bin/sh: it finds
 // each pod's process by its container ID in one pass, reads every pod's
-// rules and resolv.conf in parallel lanes, says which pod has no process,
+// rules, resolv.conf and socket tables in parallel lanes, says which pod has no process,
 // kills the dump of a pod that hangs (its resolv.conf is a FIFO nobody
 // writes) after the per-pod timeout while the others are read, and leaves
 // no process behind it when it ends: a process that outlived it (busybox
@@ -171,7 +171,7 @@ func TestNodeScriptAgainstTheHost(t *testing.T) {
 		t.Run(strings.ReplaceAll(strings.Trim(strings.Join(sh, "-"), "/"), "/", "-"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			script := nsexec.NodeScript(list.String(), 2, 2*time.Second, false)
+			script := nsexec.NodeScript(list.String(), 2, 2*time.Second, false, true)
 			cmd := exec.CommandContext(ctx, sh[0], append(sh[1:], "-c", script)...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			start := time.Now()
@@ -208,6 +208,8 @@ func TestNodeScriptAgainstTheHost(t *testing.T) {
 					t.Errorf("good-%d: the rules loaded in its namespace are not in its dump:\n%s", i, text["iptables-nft-save"])
 				case !strings.Contains(text["resolv.conf"], "nameserver 10.250.9.53"):
 					t.Errorf("good-%d: its own resolv.conf is not in its dump: %q", i, text["resolv.conf"])
+				case !strings.Contains(text["sockets"], "# tcp6\n  sl "):
+					t.Errorf("good-%d: its socket tables are not in its dump: %q", i, text["sockets"])
 				default:
 					checked++
 				}
@@ -225,5 +227,5 @@ func TestNodeScriptAgainstTheHost(t *testing.T) {
 			t.Logf("%s: %d pods in %s", strings.Join(sh, " "), goodPods+2, took.Round(10*time.Millisecond))
 		})
 	}
-	testreport.Count(t, "node script: %d pod dumps checked with %d shells (rules, resolv.conf, a hung dump killed at its timeout, a vanished pod); %d of them left no process behind", checked, len(shells), clean)
+	testreport.Count(t, "node script: %d pod dumps checked with %d shells (rules, resolv.conf, sockets, a hung dump killed at its timeout, a vanished pod); %d of them left no process behind", checked, len(shells), clean)
 }
