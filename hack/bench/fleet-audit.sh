@@ -14,7 +14,11 @@
 #   process in a cgroup named by a made-up container ID, with the rules of
 #   an Istio pod loaded), read by the real node pod (hack/bench/fleetsynth),
 #   then removed. SYNTH=0 skips it.
+#   BASELINE=BIN also times the audit with another build of kubectl-mesh
+#   in the same runs (median, and the fastest and slowest run).
 #   CHECK=1 exits 1 when a goal of issue #30 is missed.
+# The runs start once the machine is quiet after the rollout (CPU use over
+# 5 s below 50 %, waited for at most 5 minutes).
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 PODS=${PODS:-100} RUNS=${RUNS:-3} FEW=${FEW:-5} SYNTH=${SYNTH:-1000} CHECK=${CHECK:-0}
@@ -39,11 +43,12 @@ log "the node is quiet enough to measure: CPU ${b}% busy over 5 s"
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 time_it() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>/tmp/kmesh-bench.err || die "failed: $(tail -3 /tmp/kmesh-bench.err)"; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", e - s }'; }
-audit=(); single=()
+audit=(); single=(); base=()
 all=$("$KUBECTL" -n "$NS" get pods -o name) # whole, then cut: head would end kubectl early (pipefail)
 pods=$(printf '%s\n' "$all" | sed -n "1,${FEW}p" | cut -d/ -f2)
 for _ in $(seq "$RUNS"); do
   audit+=("$(time_it "$MESH" iptables -n "$NS" -o json)")
+  [ -z "${BASELINE:-}" ] || base+=("$(time_it "$BASELINE" iptables -n "$NS" -o json)")
   for p in $pods; do single+=("$(time_it "$MESH" iptables -n "$NS" "$p" --via node)"); done
 done
 a=$(printf '%s\n' "${audit[@]}" | median); s=$(printf '%s\n' "${single[@]}" | median)
@@ -54,6 +59,11 @@ left=$("$KUBECTL" get pods -A -l kubectl-mesh.io/nsexec --no-headers 2>/dev/null
 echo "== $PODS injected pods on 1 node; median of $RUNS runs"
 printf '%-52s %8.2f s  (%.0f ms per pod)\n' "kubectl mesh iptables -n $NS (fleet audit)" "$a" "$(awk -v a="$a" -v n="$lines" 'BEGIN { print a * 1000 / n }')"
 printf '%-52s %8.2f s  (one node pod per pod)\n' "kubectl mesh iptables POD --via node (each of $FEW)" "$s"
+if [ -n "${BASELINE:-}" ]; then
+  b=$(printf '%s\n' "${base[@]}" | median)
+  printf '%-52s %8.2f s  (%.0f ms per pod; runs %s)\n' "$(basename "$BASELINE") iptables -n $NS (baseline)" "$b" \
+    "$(awk -v a="$b" -v n="$lines" 'BEGIN { print a * 1000 / n }')" "$(printf '%s\n' "${base[@]}" | sort -n | tr '\n' ' ' | sed 's/ $//')"
+fi
 awk -v a="$a" -v s="$s" -v n="$lines" 'BEGIN { printf "one by one, %d pods would take %.1f s: %.1fx the audit\n", n, s * n, s * n / a }'
 echo "lines: $lines; with drift or unreadable: $drift; ephemeral containers added: $eph; node pods left: $left"
 ratio=$(awk -v a="$a" -v s="$s" -v n="$lines" 'BEGIN { printf "%.1f", s * n / a }')
