@@ -24,6 +24,8 @@ set -euo pipefail
 PODS=${PODS:-100} RUNS=${RUNS:-3} FEW=${FEW:-5} SYNTH=${SYNTH:-1000} CHECK=${CHECK:-0}
 bench_cluster
 NS=bench-fleet
+# A previous run's namespace may still be going away.
+"$KUBECTL" wait --for=delete "namespace/$NS" --timeout=300s >/dev/null 2>&1 || true
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null' EXIT
 "$KUBECTL" label namespace "$NS" istio-injection=enabled >/dev/null
