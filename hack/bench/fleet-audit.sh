@@ -79,7 +79,9 @@ if [ "$SYNTH" -gt 0 ]; then
   # N network namespaces on the node, each a process in a cgroup named by a
   # made-up 64-hex container ID, with an Istio pod's rules loaded.
   node=$("$KUBECTL" get nodes -o jsonpath='{.items[0].metadata.name}')
+  # cgroup v2's hierarchy, or v1's pids controller.
   cg=/sys/fs/cgroup/pids/kmesh-synth
+  [ ! -f /sys/fs/cgroup/cgroup.controllers ] || cg=/sys/fs/cgroup/kmesh-synth
   work=$(mktemp -d)
   synth_clean() {
     [ -f "$work/pids" ] && xargs -r kill < "$work/pids" 2>/dev/null || true
