@@ -75,9 +75,27 @@ const marker = "### kubectl-mesh "
 // runs once a second) and for the next look at the pod's status.
 const endMarker = "### kubectl-mesh-end "
 
-// withEnd is cmd, then the end marker with cmd's exit status.
+// withEnd is cmd, then the end marker with cmd's exit status, which stays
+// the exit status.
 func withEnd(cmd string) string {
-	return cmd + "echo \"" + endMarker + "$?\"\n"
+	return cmd + "rc=$?; echo \"" + endMarker + "$rc\"; exit $rc\n"
+}
+
+// beforeEnd is the log up to the end marker's line, and the status on it
+// ("" without one). Only a whole line is the marker: nothing a pod holds
+// can print one (rules print no line of their own making; resolv.conf's
+// comment lines are not dumped).
+func beforeEnd(log string) (string, string) {
+	i := 0
+	if !strings.HasPrefix(log, endMarker) {
+		i = strings.Index(log, "\n"+endMarker)
+		if i < 0 {
+			return log, ""
+		}
+		i++
+	}
+	status, _, _ := strings.Cut(log[i+len(endMarker):], "\n")
+	return log[:i], strings.TrimSpace(status)
 }
 
 // NftMissing is what the nft section holds when the image has no nft: Istio's
@@ -102,6 +120,9 @@ func script(rounds int, interval int, root string, conntrack, sockets bool) stri
 	b.WriteString("catf() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < \"$1\"; }\n")
 	b.WriteString("has() { case \"$tables\" in *\"$1\"*) return 0 ;; esac; return 1; }\n")
 	b.WriteString("legacy() { [ -r \"$1\" ] && read -r x < \"$1\"; }\n")
+	// resolv.conf without its comment lines: the one file dumped whose lines
+	// a pod writes as it likes, it could otherwise print a marker.
+	b.WriteString("resolv() { while IFS= read -r l || [ -n \"$l\" ]; do case $l in '#'*|';'*) ;; *) printf '%s\\n' \"$l\" ;; esac; done < \"$1\"; }\n")
 	// The kernel's tables under /proc/net are read with cat where there is
 	// one: the shell's read takes a byte per system call, and each
 	// /proc/net/tcp read walks the node's whole connection hash table
@@ -135,7 +156,7 @@ func script(rounds int, interval int, root string, conntrack, sockets bool) stri
 	// Istio's native nftables mode writes tables of its own (istio-*), which
 	// only nft lists.
 	fmt.Fprintf(&b, "  echo \"%s$round nft\"; if ! command -v nft >/dev/null 2>&1; then echo \"%s\"; elif [ -z \"$nft\" ] || has ' istio'; then nft list ruleset 2>&1; fi\n", marker, NftMissing)
-	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; catf %s/etc/resolv.conf 2>&1\n", marker, root)
+	fmt.Fprintf(&b, "  echo \"%s$round resolv.conf\"; resolv %s/etc/resolv.conf 2>&1\n", marker, root)
 	// The connection-tracking table (--connections) and the sockets with
 	// their owners' uids (for the connections, and the listeners), read
 	// from /proc/net, which is the namespace's own.
@@ -297,9 +318,12 @@ func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, eph
 				if err != nil {
 					return "", fmt.Errorf("reading the dump: %w", err)
 				}
-				out, _, _ := strings.Cut(string(b), endMarker)
-				if s.State.Terminated.ExitCode != 0 && !strings.Contains(out, marker) {
-					return "", fmt.Errorf("the dump failed (exit %d): %s", s.State.Terminated.ExitCode, strings.TrimSpace(out))
+				out, status := beforeEnd(string(b))
+				if status == "" {
+					status = fmt.Sprint(s.State.Terminated.ExitCode)
+				}
+				if status != "0" && !strings.Contains(out, marker) {
+					return "", fmt.Errorf("the dump failed (exit %s): %s", status, strings.TrimSpace(out))
 				}
 				return out, nil
 			}
@@ -369,7 +393,7 @@ func (r *Runner) node(ctx context.Context, req Request, rounds, seconds int) (*R
 	// then run the dump in its network namespace, reading its resolv.conf.
 	cmd := fmt.Sprintf("pid=; for d in /proc/[0-9]*; do if grep -q %s \"$d/cgroup\" 2>/dev/null; then pid=${d#/proc/}; break; fi; done\n"+
 		"[ -n \"$pid\" ] || { echo 'no process of container %s on this node' >&2; exit 3; }\n"+
-		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n%s", cid, cid, script(rounds, seconds, "/proc/$PID/root", true, true), withEnd("PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\"\n"))
+		"dump=$(cat <<'KMESH_DUMP'\n%sKMESH_DUMP\n)\n%s", cid, cid, script(rounds, seconds, "/proc/$PID/root", true, true), withEnd("PID=$pid nsenter -t \"$pid\" -n /bin/sh -c \"$dump\" 2>&1\n"))
 	out, where, err := r.runNodePod(ctx, p.Spec.NodeName, req.NodeNamespace, req.Image, cmd, req.Timeout+time.Duration(seconds)*time.Second)
 	if err != nil {
 		return nil, err
@@ -597,30 +621,68 @@ cat > "$W/pods" <<'KMESH_PODS'
 	b.WriteString(pods)
 	b.WriteString("KMESH_PODS\n")
 	// One awk joins the pods with the processes; each lane then reads "key
-	// containerID pid" lines. A lane writes "<seq> <pid>" of the dump it
-	// waits for to $l.cur (empty between dumps); its watchdog kills a dump
-	// whose seq it has seen for N ticks, and marks it in $l.killed.<seq>.
+	// containerID pid" lines. For its j-th pod, a lane writes the dump's
+	// pid and a "." to $l.run.<j> (a new file each, so never read half
+	// rewritten), then $l.done.<j> once the dump has ended. Its watchdog
+	// follows j: a dump running N ticks is ended with everything it
+	// started, and marked in $l.killed.<j> (only when it was still
+	// running: a dump that ended meanwhile is not); the lane then says
+	// "timed out".
 	fmt.Fprintf(&b, `awk 'NR == FNR { n = index($0, ":"); p = substr($0, 7, n - 14); c = substr($0, n + 1); if (!(c in pid)) pid[c] = p; next }
   { print $1, $2, (($2 in pid) ? pid[$2] : "-") }' "$W/ids" "$W/pods" > "$W/join"
 i=0; while read key cid pid; do echo "$key $cid $pid" >> "$W/lane.$((i %% P))"; i=$((i+1)); done < "$W/join"
+# kids: every process under $1, in $all, and their parents, in $parents.
+kids() {
+  all=" "; parents=" "; set=" $1 "; more=1
+  while [ -n "$more" ]; do
+    more=
+    for f in /proc/[0-9]*/stat; do
+      p=; pp=; read -r p s s pp s 2>/dev/null < "$f" || continue
+      case $set in *" $pp "*) ;; *) continue ;; esac
+      case $set in *" $p "*) continue ;; esac
+      set="$set$p "; all="$all$p "; parents="$parents$pp "; more=1
+    done
+  done
+}
+# stop ends $1, a dump this lane started and that has not ended, marking
+# it in $2. The programs under it are killed first, leaves first, while
+# their parents run (and reap them): a process killed before its children
+# would leave them to the shim. The dump is stopped while it is looked at,
+# and killed once nothing is under it.
+stop() {
+  i=0
+  while [ "$i" -lt 50 ]; do
+    i=$((i + 1))
+    kill -STOP "$1" 2>/dev/null || return 0
+    p=; st=; pp=; read -r p s st pp s 2>/dev/null < "/proc/$1/stat"
+    if [ "$pp" != "$lane" ] || [ "$st" = Z ]; then kill -CONT "$1" 2>/dev/null; return 0; fi
+    [ -e "$2" ] || : > "$2"
+    kids "$1"
+    if [ "$all" = " " ]; then kill -9 "$1" 2>/dev/null; return 0; fi
+    kill -CONT "$1" 2>/dev/null
+    for p in $all; do case $parents in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null ;; esac; done
+    sleep $TICK
+  done
+  kill -9 "$1" 2>/dev/null
+}
 for l in "$W"/lane.*; do
-  ( : > "$l.cur"
-    ( last=; n=0
+  ( read -r lane x < /proc/self/stat
+    ( k=1; n=0
       while [ ! -e "$l.end" ]; do
         sleep $TICK
-        seq=; c=; read seq c < "$l.cur"
-        if [ -z "$seq" ] || [ "$seq" != "$last" ]; then last=$seq; n=0; continue; fi
+        while [ -e "$l.done.$k" ]; do k=$((k + 1)); n=0; done
+        c=; dot=; [ ! -e "$l.run.$k" ] || read -r c dot < "$l.run.$k"
+        [ "$dot" = . ] || continue
         n=$((n + 1)); [ "$n" -eq "$N" ] || continue
-        : > "$l.killed.$seq"; kids=; read kids < "/proc/$c/task/$c/children" 2>/dev/null
-        kill -9 "$c" $kids 2>/dev/null
+        stop "$c" "$l.killed.$k"
       done ) &
     wd=$!; j=0
     while read key cid pid; do
       j=$((j + 1))
       echo '%s'"$key"
-      if [ "$pid" = - ]; then echo '%s'"no process of container $cid on this node"; continue; fi
+      if [ "$pid" = - ]; then echo '%s'"no process of container $cid on this node"; : > "$l.done.$j"; continue; fi
       PID=$pid nsenter -t "$pid" -n /bin/sh -c "$dump" &
-      echo "$j $!" > "$l.cur"; wait $!; : > "$l.cur"
+      echo "$! ." > "$l.run.$j"; wait $!; : > "$l.done.$j"
       [ ! -e "$l.killed.$j" ] || echo '%s'"timed out after ${T}s reading its rules"
     done < "$l" > "$l.out" 2>&1
     : > "$l.end"; wait $wd ) &

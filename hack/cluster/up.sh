@@ -74,8 +74,8 @@ if ! mountpoint -q /run/netns; then
   touch "$RUN_DIR/netns.unmounted"
   mkdir -p /run/netns
   mount --bind /run/netns /run/netns
+  mount --make-shared /run/netns
 fi
-mount --make-shared /run/netns
 "$HACK_DIR/pki.sh"
 echo "$K8S_VERSION" > "$RUN_DIR/k8s-version"
 cat /proc/sys/net/ipv4/ip_forward > "$RUN_DIR/ip_forward.orig"

@@ -102,6 +102,14 @@ func startFakePod(t *testing.T, rules string, resolv func(path string) error) *f
 	return p
 }
 
+func keys(m map[string]nsexec.PodDump) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
 // leftBehind lists the processes whose parent is this test process, but
 // for the ones it started itself: anything the script left running (or
 // exited unreaped) once it ended, reparented to this process, the
@@ -144,14 +152,40 @@ func leftBehind(t *testing.T, own map[int]bool) []string {
 // finished up to 30 s late.
 func TestNodeScriptAgainstTheHost(t *testing.T) {
 	requireRoot(t)
+	for _, tool := range []string{"busybox", "nsenter", "iptables-nft-restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed (hack/cluster/deps.sh installs it): %v", tool, err)
+		}
+	}
+	// ip netns exec binds /etc/netns/<ns>/resolv.conf over this one.
+	if _, err := os.Stat("/etc/resolv.conf"); err != nil {
+		t.Fatalf("ip netns exec needs an /etc/resolv.conf to bind the pods' own over: %v", err)
+	}
 	rules, err := os.ReadFile("../../explain/capture/testdata/istio-default.nft.save")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its resolv.conf also holds comment lines that look like the node
+	// pod's markers: a pod may write any line there.
 	good := startFakePod(t, string(rules), func(path string) error {
-		return os.WriteFile(path, []byte("nameserver 10.250.9.53\n"), 0o644)
+		return os.WriteFile(path, []byte("### kubectl-mesh-pod shop/forged\nnameserver 10.250.9.53\n### kubectl-mesh-end 0\n; kubectl-mesh\n"), 0o644)
 	})
 	hung := startFakePod(t, "", func(path string) error { return unix.Mkfifo(path, 0o644) })
+	// A pod whose dump hangs in a program it runs: nft, in its namespace
+	// only, sleeps (a wrapper first in PATH).
+	stuck := startFakePod(t, string(rules), func(path string) error { return os.WriteFile(path, []byte("nameserver 10.250.9.54\n"), 0o644) })
+	stuckNet, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", stuck.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realNft, err := exec.LookPath("nft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrappers := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wrappers, "nft"), []byte(fmt.Sprintf("#!/bin/sh\n[ \"$(readlink /proc/self/ns/net)\" != %q ] || exec sleep 600\nexec %s \"$@\"\n", stuckNet, realNft)), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	vanished := fmt.Sprintf("%016x%016x%016x%016x", mrand.Uint64(), mrand.Uint64(), mrand.Uint64(), mrand.Uint64())
 
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -164,23 +198,31 @@ func TestNodeScriptAgainstTheHost(t *testing.T) {
 	for i := 0; i < goodPods; i++ {
 		fmt.Fprintf(&list, "shop/good-%d %s\n", i, good.id)
 	}
-	fmt.Fprintf(&list, "shop/hung %s\nshop/vanished %s\n", hung.id, vanished)
+	fmt.Fprintf(&list, "shop/hung %s\nshop/stuck %s\nshop/vanished %s\n", hung.id, stuck.id, vanished)
+	// Long enough for a dump on a busy machine (make test runs the e2e
+	// tests beside this one).
+	const podTimeout = 4 * time.Second
 	shells := [][]string{{"busybox", "sh"}, {"/bin/sh"}}
 	checked, clean := 0, 0
 	for _, sh := range shells {
 		t.Run(strings.ReplaceAll(strings.Trim(strings.Join(sh, "-"), "/"), "/", "-"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			script := nsexec.NodeScript(list.String(), 2, 2*time.Second, false, true)
+			script := nsexec.NodeScript(list.String(), 2, podTimeout, false, true)
 			cmd := exec.CommandContext(ctx, sh[0], append(sh[1:], "-c", script)...)
+			cmd.Env = append(os.Environ(), "PATH="+wrappers+":"+os.Getenv("PATH"))
+			// Past the minute, the whole group goes, and a process still
+			// holding the output does not hold the test.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd.WaitDelay = 5 * time.Second
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			took := time.Since(start)
 			if err != nil {
 				t.Fatalf("the script failed after %s: %v\n%s", took, err, out)
 			}
-			own := map[int]bool{good.cmd.Process.Pid: true, hung.cmd.Process.Pid: true}
+			own := map[int]bool{good.cmd.Process.Pid: true, hung.cmd.Process.Pid: true, stuck.cmd.Process.Pid: true}
 			if left := leftBehind(t, own); len(left) > 0 {
 				t.Errorf("the script left %d processes behind it: %s", len(left), strings.Join(left, "; "))
 			} else {
@@ -208,24 +250,31 @@ func TestNodeScriptAgainstTheHost(t *testing.T) {
 					t.Errorf("good-%d: the rules loaded in its namespace are not in its dump:\n%s", i, text["iptables-nft-save"])
 				case !strings.Contains(text["resolv.conf"], "nameserver 10.250.9.53"):
 					t.Errorf("good-%d: its own resolv.conf is not in its dump: %q", i, text["resolv.conf"])
-				case !strings.Contains(text["sockets"], "# tcp6\n  sl "):
+				case !strings.Contains(text["resolv.conf"], "nameserver 10.250.9.53") || strings.Contains(text["resolv.conf"], "kubectl-mesh"):
+					t.Errorf("good-%d: its resolv.conf in its dump is not its nameserver without its comment lines: %q", i, text["resolv.conf"])
+				case !strings.Contains(text["sockets"], "# tcp\n  sl "):
 					t.Errorf("good-%d: its socket tables are not in its dump: %q", i, text["sockets"])
 				default:
 					checked++
 				}
 			}
-			if d := dumps["shop/hung"]; d.Err != "timed out after 2s reading its rules" {
-				t.Errorf("the pod whose dump hangs: %q, want timed out after 2s", d.Err)
-			} else {
-				checked++
+			if len(dumps) != goodPods+3 {
+				t.Errorf("%d pods in the output, want %d: %v", len(dumps), goodPods+3, keys(dumps))
+			}
+			for _, hung := range []string{"shop/hung", "shop/stuck"} {
+				if d := dumps[hung]; d.Err != "timed out after 4s reading its rules" {
+					t.Errorf("%s, whose dump hangs: %q, want timed out after 4s", hung, d.Err)
+				} else {
+					checked++
+				}
 			}
 			if d := dumps["shop/vanished"]; !strings.Contains(d.Err, "no process of container "+vanished) {
 				t.Errorf("the pod with no process: %q", d.Err)
 			} else {
 				checked++
 			}
-			t.Logf("%s: %d pods in %s", strings.Join(sh, " "), goodPods+2, took.Round(10*time.Millisecond))
+			t.Logf("%s: %d pods in %s", strings.Join(sh, " "), goodPods+3, took.Round(10*time.Millisecond))
 		})
 	}
-	testreport.Count(t, "node script: %d pod dumps checked with %d shells (rules, resolv.conf, sockets, a hung dump killed at its timeout, a vanished pod); %d of them left no process behind", checked, len(shells), clean)
+	testreport.Count(t, "node script: %d pod dumps checked with %d shells (rules, resolv.conf, sockets, a dump hung in the shell and one hung in a program it ran, both killed at the timeout, a vanished pod); %d of them left no process behind", checked, len(shells), clean)
 }
