@@ -164,7 +164,7 @@ func script(rounds int, interval int, root string, conntrack, sockets bool) stri
 		fmt.Fprintf(&b, "  echo \"%s$round conntrack\"; if [ -r /proc/net/nf_conntrack ]; then $C /proc/net/nf_conntrack; else conntrack -L 2>/dev/null || echo \"%s\"; fi\n", marker, ConntrackMissing)
 	}
 	if sockets {
-		fmt.Fprintf(&b, "  echo \"%s$round sockets\"; for t in tcp tcp6 udp udp6; do echo \"# $t\"; [ -r /proc/net/$t ] && $C /proc/net/$t; done\n", marker)
+		fmt.Fprintf(&b, "  echo \"%s$round sockets\"; for t in tcp tcp6 udp udp6; do echo \"# $t\"; if [ -r /proc/net/$t ]; then $C /proc/net/$t; fi; done\n", marker)
 	}
 	b.WriteString("done\n")
 	return b.String()
