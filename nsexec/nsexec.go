@@ -98,6 +98,15 @@ func beforeEnd(log string) (string, string) {
 	return log[:i], strings.TrimSpace(status)
 }
 
+// dumpOf is a dump's output given its exit status: a dump that failed
+// before printing any section is an error, with what it printed.
+func dumpOf(out, status string) (string, error) {
+	if status != "0" && !strings.Contains(out, marker) {
+		return "", fmt.Errorf("the dump failed (exit %s): %s", status, strings.TrimSpace(out))
+	}
+	return out, nil
+}
+
 // NftMissing is what the nft section holds when the image has no nft: Istio's
 // native nftables tables, if the pod has any, could not be read.
 const NftMissing = "kubectl-mesh: nft is not in this image"
@@ -322,10 +331,7 @@ func (r *Runner) waitAndRead(ctx context.Context, ns, pod, container string, eph
 				if status == "" {
 					status = fmt.Sprint(s.State.Terminated.ExitCode)
 				}
-				if status != "0" && !strings.Contains(out, marker) {
-					return "", fmt.Errorf("the dump failed (exit %s): %s", status, strings.TrimSpace(out))
-				}
-				return out, nil
+				return dumpOf(out, status)
 			}
 			if s.State.Running != nil && !followed {
 				followed = true
@@ -364,11 +370,8 @@ func (r *Runner) follow(ctx context.Context, ns, pod, container string, deadline
 	for {
 		line, rerr := br.ReadString('\n')
 		if code, found := strings.CutPrefix(line, endMarker); found && strings.HasSuffix(code, "\n") {
-			code = strings.TrimSpace(code)
-			if code != "0" && !strings.Contains(b.String(), marker) {
-				return "", true, fmt.Errorf("the dump failed (exit %s): %s", code, strings.TrimSpace(b.String()))
-			}
-			return b.String(), true, nil
+			out, err := dumpOf(b.String(), strings.TrimSpace(code))
+			return out, true, err
 		}
 		b.WriteString(line)
 		if rerr != nil {
