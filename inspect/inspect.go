@@ -283,18 +283,11 @@ func all(calls ...func()) {
 // FailedCreateEvents lists the FailedCreate events of namespace ("" for
 // all), keyed by "namespace/kind/name" of the object they are about.
 func (c *Client) FailedCreateEvents(ctx context.Context, f *injection.ClusterFacts, namespace string) (map[string][]corev1.Event, error) {
-	out := map[string][]corev1.Event{}
-	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedCreate").String()})
+	all, err := c.WarningEvents(ctx, namespace)
 	if err != nil {
-		return out, unknown(f, injection.FactEvents, "list events", err)
+		return map[string][]corev1.Event{}, UnknownEvents(f, err)
 	}
-	items := list.Items
-	sort.SliceStable(items, func(i, j int) bool { return items[i].LastTimestamp.After(items[j].LastTimestamp.Time) })
-	for _, e := range items {
-		k := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
-		out[k] = append(out[k], e)
-	}
-	return out, nil
+	return OnlyReason(all, "FailedCreate"), nil
 }
 
 var rsHash = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
@@ -441,7 +434,7 @@ func (c *Client) PodEvents(ctx context.Context, namespace, podName string) (map[
 		}
 		for _, e := range list.Items {
 			uid := string(e.InvolvedObject.UID)
-			out[uid] = append(out[uid], corev1.Event{Reason: e.Reason, Message: e.Message, Count: e.Count,
+			out[uid] = append(out[uid], corev1.Event{Reason: e.Reason, Message: e.Message, Count: e.Count, Type: e.Type,
 				InvolvedObject: corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name, UID: e.InvolvedObject.UID, FieldPath: e.InvolvedObject.FieldPath},
 				FirstTimestamp: e.FirstTimestamp, LastTimestamp: e.LastTimestamp, EventTime: e.EventTime})
 		}

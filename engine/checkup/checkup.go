@@ -122,8 +122,21 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		case r.Kind != "Pod" && r.CreationBlocked:
 			// Its new pods are refused (its old ones, if any, are above).
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
-		case r.Kind != "Pod" && len(podReports) == 0:
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods"}})
+		case r.Kind != "Pod":
+			// A workload that lacks pods: its controller's account.
+			it, why, more, err := e.workloadItem(ctx, facts, r, pods)
+			if err != nil {
+				return nil, false, nil, err
+			}
+			incomplete = append(incomplete, more...)
+			switch {
+			case it != nil:
+				items = append(items, it)
+			case len(podReports) == 0 && why != "":
+				items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods: " + why}})
+			case len(podReports) == 0:
+				items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "it has no pods"}})
+			}
 		}
 	}
 	// --via ephemeral reads one pod: refused for several before any dry
@@ -226,6 +239,14 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		return nil, err
 	}
 	svcs := readServices(ctx, e.Client, ns)
+	// The workloads are listed meanwhile: those that lack pods get rows of
+	// their own (with -l, the pods counted would be only the selected ones).
+	var workloads *pendingWorkloads
+	if e.Inject.Selector == "" {
+		workloads = e.startWorkloads(ctx, ns)
+	}
+	counts := podCounts{}
+	var refused []*injection.InjectionReport
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := e.Verify || e.Rules
@@ -234,7 +255,9 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		it := item{facts: diagnose.Facts{Injection: r}}
 		if p == nil {
 			it.facts.NoPod = "admission refuses its pods: none was created"
+			refused = append(refused, r)
 		} else {
+			counts.add(p)
 			events, evIncomplete, err := pending.Wait()
 			if err != nil {
 				return err
@@ -261,6 +284,28 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	_, evIncomplete, err := pending.Wait()
 	if err != nil {
 		return nil, err
+	}
+	if workloads != nil {
+		<-workloads.done
+		if workloads.err != nil {
+			return nil, workloads.err
+		}
+		evIncomplete = append(evIncomplete, workloads.unread...)
+		unread := ""
+		if why, ok := facts.Unknown[injection.FactEvents]; ok {
+			unread = why
+		}
+		short, err := e.shortItems(ctx, facts, workloads.list, counts, refused, pre.Warnings(), unread)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range short {
+			if keepFacts {
+				items = append(items, it)
+			} else if err := keep(diagnose.Diagnose(it.facts)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if e.Verify {
 		reports := make([]*injection.InjectionReport, 0, len(items))

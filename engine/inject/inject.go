@@ -93,10 +93,19 @@ func FactsIncomplete(facts *injection.ClusterFacts) []string {
 type SweepReads struct {
 	pods      *inspect.PodStream
 	events    map[string][]corev1.Event
+	warnings  map[string][]corev1.Event
 	eventsErr error
 	unknown   *injection.ClusterFacts // what the events read could not read
 	eventsIn  chan struct{}
 	cancel    context.CancelFunc
+}
+
+// Warnings are the Warning events about the objects that are not pods
+// (workloads, ReplicaSets), keyed by "namespace/kind/name", once read (nil
+// when they could not be).
+func (pre *SweepReads) Warnings() map[string][]corev1.Event {
+	<-pre.eventsIn
+	return pre.warnings
 }
 
 // close stops what is still being read and waits for it.
@@ -120,7 +129,12 @@ func (e *Engine) StartSweep(ctx context.Context) *SweepReads {
 		unknown: &injection.ClusterFacts{Unknown: map[string]string{}}}
 	go func() {
 		defer close(pre.eventsIn)
-		pre.events, pre.eventsErr = e.Client.FailedCreateEvents(ctx, pre.unknown, ns)
+		all, err := e.Client.WarningEvents(ctx, ns)
+		if err != nil {
+			pre.events, pre.eventsErr = map[string][]corev1.Event{}, inspect.UnknownEvents(pre.unknown, err)
+			return
+		}
+		pre.warnings, pre.events = all, inspect.OnlyReason(all, "FailedCreate")
 	}()
 	return pre
 }
@@ -758,4 +772,22 @@ func (e *Engine) listReplicaSets(ctx context.Context, pods []*corev1.Pod, namesp
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// ExplainTemplate explains the pod template of a workload that lacks pods
+// (events: the FailedCreate events about it), recorded for --verify like
+// any template.
+func (e *Engine) ExplainTemplate(facts *injection.ClusterFacts, kind, ns, name string, tmpl *corev1.PodTemplateSpec, events []corev1.Event) *injection.InjectionReport {
+	w := &injection.Workload{Kind: kind, Namespace: ns, Name: name, NamespaceSource: injection.NamespaceFromCluster, Events: events}
+	if tmpl != nil {
+		w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
+	}
+	r := e.Mesh.Explain(facts, w)
+	if tmpl != nil {
+		e.record(r, verifySource{namespace: ns, base: name, template: tmpl})
+	}
+	if !e.KeepFactors {
+		r.Factors = injection.DecidingFactors(r.Factors)
+	}
+	return r
 }

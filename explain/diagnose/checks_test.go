@@ -26,6 +26,7 @@ type checkCase struct {
 	services []corev1.Service
 	capture  *capture.CaptureReport
 	noPod    string
+	workload *WorkloadState
 	now      time.Duration
 	// status is the finding's, evidence and fix what they contain.
 	status, evidence, fix string
@@ -162,8 +163,34 @@ var checkCases = []checkCase{
 	}, status: Warning, evidence: "preStop"},
 	{code: CodeDNSPolicy, pod: func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, status: Warning, evidence: "dnsPolicy is Default"},
 	{code: CodeNotRunning, pod: func(p *corev1.Pod) {
-		p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
-	}, status: Warning, evidence: "no node"},
+		p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}}}
+	}, status: Fail, evidence: "the scheduler cannot place the pod: Unschedulable: 0/1 nodes are available: 1 node(s) didn't match", fix: "describe pod"},
+	{code: CodeWorkloadShort, workload: &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web", Desired: 2, Since: t0,
+		Conditions: []string{`ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`},
+		Events:     []string{`FailedCreate (12×): Error creating: pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`}},
+		status: Fail, evidence: `deployment/web wants 2 pods and has 0; ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden`, fix: "kubectl create serviceaccount web-sa -n shop"},
+	{code: CodeInitContainerFailed, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "migrate"})
+		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: "migrate", RestartCount: 3,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", StartedAt: at(10), FinishedAt: at(11)}}})
+		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+	}, logs: map[string]startup.LogTail{"migrate": {Previous: []string{"connecting to db:5432", "dial tcp 10.0.0.7:5432: connect: connection refused"}}},
+		now: 5 * time.Minute, status: Fail, evidence: "init container migrate failed: exit 2 (Error); restarted 3 times, waiting (CrashLoopBackOff); its log ends: dial tcp 10.0.0.7:5432: connect: connection refused. istio-init captured", fix: "sidecar.istio.io/nativeSidecar"},
+	{code: CodeCannotStart, pod: func(p *corev1.Pod) {
+		p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-init", Image: "kmesh.local/nope:v1",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: `Container image "kmesh.local/nope:v1" is not present with pull policy of Never`}}}
+		p.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "kmesh.local/nope:v1"}
+		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
+	}, now: 3 * time.Minute, status: Fail, evidence: `init container istio-init cannot start: ErrImageNeverPull: Container image "kmesh.local/nope:v1" is not present with pull policy of Never (0 restarts); istio-init was added by Istio's injector, set by the pod's sidecar.istio.io/proxyImage="kmesh.local/nope:v1"`,
+		fix: "sidecar.istio.io/proxyImage"},
+	{code: CodePodNotReady, pod: func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[1].Ready = false
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]", LastTransitionTime: at(5)}}
+	}, events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Message: "Readiness probe failed: HTTP probe failed with statuscode: 503", Count: 40, LastTimestamp: at(200),
+		InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}}},
+		now: 5 * time.Minute, status: Fail, evidence: "not Ready for 4m55s (ContainersNotReady: containers with unready status: [app]); events: Unhealthy (40×): Readiness probe failed: HTTP probe failed with statuscode: 503; " + noMeshCause, fix: "describe pod"},
 	{code: CodeAmbientWaitZtunnel, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
 		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
@@ -273,6 +300,16 @@ func (tc checkCase) facts() Facts {
 		owner = ref.Kind
 	}
 	f.Startup = startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Events: tc.events, Logs: tc.logs, OwnerKind: owner, Now: t0.Add(now)})
+	if w := tc.workload; w != nil {
+		// A workload with no pod: its template's injection answer and its
+		// controller's account.
+		w.Now = t0.Add(now)
+		f.Pod, f.Startup, f.Workload = nil, nil, w
+		f.Injection.Kind, f.Injection.Name = w.Kind, w.Name
+		if f.NoPod == "" {
+			f.NoPod = "it has no pods"
+		}
+	}
 	return f
 }
 

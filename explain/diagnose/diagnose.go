@@ -108,6 +108,9 @@ type Facts struct {
 	// ServicesUnknown says why they could not be read.
 	Services        []corev1.Service
 	ServicesUnknown string
+	// Workload is what a workload that lacks pods reports (its row has no
+	// pod: NoPod says so).
+	Workload *WorkloadState
 }
 
 // Diagnose runs every check of the catalogue and walks the stages in
@@ -120,6 +123,8 @@ func Diagnose(f Facts) *Diagnosis {
 		d.Namespace, d.Name = s.Namespace, s.Name
 	} else if p := f.Pod; p != nil {
 		d.Namespace, d.Name = p.Namespace, p.Name
+	} else if w := f.Workload; w != nil {
+		d.WorkloadKind, d.Namespace, d.Name = w.Kind, w.Namespace, w.Name
 	}
 	target := d.Name + " -n " + d.Namespace
 	if d.WorkloadKind != "Pod" {
@@ -152,6 +157,7 @@ func Diagnose(f Facts) *Diagnosis {
 	for i := range d.Checks {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}
+	markUnexplained(d)
 	d.Status = d.Worst()
 	seen := map[string]bool{}
 	var incomplete []string
@@ -213,7 +219,7 @@ func decide(c *Check, findings []Finding, noPod bool) {
 			if c.Status != NotChecked && worseness[c.Status] >= worseness[status] {
 				return
 			}
-			if noPod && c.Status == NotChecked {
+			if noPod && c.Status == NotChecked && f.Code != CodeWorkloadShort {
 				return // nothing of a pod that does not exist is checked
 			}
 			ev := f.Evidence

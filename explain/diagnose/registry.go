@@ -75,6 +75,10 @@ type Finding struct {
 	Evidence string   `json:"evidence"`
 	Fix      string   `json:"fix,omitempty"`
 	Needs    []string `json:"needs,omitempty"`
+	// Mesh names what of the mesh caused a state the platform reports (an
+	// annotation and its value, a container the injector added, capture
+	// with no proxy), "" when the finding is not put down to the mesh.
+	Mesh string `json:"mesh,omitempty"`
 }
 
 var registry = map[string]*Spec{}

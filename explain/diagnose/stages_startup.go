@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -153,6 +155,22 @@ func (in *Input) initAnswer() *stageAnswer {
 	}
 	a, ok := fromHazards(CheckInit, s, in.Target, initHazards, initWarnings)
 	in.init = a
+	// The platform's account of the init containers: a cause it names goes
+	// before "stuck in init", which is then only its symptom.
+	if platform := in.initPlatform(); len(platform) > 0 {
+		var kept []Finding
+		for _, f := range a.findings {
+			if f.Code != CodeStuckInInit {
+				kept = append(kept, f)
+			}
+		}
+		a.findings = append(kept, platform...)
+		if !ok || a.row.Code == CodeStuckInInit || a.row.Status != Fail {
+			f := platform[0]
+			a.row.Status, a.row.Evidence, a.row.Fix, a.row.Code = f.Status, f.Evidence, f.Fix, f.Code
+		}
+		return a
+	}
 	if ok {
 		return a
 	}
@@ -192,14 +210,14 @@ func (in *Input) startAnswer() *stageAnswer {
 	c := &a.row
 	if s == nil || ok && c.Status == Fail {
 		if s != nil {
-			failed, _, _ := containerTrouble(s, in.Target)
+			failed, _, _ := containerTrouble(s, in.Pod, in.Target)
 			a.findings = append(a.findings, failed...)
 		}
 		return a
 	}
 	// Containers that cannot start or keep restarting: a failure (waiting
 	// to start again, or never started), else a warning (restarted, runs).
-	failed, restarted, fix := containerTrouble(s, in.Target)
+	failed, restarted, fix := containerTrouble(s, in.Pod, in.Target)
 	a.findings = append(a.findings, failed...)
 	if !ok {
 		a.findings = append(a.findings, restarted...)
@@ -207,32 +225,35 @@ func (in *Input) startAnswer() *stageAnswer {
 	if len(failed) > 0 {
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, joinEvidence(failed), fix, failed[0].Code
 		return a
-	} else if !ok && len(restarted) > 0 {
+	}
+	// A pod that does not run: the scheduler's or the kubelet's reason,
+	// worse than any warning of how it started (nothing starts before
+	// init completes, which the init check says).
+	init := in.initAnswer().row
+	if unscheduled(s) || s.Phase != "Running" && s.Phase != "Succeeded" && !(init.Status == Fail && s.Phase == "Pending") {
+		status, evidence, nrFix := in.notRunning()
+		a.findings = append(a.findings, Finding{Code: CodeNotRunning, Status: status, Evidence: evidence, Fix: nrFix})
+		if worseness[status] > worseness[c.Status] || !ok && len(restarted) == 0 {
+			c.Status, c.Evidence, c.Fix, c.Code = status, evidence, nrFix, CodeNotRunning
+			return a
+		}
+	}
+	if !ok && len(restarted) > 0 {
 		c.Status, c.Evidence, c.Fix, c.Code = Warning, joinEvidence(restarted), fix, restarted[0].Code
 		return a
 	}
-	if ok {
+	if ok || c.Code == CodeNotRunning {
 		return a
 	}
 	c.Status = Pass
-	init := in.initAnswer().row
 	switch {
-	case unscheduled(s):
-		c.Status, c.Evidence, c.Code = Warning, "the pod is on no node yet: the scheduler has not placed it, so nothing has run", CodeNotRunning
-		c.Fix = "kubectl describe pod " + in.Target + "   # the scheduler's events say why"
 	case init.Status == Fail && s.Phase == "Pending":
 		// Nothing starts before init completes: not a finding of its own.
 		c.Status, c.Evidence = NotChecked, "not checked: nothing starts until init completes"
-	case s.Phase != "Running" && s.Phase != "Succeeded":
-		c.Status, c.Evidence, c.Code = Warning, "the pod is "+s.Phase, CodeNotRunning
-		c.Fix = "kubectl describe pod " + in.Target
 	case len(s.StartOrder) > 0:
 		c.Evidence = "started in order " + strings.Join(s.StartOrder, ", ") + " (" + s.OrderVerdict + ")"
 	default:
 		c.Evidence = s.OrderVerdict
-	}
-	if c.Code != "" {
-		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix})
 	}
 	return a
 }
@@ -245,15 +266,10 @@ func joinEvidence(fs []Finding) string {
 	return strings.Join(out, "; ")
 }
 
-// waitingFailures are the reasons a container waits that it will not get
-// past by itself.
-var waitingFailures = map[string]bool{"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true,
-	"InvalidImageName": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
-
 // containerTrouble lists the containers (app, proxy, native sidecars) that
 // cannot start — waiting for a reason they do not get past alone — and
 // those that restarted, with the command that shows why.
-func containerTrouble(s *startup.StartupReport, target string) (failed, restarted []Finding, fix string) {
+func containerTrouble(s *startup.StartupReport, p *corev1.Pod, target string) (failed, restarted []Finding, fix string) {
 	all := append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...)
 	for _, c := range all {
 		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit || c.Failing {
@@ -275,13 +291,25 @@ func containerTrouble(s *startup.StartupReport, target string) (failed, restarte
 			code = CodeProxyFailing
 		}
 		switch {
-		case c.State == "waiting" && waitingFailures[c.Reason]:
+		case waitingFailure(c):
 			own := logs
 			if c.Restarts == 0 {
 				own = "kubectl describe pod " + target + "   # the events say why container " + c.Name + " cannot start"
 			}
-			failed = append(failed, Finding{Code: code, Status: Fail, Fix: own,
-				Evidence: fmt.Sprintf("container %s: %s (%s%s)", c.Name, c.Reason, startup.Plural(c.Restarts, "restart"), last)})
+			ev := fmt.Sprintf("container %s cannot start: %s (%s%s)", c.Name, kubeletSays(c), startup.Plural(c.Restarts, "restart"), last)
+			if evs := warningEvents(s, c.Name, 2); len(evs) > 0 {
+				ev += "; events: " + strings.Join(evs, "; ")
+			}
+			f := Finding{Code: code, Status: Fail, Fix: own, Evidence: ev}
+			if by := injectedBy(p, c.Name); by != "" {
+				f.Evidence += "; " + by
+				f.Mesh = by
+				if imageReason(c.Reason) {
+					own = meshImageFix(p, c.Name)
+					f.Fix = own
+				}
+			}
+			failed = append(failed, f)
 			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {
 				fix = own
 			}

@@ -106,6 +106,8 @@ type EventLine struct {
 	Container string    `json:"container,omitempty"`
 	Message   string    `json:"message"`
 	Count     int32     `json:"count"`
+	// Type is the event's type: Warning, or Normal.
+	Type string `json:"type,omitempty"`
 }
 
 // StartupReport is the startup analysis of one pod.
@@ -137,6 +139,8 @@ type StartupReport struct {
 	// Incomplete names what could not be read (events, logs) and the
 	// permission it needs: the report says nothing about those.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Now is when the report was made: the states' ages are read against it.
+	Now time.Time `json:"-"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -376,7 +380,7 @@ func (cs ContainerStartup) FailureSummary() string {
 func AnalyzeStartup(f StartupFacts) *StartupReport {
 	p := f.Pod
 	r := &StartupReport{Namespace: p.Namespace, Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName,
-		CreatedAt: p.CreationTimestamp.Time, Hazards: []Hazard{}, Events: []EventLine{}}
+		CreatedAt: p.CreationTimestamp.Time, Hazards: []Hazard{}, Events: []EventLine{}, Now: f.Now}
 	statuses := map[string]*corev1.ContainerStatus{}
 	for i := range p.Status.InitContainerStatuses {
 		statuses["init/"+p.Status.InitContainerStatuses[i].Name] = &p.Status.InitContainerStatuses[i]
@@ -416,7 +420,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 		if t.IsZero() {
 			t = e.FirstTimestamp.Time
 		}
-		r.Events = append(r.Events, EventLine{Time: t, Reason: e.Reason, Container: containerOfField(e.InvolvedObject.FieldPath), Message: e.Message, Count: max(e.Count, 1)})
+		r.Events = append(r.Events, EventLine{Time: t, Reason: e.Reason, Container: containerOfField(e.InvolvedObject.FieldPath), Message: e.Message, Count: max(e.Count, 1), Type: e.Type})
 	}
 	sort.SliceStable(r.Events, func(i, j int) bool { return r.Events[i].Time.Before(r.Events[j].Time) })
 

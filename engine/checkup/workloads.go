@@ -1,0 +1,141 @@
+package checkup
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+)
+
+// pendingWorkloads are the workloads of a sweep being listed meanwhile.
+type pendingWorkloads struct {
+	done   chan struct{}
+	list   []inspect.Workload
+	unread []string
+	err    error
+}
+
+func (e *Engine) startWorkloads(ctx context.Context, ns string) *pendingWorkloads {
+	w := &pendingWorkloads{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.list, w.unread, w.err = e.Client.Workloads(ctx, ns)
+	}()
+	return w
+}
+
+// podCounts counts the pods of each workload ("namespace/Kind/name").
+type podCounts map[string]int32
+
+func (c podCounts) add(p *corev1.Pod) {
+	if o := inspect.OwnerOf(p); o != nil {
+		c[p.Namespace+"/"+o.Kind+"/"+o.Name]++
+	}
+}
+
+var rsOf = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
+
+// covers says a report of a workload whose pods admission refuses is
+// about w (itself, or a ReplicaSet of its Deployment).
+func covers(r *injection.InjectionReport, w *inspect.Workload) bool {
+	if r.Namespace != w.Namespace {
+		return false
+	}
+	if r.Kind == w.Kind && r.Name == w.Name {
+		return true
+	}
+	m := rsOf.FindStringSubmatch(r.Name)
+	return w.Kind == "Deployment" && r.Kind == "ReplicaSet" && m != nil && m[1] == w.Name
+}
+
+// shortItems are the items of the workloads that lack pods (none of them
+// reported already as refused by the mesh): their template's injection
+// answer and their controller's account, with no pod.
+func (e *Engine) shortItems(ctx context.Context, facts *injection.ClusterFacts, list []inspect.Workload, counts podCounts,
+	refused []*injection.InjectionReport, warnings map[string][]corev1.Event, warningsUnread string) ([]*item, error) {
+	var short []inspect.Workload
+	var namespaces []string
+next:
+	for _, w := range list {
+		w.Pods, w.Now = counts[w.Namespace+"/"+w.Kind+"/"+w.Name], e.Starts.Now()
+		if !w.Short() {
+			continue
+		}
+		for _, r := range refused {
+			if covers(r, &w) {
+				continue next
+			}
+		}
+		short = append(short, w)
+		namespaces = append(namespaces, w.Namespace)
+	}
+	if len(short) == 0 {
+		return nil, nil
+	}
+	if err := e.Client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
+		return nil, err
+	}
+	var items []*item
+	for i := range short {
+		w := &short[i]
+		if warnings != nil {
+			w.Events = inspect.WorkloadEvents(warnings, w.Namespace, w.Kind, w.Name, 3)
+		} else {
+			w.EventsUnknown = warningsUnread
+		}
+		failed := inspect.EventsForOwner(inspect.OnlyReason(warnings, "FailedCreate"), w.Namespace, w.Kind, w.Name)
+		r := e.Inject.ExplainTemplate(facts, w.Kind, w.Namespace, w.Name, w.Template, failed)
+		st := w.WorkloadState
+		it := &item{facts: diagnose.Facts{Injection: r, Workload: &st, NoPod: noPodOf(&st)}}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// noPodOf says why a workload's row has no pod.
+func noPodOf(w *diagnose.WorkloadState) string {
+	switch {
+	case w.Failed != "":
+		return "the Job failed: its pods are diagnosed in their own rows"
+	case w.Pods == 0:
+		return "it has no pods: none was created"
+	}
+	return "some of its pods were never created"
+}
+
+// workloadItem is the item of a named workload that lacks pods (pods: the
+// pods read for it), nil when it lacks none; why says why a workload with
+// no pods at all lacks none.
+func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts, r *injection.InjectionReport, pods []*corev1.Pod) (it *item, why string, incomplete []string, err error) {
+	w, ok, err := e.Client.Workload(ctx, r.Namespace, r.Kind, r.Name)
+	if err != nil || !ok {
+		return nil, "", nil, err
+	}
+	counts := podCounts{}
+	for _, p := range pods {
+		if p != nil {
+			counts.add(p)
+		}
+	}
+	var warnings map[string][]corev1.Event
+	unread := ""
+	if warnings, err = e.Client.WarningEvents(ctx, r.Namespace); err != nil {
+		if !apierrors.IsForbidden(err) {
+			return nil, "", nil, err
+		}
+		unread = "forbidden: the user may not list events in namespace " + r.Namespace
+		incomplete = append(incomplete, "events: "+unread)
+	}
+	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, nil, warnings, unread)
+	if err != nil || len(items) == 0 {
+		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
+	}
+	items[0].facts.Injection = r
+	return items[0], "", incomplete, nil
+}

@@ -1,0 +1,502 @@
+package diagnose
+
+// The platform-state layer: what Kubernetes itself reports about a pod (its
+// phase and conditions, each container's waiting reason and termination,
+// the kubelet's and the scheduler's events), read by what it means. A
+// broken pod is never a pass: when no mesh check explains what the platform
+// reports, these findings say so, with the platform's own reason and
+// message; when the mesh is the cause (a container the injector added, a
+// container captured with no proxy to serve it), they name it.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+const (
+	CodeInitContainerFailed = "KM-INIT-008"
+	CodeCannotStart         = "KM-INIT-009"
+	CodePodNotReady         = "KM-START-014"
+)
+
+// StartGrace is how long a pod may take to get ready before not being
+// ready is a failure (more when its probes give it longer).
+const StartGrace = time.Minute
+
+// noMeshCause ends a platform finding that no mesh check explains.
+const noMeshCause = "no mesh check explains it: this is the platform's own reason"
+
+func init() {
+	reads := []Fact{FactPod, FactEvents, FactLogs}
+	register(&Spec{Code: CodeInitContainerFailed, Title: "init container failed", Stage: CheckInit, Kind: Static, Status: Fail, Reads: reads,
+		Means:   "An init container of the app exited with an error (or keeps doing so): nothing after it starts. In a pod whose traffic istio-init (or istio-cni) captured before it runs, with a classic sidecar, its connections go to a proxy that does not run yet: the usual cause.",
+		Detects: "Each init container's termination and last termination (exit code, reason, message), its restart count, and the tail of its failed run's log, whatever phase its crash loop is in.",
+		Fixes:   "When it runs captured with no proxy: a native sidecar (or uid 1337, or excluding what it calls); otherwise what its log says.",
+		Source:  "istio/istio issues on init containers that cannot reach the network with a sidecar; Istio docs, application requirements (init containers)",
+		Planted: "an init container that exits 1 after printing why",
+		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodeInitContainerFailed) }})
+	register(&Spec{Code: CodeCannotStart, Title: "init container cannot start", Stage: CheckInit, Kind: Static, Status: Fail, Reads: reads,
+		Means:   "An init container waits for a reason it does not get past by itself (its image cannot be pulled, its configuration refers to something missing): the pod never starts. When the injector added that container (istio-init, istio-validation), the mesh's image or annotations are the cause.",
+		Detects: "Every waiting reason the kubelet reports for an init container but a crash loop's back-off (KM-INIT-008) and the normal PodInitializing and ContainerCreating, with its message and the container's events.",
+		Fixes:   "For a container the injector added: the annotation that set its image or value; otherwise what the kubelet's message says.",
+		Source:  "kubectl's own statuses (Init:ImagePullBackOff, Init:CreateContainerConfigError); istio/istio issues on istio-init images that cannot be pulled",
+		Planted: "an init container whose image does not exist on the node",
+		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodeCannotStart) }})
+	register(&Spec{Code: CodePodNotReady, Title: "pod not ready", Stage: CheckStart, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents},
+		Means:   "The pod has run past its start and is not Ready, and no container fails: it receives no traffic from its Services. The kubelet's Ready condition and the pod's warning events say why (a readiness probe failing, a readiness gate).",
+		Detects: "The pod's Ready condition (or its containers' ready flags) against its age and its probes' delays; within that time it is a warning.",
+		Fixes:   "What the pod's events say; kubectl describe pod.",
+		Source:  "kubectl's own READY column; istio/istio issues on pods not ready with a sidecar",
+		Planted: "a pod whose readiness probe never passes",
+		run:     podNotReady})
+}
+
+// benignWaiting are the waiting reasons of a container on its normal way
+// to running.
+var benignWaiting = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true, "not created yet": true}
+
+// waitingFailure says a container waits for a reason it does not get past
+// by itself (any reason but the normal ones and a crash loop's back-off,
+// which the container's failure reports).
+func waitingFailure(c startup.ContainerStartup) bool {
+	return c.State == "waiting" && !benignWaiting[c.Reason] && c.Reason != "CrashLoopBackOff"
+}
+
+// kubeletSays is a waiting container's reason and message, verbatim.
+func kubeletSays(c startup.ContainerStartup) string {
+	s := c.Reason
+	if m := strings.TrimSpace(c.Message); m != "" {
+		s += ": " + oneLine(m, 300)
+	}
+	return s
+}
+
+// oneLine is the first line of s, at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i]) + " …"
+	}
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// warningEvents are the pod's Warning events (about container, "" for any),
+// newest last, each once, at most n: "Reason (N×): message".
+func warningEvents(s *startup.StartupReport, container string, n int) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := len(s.Events) - 1; i >= 0 && len(out) < n; i-- {
+		e := s.Events[i]
+		if e.Type != corev1.EventTypeWarning || container != "" && e.Container != container {
+			continue
+		}
+		line := e.Reason
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (%d×)", e.Count)
+		}
+		line += ": " + oneLine(e.Message, 240)
+		if !seen[e.Reason+e.Message] {
+			seen[e.Reason+e.Message] = true
+			out = append([]string{line}, out...)
+		}
+	}
+	return out
+}
+
+// injectedBy names what of the mesh set up a container the injector added:
+// the pod's annotations that change Istio's containers, with their values
+// ("" for a container the injector did not add).
+func injectedBy(p *corev1.Pod, container string) string {
+	if p == nil || !istio.IsIstioContainer(container) {
+		return ""
+	}
+	var keys []string
+	for k := range p.Annotations {
+		if strings.HasPrefix(k, "sidecar.istio.io/") && k != istio.AnnotationStatus && k != "sidecar.istio.io/inject" ||
+			strings.HasPrefix(k, "traffic.sidecar.istio.io/") || k == istio.AnnotationProxyConfig {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, oneLine(p.Annotations[k], 80)))
+	}
+	s := container + " was added by Istio's injector"
+	if len(parts) > 0 {
+		s += ", set by the pod's " + strings.Join(parts, ", ")
+	} else {
+		s += " from the mesh's injection template (no sidecar.istio.io annotation on the pod)"
+	}
+	return s
+}
+
+// imageReason says a waiting reason is about the container's image.
+func imageReason(reason string) bool {
+	return strings.Contains(reason, "Image") || reason == "RegistryUnavailable" || reason == "SignatureValidationFailed"
+}
+
+// meshImageFix is the fix of an injected container whose image cannot be
+// had: the annotation that chose it, or the mesh's values.
+func meshImageFix(p *corev1.Pod, container string) string {
+	if _, ok := p.Annotations["sidecar.istio.io/proxyImage"]; ok {
+		return annotationPatch(p, "sidecar.istio.io/proxyImage", "") + "   # the injector then uses the mesh's own proxy image"
+	}
+	return "kubectl get pod " + p.Name + " -n " + p.Namespace + ` -o jsonpath='{.spec.containers[*].image}{"\n"}{.spec.initContainers[*].image}'` +
+		"   # the image comes from the injector's values (global.hub, global.tag, global.proxy.image of the revision's istio-sidecar-injector ConfigMap): make it one the nodes can pull"
+}
+
+// initPlatform is the init containers' platform findings: an app init
+// container that failed (KM-INIT-008), any init container that cannot
+// start (KM-INIT-009).
+func (in *Input) initPlatform() []Finding {
+	s, p := in.Startup, in.Pod
+	if s == nil || p == nil {
+		return nil
+	}
+	var out []Finding
+	for i, c := range s.InitContainers {
+		switch {
+		case c.Role == startup.RoleInit && c.Failing:
+			ev := "init container " + c.FailureSummary()
+			if c.Log != nil {
+				ev += "; " + logEndOf(c)
+			}
+			fix := "kubectl logs " + in.Target + " -c " + c.Name + previousOf(c) + "   # its failed run's log says why; the kubelet retries it by itself once that is fixed"
+			f := Finding{Code: CodeInitContainerFailed, Status: Fail, Evidence: ev, Fix: fix}
+			if why := capturedWithoutProxy(s, p, i); why != "" {
+				f.Evidence += ". " + why + ": the likely cause"
+				f.Mesh = why
+				f.Fix = nativeSidecarFix(p, c.Name)
+			}
+			out = append(out, f)
+		case waitingFailure(c) && c.Role != startup.RoleProxyNative && c.Role != startup.RoleNativeSidecar:
+			ev := fmt.Sprintf("init container %s cannot start: %s (%s)", c.Name, kubeletSays(c), startup.Plural(c.Restarts, "restart"))
+			if evs := warningEvents(s, c.Name, 2); len(evs) > 0 {
+				ev += "; events: " + strings.Join(evs, "; ")
+			}
+			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev,
+				Fix: "kubectl describe pod " + in.Target + "   # the kubelet's events for container " + c.Name + " say what it is missing"}
+			if by := injectedBy(p, c.Name); by != "" {
+				f.Evidence += "; " + by
+				f.Mesh = by
+				if imageReason(c.Reason) {
+					f.Fix = meshImageFix(p, c.Name)
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// capturedWithoutProxy says why init container i runs with its traffic
+// captured and no proxy to serve it ("" when it does not): istio-init (or
+// istio-cni) wrote the rules before it, the proxy is a classic sidecar that
+// starts after every init container, and it does not run as the proxy's
+// uid.
+func capturedWithoutProxy(s *startup.StartupReport, p *corev1.Pod, i int) string {
+	if s.Native || s.Ambient {
+		return ""
+	}
+	proxy := false
+	for _, c := range p.Spec.Containers {
+		proxy = proxy || c.Name == istio.ProxyContainer
+	}
+	if !proxy {
+		return ""
+	}
+	by := ""
+	for j, c := range s.InitContainers {
+		switch {
+		case c.Role == startup.RoleIstioValidation:
+			by = "istio-cni captured the pod's traffic when its network was set up"
+		case c.Role == startup.RoleIstioInit && j < i:
+			by = "istio-init captured the pod's traffic before it ran"
+		}
+	}
+	if by == "" {
+		return ""
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == s.InitContainers[i].Name && c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil && fmt.Sprint(*c.SecurityContext.RunAsUser) == istio.ProxyUID {
+			return ""
+		}
+	}
+	return by + ", and the classic sidecar starts only after every init container: its connections are redirected to port 15001, where nothing listens yet"
+}
+
+// nativeSidecarFix starts the proxy before the app's init containers.
+func nativeSidecarFix(p *corev1.Pod, container string) string {
+	owner := templateOwner(p)
+	alt := "   # a native sidecar starts before the app's init containers (Kubernetes 1.28+); or run " + container + " as uid 1337, or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"
+	if owner == "" {
+		return `in the pod's manifest, set the annotation sidecar.istio.io/nativeSidecar: "true", then re-create the pod` + alt
+	}
+	return "kubectl patch " + owner + " -n " + p.Namespace + ` --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'` + alt
+}
+
+// logEndOf is what a failing container's log says last.
+func logEndOf(c startup.ContainerStartup) string {
+	lines, other := c.Log.Previous, c.Log.Current
+	if c.State == "terminated" {
+		lines, other = other, lines
+	}
+	if len(lines) == 0 {
+		lines = other
+	}
+	if len(lines) == 0 && c.Log.Unavailable != "" {
+		return "its log could not be read (" + c.Log.Unavailable + ")"
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return "its log ends: " + oneLine(l, 200)
+		}
+	}
+	return "its log is empty"
+}
+
+// previousOf is " --previous" when the failed run is the container's last
+// terminated one.
+func previousOf(c startup.ContainerStartup) string {
+	if c.LastTermination != nil && c.State != "terminated" {
+		return " --previous"
+	}
+	return ""
+}
+
+// grace is how long the pod may take to get ready: StartGrace, or longer
+// when its probes' delays and thresholds give it longer.
+func grace(p *corev1.Pod) time.Duration {
+	g := StartGrace
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		var d time.Duration
+		for _, pr := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe} {
+			if pr == nil {
+				continue
+			}
+			period, fails := max(pr.PeriodSeconds, 10), max(pr.FailureThreshold, 3)
+			if pr == c.ReadinessProbe {
+				fails = 1
+			}
+			d += time.Duration(pr.InitialDelaySeconds)*time.Second + time.Duration(period*fails)*time.Second
+		}
+		g = max(g, d+StartGrace/2)
+	}
+	return g
+}
+
+// readiness says whether the pod is ready, and since when it has been as it
+// is (the Ready condition's transition, else its creation).
+func readiness(p *corev1.Pod) (ready bool, since time.Time, reason string) {
+	since = p.CreationTimestamp.Time
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			if !c.LastTransitionTime.IsZero() && c.LastTransitionTime.After(since) {
+				since = c.LastTransitionTime.Time
+			}
+			if c.Reason != "" {
+				reason = c.Reason
+				if c.Message != "" {
+					reason += ": " + oneLine(c.Message, 200)
+				}
+			}
+			return c.Status == corev1.ConditionTrue, since, reason
+		}
+	}
+	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+		return false, since, ""
+	}
+	var unready []string
+	for _, st := range p.Status.ContainerStatuses {
+		if !st.Ready {
+			unready = append(unready, st.Name)
+		}
+	}
+	if len(unready) > 0 {
+		reason = "containers not ready: " + strings.Join(unready, ", ")
+	}
+	return len(unready) == 0, since, reason
+}
+
+// podNotReady: a running pod, past its start, that is not Ready while no
+// container fails and no other check of its start explains why.
+func podNotReady(in *Input) []Finding {
+	p, s := in.Pod, in.Startup
+	if p == nil || s == nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	ready, since, reason := readiness(p)
+	if ready {
+		return nil
+	}
+	for _, f := range append(append([]Finding(nil), in.initAnswer().findings...), in.startAnswer().findings...) {
+		if f.Status == Fail {
+			return nil // a failing container or the proxy explains it
+		}
+	}
+	age := s.Now.Sub(since).Round(time.Second)
+	ev := "the pod is Running but not Ready"
+	if age > 0 {
+		ev += " for " + age.String()
+	}
+	if reason != "" {
+		ev += " (" + reason + ")"
+	}
+	if evs := warningEvents(s, "", 3); len(evs) > 0 {
+		ev += "; events: " + strings.Join(evs, "; ")
+	}
+	f := Finding{Status: Fail, Evidence: ev, Fix: "kubectl describe pod " + in.Target + "   # its events and probes say why it is not ready"}
+	if age < grace(p) {
+		f.Status = Warning
+		f.Evidence += "; it is still within its start (" + grace(p).String() + ")"
+	}
+	return []Finding{f}
+}
+
+// isPlatform says a finding reports the platform's state, not a mesh
+// check's rule.
+func isPlatform(f Finding) bool {
+	switch f.Code {
+	case CodeInitContainerFailed, CodeCannotStart, CodePodNotReady, CodeNotRunning, CodeAppFailing, CodeWorkloadShort:
+		return f.Mesh == ""
+	}
+	return false
+}
+
+// markUnexplained ends the platform's failures with noMeshCause when no
+// mesh check found anything that would explain them.
+func markUnexplained(d *Diagnosis) {
+	for _, f := range d.Findings {
+		if !isPlatform(f) && (f.Status == Fail || f.Status == Warning) {
+			return
+		}
+	}
+	for i := range d.Findings {
+		f := &d.Findings[i]
+		if isPlatform(*f) && f.Status == Fail && !strings.Contains(f.Evidence, noMeshCause) {
+			f.Evidence += "; " + noMeshCause
+			for j := range d.Checks {
+				if d.Checks[j].Code == f.Code && d.Checks[j].Name == f.Stage && !strings.Contains(d.Checks[j].Evidence, noMeshCause) {
+					d.Checks[j].Evidence += "; " + noMeshCause
+				}
+			}
+		}
+	}
+}
+
+// notRunning is the start row of a pod that is not running: the
+// scheduler's or the kubelet's own reason and message, a failure once the
+// platform has said no (unschedulable, failed) or the pod is past its start.
+func (in *Input) notRunning() (status, evidence, fix string) {
+	s, p := in.Startup, in.Pod
+	describe := "kubectl describe pod " + in.Target
+	if p == nil {
+		if unscheduled(s) {
+			return Warning, "the pod is on no node yet: the scheduler has not placed it, so nothing has run", describe + "   # the scheduler's events say why"
+		}
+		return Warning, "the pod is " + s.Phase, describe
+	}
+	age := s.Now.Sub(p.CreationTimestamp.Time).Round(time.Second)
+	switch p.Status.Phase {
+	case "":
+		return Unknown, "the pod has no status yet: no kubelet has reported it", describe
+	case corev1.PodFailed:
+		ev := "the pod Failed"
+		if p.Status.Reason != "" {
+			ev += ": " + p.Status.Reason
+		}
+		if m := p.Status.Message; m != "" {
+			ev += ": " + oneLine(m, 240)
+		}
+		var ends []string
+		for _, c := range append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...) {
+			if c.State == "terminated" && c.ExitCode != nil && *c.ExitCode != 0 {
+				ends = append(ends, c.Name+" "+c.LastFailure)
+			}
+		}
+		if len(ends) > 0 {
+			ev += "; " + strings.Join(ends, "; ")
+		}
+		if p.Status.Reason == "Evicted" {
+			return Fail, ev, describe + "   # the node evicted it; its controller makes a new pod"
+		}
+		return Fail, ev, describe + "   # the containers' exit codes and events say why"
+	case corev1.PodUnknown:
+		return Fail, "the pod's phase is Unknown: node " + p.Spec.NodeName + " stopped reporting it", "kubectl get node " + p.Spec.NodeName + " -o wide   # is the node Ready?"
+	}
+	if p.Spec.NodeName == "" {
+		ev := "the pod is on no node yet: the scheduler has not placed it, so nothing has run"
+		said := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+				said = c.Reason
+				if c.Message != "" {
+					said += ": " + oneLine(c.Message, 300)
+				}
+			}
+		}
+		if said == "" {
+			if evs := warningEvents(s, "", 1); len(evs) > 0 {
+				said = evs[0]
+			}
+		}
+		if said == "" {
+			if age < StartGrace {
+				return Warning, ev, describe + "   # the scheduler's events say why"
+			}
+			return Fail, ev + " for " + age.String(), describe + "   # the scheduler's events say why"
+		}
+		ev = "the scheduler cannot place the pod: " + said
+		if in.injected() && strings.Contains(said, "Insufficient") {
+			ev += "; " + proxyRequests(p)
+		}
+		return Fail, ev, describe + "   # the scheduler's message above says which nodes refuse it and why"
+	}
+	ev := "the pod is " + string(p.Status.Phase) + " on node " + p.Spec.NodeName
+	if age > 0 {
+		ev += " for " + age.String()
+	}
+	if evs := warningEvents(s, "", 3); len(evs) > 0 {
+		ev += "; events: " + strings.Join(evs, "; ")
+	}
+	if age < grace(p) {
+		return Warning, ev, describe
+	}
+	return Fail, ev, describe + "   # its events say what it waits for"
+}
+
+// proxyRequests says what the sidecar asks of the node, and what set it.
+func proxyRequests(p *corev1.Pod) string {
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		if c.Name != istio.ProxyContainer {
+			continue
+		}
+		req := c.Resources.Requests
+		s := fmt.Sprintf("the sidecar istio-proxy requests cpu %s and memory %s of it too", req.Cpu().String(), req.Memory().String())
+		var set []string
+		for _, k := range []string{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyMemory"} {
+			if v, ok := p.Annotations[k]; ok {
+				set = append(set, fmt.Sprintf("%s=%q", k, v))
+			}
+		}
+		if len(set) > 0 {
+			s += " (" + strings.Join(set, ", ") + ")"
+		}
+		return s
+	}
+	return ""
+}

@@ -1,0 +1,106 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// CodeWorkloadShort: a workload that wants pods and lacks some.
+const CodeWorkloadShort = "KM-INJ-013"
+
+// WorkloadState is what a workload's controller reports: how many pods it
+// wants, how many of its pods exist, and its own account of why not.
+type WorkloadState struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Desired is how many pods it wants now (0 for one finished, paused
+	// or suspended); Pods how many of its pods exist.
+	Desired int32 `json:"desired"`
+	Pods    int32 `json:"pods"`
+	// Conditions are its conditions that say something is wrong, "Type
+	// (Reason): message"; Failed a Job's Failed condition.
+	Conditions []string `json:"conditions,omitempty"`
+	Failed     string   `json:"failed,omitempty"`
+	// Events are the warning events about it and its ReplicaSets, "Reason
+	// (N×): message", newest first.
+	Events []string `json:"events,omitempty"`
+	// EventsUnknown says why its events could not be read.
+	EventsUnknown string `json:"eventsUnknown,omitempty"`
+	// Since is when it last changed (created, a condition moved).
+	Since time.Time `json:"since"`
+	Now   time.Time `json:"-"`
+}
+
+// Short says the workload lacks pods it wants, or its Job failed.
+func (w *WorkloadState) Short() bool {
+	return w != nil && (w.Pods < w.Desired || w.Failed != "")
+}
+
+func init() {
+	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Reads:   []Fact{FactPod, FactOwner},
+		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up. There is no pod to diagnose: the controller's own conditions and events say why.",
+		Detects: "The workloads' desired pods against the pods that exist, and their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
+		Fixes:   "What the controller's message calls for (a ServiceAccount to create, a quota to raise); when the mesh is named (a webhook, istio-init, the sidecar), the mesh's fix.",
+		Source:  "kubectl's own READY column and kubectl describe; istio/istio issues on Deployments with no pods after injection was turned on",
+		Planted: "a Deployment whose ServiceAccount does not exist",
+		run:     workloadShort})
+}
+
+var missingSA = regexp.MustCompile(`serviceaccount "([^"]+)" not found`)
+
+// meshWords are what a controller's message says when the mesh refused
+// the pods.
+var meshWords = []string{"istio", "sidecar.istio.io", "istio-proxy", "istio-init", "istio-validation"}
+
+func workloadShort(in *Input) []Finding {
+	w := in.Workload
+	if !w.Short() {
+		return nil
+	}
+	target := strings.ToLower(w.Kind) + "/" + w.Name + " -n " + w.Namespace
+	ev := fmt.Sprintf("%s/%s wants %s and has %d", strings.ToLower(w.Kind), w.Name, pods(w.Desired), w.Pods)
+	if w.Failed != "" {
+		ev = fmt.Sprintf("job/%s failed: %s", w.Name, w.Failed)
+	}
+	said := append(append([]string(nil), w.Conditions...), w.Events...)
+	if len(said) > 3 {
+		said = said[:3]
+	}
+	if len(said) > 0 {
+		ev += "; " + strings.Join(said, "; ")
+	}
+	f := Finding{Status: Fail, Evidence: ev, Fix: "kubectl describe " + target + "   # its conditions and events say why its pods are missing"}
+	text := strings.Join(said, " ")
+	if m := missingSA.FindStringSubmatch(text); m != nil {
+		f.Fix = "kubectl create serviceaccount " + m[1] + " -n " + w.Namespace + "   # or correct serviceAccountName in its template"
+	}
+	for _, word := range meshWords {
+		if strings.Contains(strings.ToLower(text), word) {
+			f.Mesh = "the controller's message names the mesh (" + word + ")"
+			break
+		}
+	}
+	switch {
+	case len(said) > 0 || w.Failed != "":
+	case w.EventsUnknown != "":
+		f.Status = Unknown
+		f.Evidence += "; its events could not be read: " + w.EventsUnknown
+		f.Needs = []string{"list events (namespace " + w.Namespace + ")"}
+	case w.Now.Sub(w.Since) < StartGrace:
+		f.Status, f.Evidence = Warning, f.Evidence+"; its controller is creating them"
+	default:
+		f.Evidence += "; neither its conditions nor its events say why"
+	}
+	return []Finding{f}
+}
+
+func pods(n int32) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}

@@ -1,0 +1,283 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// Workload is a controller that wants pods, as its own status reports it,
+// with its pod template.
+type Workload struct {
+	diagnose.WorkloadState
+	Template *corev1.PodTemplateSpec
+}
+
+// Workloads lists the Deployments, StatefulSets, DaemonSets and Jobs of
+// namespace ("" for all): one LIST per kind, at once. A kind the user may
+// not list is named in unread (with its permission), not an error.
+func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workload, unread []string, err error) {
+	var deps *appsv1.DeploymentList
+	var sts *appsv1.StatefulSetList
+	var dss *appsv1.DaemonSetList
+	var jobs *batchv1.JobList
+	errs := make([]error, 4)
+	opts := metav1.ListOptions{}
+	all(
+		func() { deps, errs[0] = c.Proto.AppsV1().Deployments(namespace).List(ctx, opts) },
+		func() { sts, errs[1] = c.Proto.AppsV1().StatefulSets(namespace).List(ctx, opts) },
+		func() { dss, errs[2] = c.Proto.AppsV1().DaemonSets(namespace).List(ctx, opts) },
+		func() { jobs, errs[3] = c.Proto.BatchV1().Jobs(namespace).List(ctx, opts) },
+	)
+	scope := "namespace " + namespace
+	if namespace == "" {
+		scope = "cluster-wide"
+	}
+	for i, kind := range []string{"deployments", "statefulsets", "daemonsets", "jobs"} {
+		switch {
+		case errs[i] == nil:
+		case apierrors.IsForbidden(errs[i]):
+			unread = append(unread, "workloads without pods: forbidden: list "+kind+" ("+scope+")")
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		default:
+			unread = append(unread, "workloads without pods: list "+kind+" ("+scope+"): "+errs[i].Error())
+		}
+	}
+	if deps != nil {
+		for i := range deps.Items {
+			out = append(out, DeploymentWorkload(&deps.Items[i]))
+		}
+	}
+	if sts != nil {
+		for i := range sts.Items {
+			out = append(out, StatefulSetWorkload(&sts.Items[i]))
+		}
+	}
+	if dss != nil {
+		for i := range dss.Items {
+			out = append(out, DaemonSetWorkload(&dss.Items[i]))
+		}
+	}
+	if jobs != nil {
+		for i := range jobs.Items {
+			out = append(out, JobWorkload(&jobs.Items[i]))
+		}
+	}
+	return out, unread, nil
+}
+
+// Workload reads one workload by kind (Deployment, StatefulSet, DaemonSet,
+// Job) and name; ok is false for another kind.
+func (c *Client) Workload(ctx context.Context, namespace, kind, name string) (w Workload, ok bool, err error) {
+	get := metav1.GetOptions{}
+	switch kind {
+	case "Deployment":
+		o, err := c.Kube.AppsV1().Deployments(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get deployments")
+		}
+		return DeploymentWorkload(o), true, nil
+	case "StatefulSet":
+		o, err := c.Kube.AppsV1().StatefulSets(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get statefulsets")
+		}
+		return StatefulSetWorkload(o), true, nil
+	case "DaemonSet":
+		o, err := c.Kube.AppsV1().DaemonSets(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get daemonsets")
+		}
+		return DaemonSetWorkload(o), true, nil
+	case "Job":
+		o, err := c.Kube.BatchV1().Jobs(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get jobs")
+		}
+		return JobWorkload(o), true, nil
+	}
+	return w, false, nil
+}
+
+// since is the latest of the object's creation and its conditions' changes:
+// how long it has been as it is.
+func since(created metav1.Time, times ...metav1.Time) time.Time {
+	t := created.Time
+	for _, c := range times {
+		if c.After(t) {
+			t = c.Time
+		}
+	}
+	return t
+}
+
+// condition is a condition that says something is wrong, as "Type
+// (Reason): message".
+func condition(typ, reason, message string) string {
+	s := typ
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	if message != "" {
+		s += ": " + message
+	}
+	return s
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+// DeploymentWorkload is a Deployment's wants and troubles.
+func DeploymentWorkload(d *appsv1.Deployment) Workload {
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas)}, Template: &d.Spec.Template}
+	var times []metav1.Time
+	for _, c := range d.Status.Conditions {
+		times = append(times, c.LastUpdateTime, c.LastTransitionTime)
+		bad := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue ||
+			c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
+		if bad {
+			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+	}
+	if d.Spec.Paused {
+		w.Desired = 0 // a paused Deployment makes no pods
+	}
+	w.Since = since(d.CreationTimestamp, times...)
+	return w
+}
+
+// StatefulSetWorkload is a StatefulSet's wants and troubles.
+func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas)}, Template: &s.Spec.Template}
+	var times []metav1.Time
+	for _, c := range s.Status.Conditions {
+		times = append(times, c.LastTransitionTime)
+		if c.Status == corev1.ConditionTrue && strings.Contains(string(c.Type), "Failure") {
+			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+	}
+	w.Since = since(s.CreationTimestamp, times...)
+	return w
+}
+
+// DaemonSetWorkload is a DaemonSet's wants: a pod on each node it is to run on.
+func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled}, Template: &d.Spec.Template}
+	var times []metav1.Time
+	for _, c := range d.Status.Conditions {
+		times = append(times, c.LastTransitionTime)
+		if c.Status == corev1.ConditionTrue {
+			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+	}
+	w.Since = since(d.CreationTimestamp, times...)
+	return w
+}
+
+// JobWorkload is a Job's wants: a pod while it is neither finished nor
+// suspended; its Failed condition is a fault of its own.
+func JobWorkload(j *batchv1.Job) Workload {
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1}, Template: &j.Spec.Template}
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		w.Desired = 0
+	}
+	var times []metav1.Time
+	for _, c := range j.Status.Conditions {
+		times = append(times, c.LastTransitionTime)
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			w.Desired = 0
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			w.Desired = 0
+			w.Failed = condition("Failed", c.Reason, c.Message)
+		}
+	}
+	w.Since = since(j.CreationTimestamp, times...)
+	return w
+}
+
+// WarningEvents lists the Warning events about objects that are not pods
+// (workloads, ReplicaSets) in namespace ("" for all), keyed by
+// "namespace/kind/name", newest first: one LIST.
+func (c *Client) WarningEvents(ctx context.Context, namespace string) (map[string][]corev1.Event, error) {
+	sel := fields.AndSelectors(fields.OneTermEqualSelector("type", corev1.EventTypeWarning), fields.OneTermNotEqualSelector("involvedObject.kind", "Pod"))
+	list, err := c.Proto.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]corev1.Event{}
+	items := list.Items
+	sort.SliceStable(items, func(i, j int) bool { return eventTime(items[i]).After(eventTime(items[j])) })
+	for _, e := range items {
+		k := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
+		out[k] = append(out[k], e)
+	}
+	return out, nil
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
+
+// OnlyReason keeps the events of one reason.
+func OnlyReason(events map[string][]corev1.Event, reason string) map[string][]corev1.Event {
+	out := map[string][]corev1.Event{}
+	for k, evs := range events {
+		for _, e := range evs {
+			if e.Reason == reason {
+				out[k] = append(out[k], e)
+			}
+		}
+	}
+	return out
+}
+
+// WorkloadEvents are the warning events about a workload and its
+// ReplicaSets, as "Reason (N×): message", newest first, each once, at most n.
+func WorkloadEvents(events map[string][]corev1.Event, namespace, kind, name string, n int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range EventsForOwner(events, namespace, kind, name) {
+		if seen[e.Reason+e.Message] || len(out) == n {
+			continue
+		}
+		seen[e.Reason+e.Message] = true
+		line := e.Reason
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (%d×)", e.Count)
+		}
+		out = append(out, line+": "+strings.TrimSpace(e.Message))
+	}
+	return out
+}
+
+// UnknownEvents records the warning events as unread in f.
+func UnknownEvents(f *injection.ClusterFacts, err error) error {
+	return unknown(f, injection.FactEvents, "list events", err)
+}
