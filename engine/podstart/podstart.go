@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
-	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Engine reads what a pod's startup report needs.
@@ -42,16 +41,16 @@ func (e *Engine) Events(ctx context.Context, ns, podName string) (map[string][]c
 	return nil, []string{"events: forbidden: the user may not list events " + scope}, nil
 }
 
-// sweepLogPods is how many pods with a failing Istio init container a
+// sweepLogPods is how many pods with a failing init container a
 // sweep reads the logs of (one request or two each): their causes are
 // named, not only "its log says why"; past it, the sweep stays as fast.
 const sweepLogPods = 20
 
 // Analyze builds one pod's report; detail reads the logs of its failed
-// containers. In a sweep (detail false) the logs of a failing istio-init or
-// istio-validation are read too, for the first sweepLogPods such pods.
+// containers. In a sweep (detail false) the logs of a failing init
+// container are read too, for the first sweepLogPods such pods.
 func (e *Engine) Analyze(ctx context.Context, p *corev1.Pod, events map[string][]corev1.Event, incomplete []string, detail bool) *startup.StartupReport {
-	if !detail && e.sweepLogs < sweepLogPods && istioInitFailing(p) {
+	if !detail && e.sweepLogs < sweepLogPods && initFailing(p) {
 		e.sweepLogs++
 		detail = true
 	}
@@ -78,13 +77,10 @@ func (e *Engine) Analyze(ctx context.Context, p *corev1.Pod, events map[string][
 	return r
 }
 
-// istioInitFailing: an istio-init or istio-validation of the pod has
-// failed (its log names the cause).
-func istioInitFailing(p *corev1.Pod) bool {
+// initFailing: an init container of the pod (istio-init, istio-validation
+// or the app's) has failed: its log names the cause.
+func initFailing(p *corev1.Pod) bool {
 	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name != istio.InitContainer && s.Name != istio.ValidationContainer {
-			continue
-		}
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
 			return true
 		}
