@@ -69,6 +69,11 @@ kubectl mesh diagnose -A || echo "(exit $?: 4 = a problem was found)" >&2
 broken=$(kubectl -n shop get pod -l app=broken-init -o jsonpath='{.items[0].metadata.name}')
 say "kubectl mesh diagnose -n shop $broken"
 kubectl mesh diagnose -n shop "$broken" || true
+say "kubectl mesh diagnose -n shop deploy/no-account   # a workload with no pod: its controller's own account"
+kubectl mesh diagnose -n shop deploy/no-account || true
+typo=$(kubectl -n shop get pod -l app=image-typo -o jsonpath='{.items[0].metadata.name}')
+say "kubectl mesh diagnose -n shop $typo   # a container the kubelet cannot start"
+kubectl mesh diagnose -n shop "$typo" || true
 say "kubectl mesh why-injected -A"
 kubectl mesh why-injected -A || true
 reports=$(kubectl -n plain get pod -l app=reports -o jsonpath='{.items[0].metadata.name}')

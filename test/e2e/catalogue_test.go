@@ -774,6 +774,50 @@ func TestCheckCatalogue(t *testing.T) {
 				})
 				return err
 			}},
+		// ---- the platform's own states, on meshed pods ----
+		{code: "KM-INJ-013", ns: inj, name: "no-sa", workload: true, how: "a Deployment whose serviceAccountName does not exist: its ReplicaSet cannot create a single pod (FailedCreate)",
+			plant: func(ctx context.Context, f *catFault) error {
+				return refused(ctx, f, inj, catLean(), func(s *corev1.PodSpec) { s.ServiceAccountName = "no-such-account" }, `serviceaccount "no-such-account" not found`)
+			}},
+		{code: "KM-INIT-008", ns: inj, name: "init-exits", how: "a user init container that prints why and exits 1 (a migration that cannot reach its database)",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("init-exits", nil, catLean())
+				p.Spec.InitContainers = []corev1.Container{{Name: "migrate", Image: testImage, ImagePullPolicy: corev1.PullNever,
+					Command: []string{"/bin/sh", "-c", "echo 'migrate: dial tcp db:5432: connection refused'; exit 1"}}}
+				return failedAgain(ctx, f, inj, p, "migrate")
+			}},
+		{code: "KM-INIT-009", ns: inj, name: "init-no-image", how: "a user init container whose image is not on the node (pull policy Never): Init:ErrImageNeverPull",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("init-no-image", nil, catLean())
+				p.Spec.InitContainers = []corev1.Container{{Name: "fetch-config", Image: "kmesh.local/no-such-image:v1", ImagePullPolicy: corev1.PullNever, Command: []string{"true"}}}
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "fetch-config waiting: ErrImageNeverPull"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					s := catStatus(p, "fetch-config")
+					return s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == "ErrImageNeverPull"
+				})
+				return err
+			}},
+		{code: "KM-START-014", ns: inj, name: "never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("never-ready", nil, catLean())
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "running, not ready for over 65s"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady {
+							return p.Status.Phase == corev1.PodRunning && cond.Status == corev1.ConditionFalse && time.Since(cond.LastTransitionTime.Time) > 65*time.Second
+						}
+					}
+					return false
+				})
+				return err
+			}},
 		{code: "KM-START-013", ns: amb, name: "amb-pending", how: "ambient namespace; ztunnel's stand-in never ready; ambient.istio.io/redirection=pending written through pods/status as istio-cni's agent writes it",
 			plant: func(ctx context.Context, f *catFault) error {
 				if err := runningReady(ctx, f, amb, appPod("amb-pending", nil, nil)); err != nil {
