@@ -41,15 +41,15 @@ func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workloa
 		func() { dss, errs[2] = c.Proto.AppsV1().DaemonSets(namespace).List(ctx, opts) },
 		func() { jobs, errs[3] = c.Proto.BatchV1().Jobs(namespace).List(ctx, opts) },
 	)
-	scope := "namespace " + namespace
+	scope := "in namespace " + namespace
 	if namespace == "" {
-		scope = "cluster-wide"
+		scope = "(all namespaces)"
 	}
 	for i, kind := range []string{"deployments", "statefulsets", "daemonsets", "jobs"} {
 		switch {
 		case errs[i] == nil:
 		case apierrors.IsForbidden(errs[i]):
-			unread = append(unread, "workloads without pods: forbidden: list "+kind+" ("+scope+")")
+			unread = append(unread, "workloads without pods: forbidden: the user may not list "+kind+" "+scope)
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err()
 		default:
