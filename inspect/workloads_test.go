@@ -1,0 +1,59 @@
+package inspect
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// What each controller's status says it wants, and why it lacks pods.
+func TestWorkloadWants(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(t0.Add(time.Hour))
+	two, yes := int32(2), true
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", CreationTimestamp: t0},
+		Spec: appsv1.DeploymentSpec{Replicas: &two},
+		Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"},
+			{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: `serviceaccount "x" not found`, LastTransitionTime: later},
+		}}}
+	w := DeploymentWorkload(d)
+	if w.Desired != 2 || len(w.Conditions) != 1 || !strings.Contains(w.Conditions[0], `ReplicaFailure (FailedCreate): serviceaccount "x" not found`) || !w.Since.Equal(later.Time) {
+		t.Errorf("deployment: %+v", w.WorkloadState)
+	}
+	d.Spec.Paused = true
+	if w := DeploymentWorkload(d); w.Desired != 0 {
+		t.Errorf("a paused Deployment wants %d pods", w.Desired)
+	}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: "shop"},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}}
+	if w := JobWorkload(j); w.Desired != 0 || w.Failed != "Failed (BackoffLimitExceeded): Job has reached the specified backoff limit" || !w.Short() {
+		t.Errorf("failed job: %+v", w.WorkloadState)
+	}
+	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if w := JobWorkload(j); w.Desired != 0 || w.Short() {
+		t.Errorf("complete job: %+v", w.WorkloadState)
+	}
+	j.Status.Conditions, j.Spec.Suspend = nil, &yes
+	if w := JobWorkload(j); w.Desired != 0 {
+		t.Errorf("suspended job wants %d", w.Desired)
+	}
+	ds := &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}}
+	if w := DaemonSetWorkload(ds); w.Desired != 3 {
+		t.Errorf("daemonset wants %d", w.Desired)
+	}
+	events := map[string][]corev1.Event{
+		"shop/ReplicaSet/web-5d8f9b7c4": {{Reason: "FailedCreate", Message: "quota", Count: 7, LastTimestamp: later}},
+		"shop/Deployment/web":           {{Reason: "SomethingNew", Message: "a message we never saw", LastTimestamp: t0}},
+		"shop/ReplicaSet/other-5d8f9":   {{Reason: "FailedCreate", Message: "not ours"}},
+	}
+	got := WorkloadEvents(events, "shop", "Deployment", "web", 3)
+	if len(got) != 2 || got[0] != "FailedCreate (7×): quota" || got[1] != "SomethingNew: a message we never saw" {
+		t.Errorf("events of deployment/web: %q", got)
+	}
+}
