@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,13 +23,13 @@ const (
 
 func init() {
 	reads := []Fact{FactPod, FactServices}
-	register(&Spec{Code: CodeInboundExcluded, Title: "a Service's port is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeInboundExcluded, Title: "a port the app serves is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
 		Reads:   reads,
-		Means:   "A port a Service sends to the pod is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
-		Detects: "The Services selecting the pod, their target ports resolved through the containers' port names, against the pod's capture annotations.",
+		Means:   "A port meant to receive traffic (a container declares it, or a Service sends to it) is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
+		Detects: "The app containers' declared ports (containerPort) and the target ports of the Services selecting the pod, resolved through the containers' port names, against the pod's capture annotations; with or without a Service.",
 		Fixes:   "Take the port out of excludeInboundPorts (or add it to includeInboundPorts) in the pod template, then re-create the pods.",
 		Source:  "Istio docs, traffic redirection annotations; the security best practices (not all traffic is captured)",
-		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming the port a Service targets",
+		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming a port the app's container declares",
 		run:     inboundExcluded})
 	register(&Spec{Code: CodeProtocolUndeclared, Title: "Service port protocol not declared", Stage: CheckConnections, Kind: Static, Status: Info,
 		Istioctl: []string{"IST0118"}, Reads: reads,
@@ -113,6 +114,57 @@ func portList(v string) (ports map[int32]bool, all bool) {
 	return ports, false
 }
 
+// inboundPort is a port of the pod meant to receive traffic: one a
+// container declares (containerPort), or one a Service targets.
+type inboundPort struct {
+	port int32
+	// by says what makes it one ("Service web port 80", "declared by
+	// container app").
+	by []string
+	// service: a Service targets it.
+	service string
+}
+
+// inboundPorts are the pod's TCP ports meant to receive traffic, by port:
+// the app containers' declared ports and the Services' target ports.
+func inboundPorts(in *Input) []inboundPort {
+	if in.Pod == nil {
+		return nil
+	}
+	byPort := map[int32]*inboundPort{}
+	get := func(port int32) *inboundPort {
+		if byPort[port] == nil {
+			byPort[port] = &inboundPort{port: port}
+		}
+		return byPort[port]
+	}
+	for _, c := range appContainers(in.Pod) {
+		for _, cp := range c.Ports {
+			if cp.ContainerPort == 0 || cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			ip := get(cp.ContainerPort)
+			ip.by = append(ip.by, "declared by container "+c.Name)
+		}
+	}
+	for _, sp := range servicePorts(in) {
+		if sp.target == 0 || !tcp(sp.port) {
+			continue
+		}
+		ip := get(sp.target)
+		ip.by = append(ip.by, fmt.Sprintf("Service %s port %d", sp.svc, sp.port.Port))
+		if ip.service == "" {
+			ip.service = sp.svc
+		}
+	}
+	out := make([]inboundPort, 0, len(byPort))
+	for _, ip := range byPort {
+		out = append(out, *ip)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].port < out[j].port })
+	return out
+}
+
 // servicesUnread is the finding of a check of the Services that could not
 // be read: unknown, with the permission that reads them.
 func servicesUnread(in *Input) []Finding {
@@ -125,25 +177,25 @@ func inboundExcluded(in *Input) []Finding {
 	if p == nil || p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
 		return nil
 	}
-	if in.ServicesUnknown != "" {
-		return servicesUnread(in)
-	}
 	excluded, _ := portList(p.Annotations[istio.AnnotationExcludeInboundPorts])
 	incl, inclSet := p.Annotations[istio.AnnotationIncludeInboundPorts]
 	included, all := portList(incl)
 	var hits []string
-	for _, sp := range servicePorts(in) {
-		if !tcp(sp.port) || sp.target == 0 {
+	for _, ip := range inboundPorts(in) {
+		if slices.Contains(istio.ReservedPorts, ip.port) {
 			continue
 		}
 		switch {
-		case excluded[sp.target]:
-			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is in %s", sp.svc, sp.port.Port, sp.target, istio.AnnotationExcludeInboundPorts))
-		case inclSet && !all && !included[sp.target]:
-			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is not in %s %q", sp.svc, sp.port.Port, sp.target, istio.AnnotationIncludeInboundPorts, incl))
+		case excluded[ip.port]:
+			hits = append(hits, fmt.Sprintf("port %d (%s) is in %s", ip.port, strings.Join(ip.by, ", "), istio.AnnotationExcludeInboundPorts))
+		case inclSet && !all && !included[ip.port]:
+			hits = append(hits, fmt.Sprintf("port %d (%s) is not in %s %q", ip.port, strings.Join(ip.by, ", "), istio.AnnotationIncludeInboundPorts, incl))
 		}
 	}
 	if len(hits) == 0 {
+		if in.ServicesUnknown != "" && (len(excluded) > 0 || inclSet && !all) {
+			return servicesUnread(in) // a Service's target port may be among them
+		}
 		return nil
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
@@ -289,7 +341,7 @@ func targetPortConflict(in *Input) []Finding {
 // exclude annotation removed (or the include list to edit).
 func inboundFix(p *corev1.Pod) string {
 	if _, ok := p.Annotations[istio.AnnotationExcludeInboundPorts]; ok {
-		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the Service's ports"
+		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the ports the app serves"
 	}
-	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the Service's ports to it"
+	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the ports the app serves to it"
 }

@@ -180,7 +180,16 @@ var checkCases = []checkCase{
 	}, status: Warning, evidence: "container app runs as uid 1337"},
 	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
-	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "Service web port 80 → 8080"},
+	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "port 8080 (Service web port 80) is in traffic.sidecar.istio.io/excludeInboundPorts"},
+	// No Service: the port the app's container declares is meant for traffic.
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	}, status: Warning, evidence: "port 8080 (declared by container app) is in traffic.sidecar.istio.io/excludeInboundPorts", fix: "excludeInboundPorts"},
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/includeInboundPorts": "9090"}
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}}
+	}, status: Warning, evidence: `port 8080 (declared by container app) is not in traffic.sidecar.istio.io/includeInboundPorts "9090"`, fix: "includeInboundPorts"},
 	{code: CodeInterceptionNone, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"sidecar.istio.io/interceptionMode": "NONE"}
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
@@ -201,7 +210,11 @@ var checkCases = []checkCase{
 		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: capture.Bypassing}}}, status: Fail, evidence: "bypass"},
 	{code: CodeLocalhostListener, services: []corev1.Service{svc("web", sport("http", 80, 8080))},
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
-			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (Service web) listens on 127.0.0.1 only"},
+			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (Service web port 80) listens on 127.0.0.1 only"},
+	// No Service: containerPort 8080 is meant to receive traffic.
+	{code: CodeLocalhostListener, pod: func(p *corev1.Pod) { p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 8080}} },
+		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
+			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (declared by container app) listens on 127.0.0.1 only"},
 	{code: CodeProtocolUndeclared, services: []corev1.Service{svc("db", sport("db", 5432, 5432))}, status: Info, evidence: "Service db port 5432 db"},
 	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
 		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
@@ -324,6 +337,13 @@ func TestEveryCheckFindsItsFault(t *testing.T) {
 // finding at all: no check cries wolf.
 func TestHealthyPodHasNoFinding(t *testing.T) {
 	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080))},
+		// It declares the port it serves on every address (8080), and
+		// excludes from inbound capture a port (9091) no container
+		// declares and no Service targets.
+		pod: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "9091"}
+			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+		},
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(), ConnectionsSummary: "no live flows", Connections: []capture.Connection{},
 			Listeners: capture.ParseListeners(listening("00000000:1F90", "00000000:3A99", "00000000:3A9E"))}}
 	f := tc.facts()

@@ -956,11 +956,8 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo hi > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"}
 				return runningReady(ctx, f, inj, p)
 			}},
-		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 and a Service (http 8080) targeting 8080",
+		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
-				if err := createService(ctx, inj, catService("excluded-inbound", "excluded-inbound", catPort("http", 8080, 8080, ""))); err != nil {
-					return err
-				}
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
 			}},
 		{code: "KM-CAP-004", ns: inj, name: "no-interception", how: "sidecar.istio.io/interceptionMode=NONE: injected, no istio-init",
@@ -1020,11 +1017,8 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo 'nameserver 10.96.0.99' > /etc/resolv.conf && mkdir -p /www && echo hi > /www/index.html && exec httpd -f -p 8080 -h /www"}
 				return runningReady(ctx, f, live, p)
 			}},
-		{code: "KM-CONN-002", ns: live, name: "localhost-only", how: "the app serves on 127.0.0.1:8080 only, behind a Service (http 8080)",
+		{code: "KM-CONN-002", ns: live, name: "localhost-only", how: "the app serves on 127.0.0.1:8080 only, containerPort 8080, no Service",
 			plant: func(ctx context.Context, f *catFault) error {
-				if err := createService(ctx, live, catService("localhost-only", "localhost-only", catPort("http", 8080, 8080, ""))); err != nil {
-					return err
-				}
 				p := appPod("localhost-only", nil, catLean())
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /www && echo hi > /www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /www"}
 				return runningReady(ctx, f, live, p)
