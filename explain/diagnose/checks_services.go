@@ -19,6 +19,7 @@ const (
 	CodeProtocolUndeclared = "KM-CONN-003"
 	CodeProtocolConflict   = "KM-CONN-004"
 	CodeTargetPortConflict = "KM-CONN-005"
+	CodeServerFirst        = "KM-CONN-006"
 )
 
 func init() {
@@ -34,11 +35,19 @@ func init() {
 	register(&Spec{Code: CodeProtocolUndeclared, Title: "Service port protocol not declared", Stage: CheckConnections, Kind: Static, Status: Info,
 		Istioctl: []string{"IST0118"}, Reads: reads,
 		Means:   "A Service port that sends to the pod names no protocol (no appProtocol, no protocol prefix in its name): the proxy sniffs it, and a server-first protocol (MySQL, SMTP, …) waits for the client and stalls.",
-		Detects: "The Service ports selecting the pod: appProtocol, or the name's prefix, against the protocols Istio knows; ports 25, 53, 3306 and 27017 and UDP are exempt, as istioctl's are.",
+		Detects: "The Service ports selecting the pod: appProtocol, or the name's prefix, against the protocols Istio knows; UDP is exempt, and so are the server-first ports KM-CONN-006 warns of (25, 53 and 3306 and 27017 as istioctl's are, and 21, 22, 110, 143, 587 and 4222).",
 		Fixes:   "Set the port's appProtocol (or name it PROTOCOL-SUFFIX).",
 		Source:  "istioctl analyze IST0118; Istio docs, application requirements (server first protocols, named service ports)",
 		Planted: "a Service port named db on the pod",
 		run:     protocolUndeclared})
+	register(&Spec{Code: CodeServerFirst, Title: "server-first port without a declared protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
+		Reads:   reads,
+		Means:   "A port that usually carries a server-first protocol (the server speaks first: SMTP, MySQL, NATS, SSH, …) declares no protocol: the proxy's protocol detection, and under PERMISSIVE mTLS its detection of TLS, wait for the client's first bytes, which a server-first client never sends first; connections stall until detection gives up, or fail.",
+		Detects: "The Service ports selecting the pod, their target ports and the app containers' declared ports, against well-known server-first ports (21, 22, 25, 53, 110, 143, 587, 3306, 4222, 27017): a port with no appProtocol and no protocol prefix in its name.",
+		Fixes:   "Declare the protocol on the Service port (appProtocol: tcp, or a name tcp-SUFFIX), a kubectl patch of that port; a port no Service targets is declared on a Service (or a Sidecar's ingress listener) for it.",
+		Source:  "Istio docs, protocol selection (protocols incompatible with automatic selection) and application requirements (server first protocols); istio/istio issues on NATS and SSH behind sidecars",
+		Planted: "a Service port named db (3306 → 3306) on the pod, no appProtocol",
+		run:     serverFirst})
 	register(&Spec{Code: CodeProtocolConflict, Title: "Services disagree on a port's protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
 		Istioctl: []string{"IST0116"}, Reads: reads,
 		Means:   "Two Services that select the pod use the same port with different protocols: the proxy can serve only one of them on that port.",
@@ -231,9 +240,8 @@ func protocolUndeclared(in *Input) []Finding {
 	}
 	var hits []string
 	for _, sp := range servicePorts(in) {
-		switch sp.port.Port {
-		case 25, 53, 3306, 27017:
-			continue // Istio takes these as TCP
+		if serverFirstPorts[sp.port.Port] != "" || serverFirstPorts[sp.target] != "" {
+			continue // KM-CONN-006's
 		}
 		if !tcp(sp.port) || protocolOf(sp.port) != "" {
 			continue
@@ -344,4 +352,72 @@ func inboundFix(p *corev1.Pod) string {
 		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the ports the app serves"
 	}
 	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the ports the app serves to it"
+}
+
+// serverFirstPorts are well-known ports of server-first protocols (the
+// server sends the first bytes), and what they carry. Istio's docs name
+// SMTP, DNS, MySQL and MongoDB as protocols automatic selection cannot
+// handle; istio/istio issues name NATS and SSH; FTP, POP3, IMAP and SMTP
+// submission greet the client first by their RFCs. SMTPS (465) is not
+// here: implicit TLS starts with the client's hello, which detection reads.
+var serverFirstPorts = map[int32]string{21: "FTP", 22: "SSH", 25: "SMTP", 53: "DNS over TCP", 110: "POP3", 143: "IMAP",
+	587: "SMTP submission", 3306: "MySQL", 4222: "NATS", 27017: "MongoDB"}
+
+// istioTCPByNumber are the Service ports Istio takes as TCP by their
+// number alone when no protocol is declared.
+var istioTCPByNumber = map[int32]bool{25: true, 53: true, 3306: true, 27017: true}
+
+func serverFirst(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || !in.injected() {
+		return nil
+	}
+	const why = "the server speaks first, but the proxy's protocol detection (and under PERMISSIVE mTLS its TLS detection) waits for the client's first bytes: connections stall until detection gives up"
+	var hits, fixes []string
+	targeted := map[int32]bool{}
+	for _, s := range in.Services {
+		for i, sp := range s.Spec.Ports {
+			if !tcp(sp) {
+				continue
+			}
+			target := targetOf(p, sp)
+			targeted[target] = true
+			proto := serverFirstPorts[sp.Port]
+			port := sp.Port
+			if proto == "" {
+				proto, port = serverFirstPorts[target], target
+			}
+			if proto == "" || protocolOf(sp) != "" {
+				continue
+			}
+			name := sp.Name
+			if name == "" {
+				name = "(unnamed)"
+			}
+			hit := fmt.Sprintf("Service %s port %d → %d (name %s) declares no protocol; port %d usually carries %s", s.Name, sp.Port, target, name, port, proto)
+			if istioTCPByNumber[sp.Port] {
+				hit += fmt.Sprintf(" (Istio falls back to TCP for Service port %d by its number alone; declared, every proxy and the pod's inbound port %d read it)", sp.Port, target)
+			}
+			hits = append(hits, hit)
+			fixes = append(fixes, fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"add","path":"/spec/ports/%d/appProtocol","value":"tcp"}]'`, s.Name, s.Namespace, i))
+		}
+	}
+	for _, c := range appContainers(p) {
+		for _, cp := range c.Ports {
+			proto := serverFirstPorts[cp.ContainerPort]
+			if proto == "" || targeted[cp.ContainerPort] || cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			if in.ServicesUnknown != "" {
+				continue // a Service may declare it
+			}
+			hits = append(hits, fmt.Sprintf("container %s declares port %d, which usually carries %s, and no Service declares its protocol", c.Name, cp.ContainerPort, proto))
+			fixes = append(fixes, fmt.Sprintf("declare port %d as TCP: a Service selecting the pod with a port targeting %d and appProtocol: tcp (or named tcp-%s), or a Sidecar ingress listener for port %d with protocol TCP",
+				cp.ContainerPort, cp.ContainerPort, strings.ToLower(strings.Fields(proto)[0]), cp.ContainerPort))
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: strings.Join(hits, "; ") + ": " + why, Fix: strings.Join(fixes, "\n")}}
 }

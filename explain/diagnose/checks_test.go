@@ -216,6 +216,15 @@ var checkCases = []checkCase{
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
 			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (declared by container app) listens on 127.0.0.1 only"},
 	{code: CodeProtocolUndeclared, services: []corev1.Service{svc("db", sport("db", 5432, 5432))}, status: Info, evidence: "Service db port 5432 db"},
+	{code: CodeServerFirst, services: []corev1.Service{svc("db", sport("db", 3306, 3306))}, status: Warning,
+		evidence: "Service db port 3306 → 3306 (name db) declares no protocol; port 3306 usually carries MySQL",
+		fix:      `kubectl patch service db -n shop --type=json -p '[{"op":"add","path":"/spec/ports/0/appProtocol","value":"tcp"}]'`},
+	// The target port is server-first, the Service port is not; the second port of the Service.
+	{code: CodeServerFirst, services: []corev1.Service{svc("mail", sport("http", 80, 8080), sport("relay", 2525, 25))}, status: Warning,
+		evidence: "Service mail port 2525 → 25 (name relay) declares no protocol; port 25 usually carries SMTP", fix: `"path":"/spec/ports/1/appProtocol"`},
+	// No Service: the container declares a server-first port.
+	{code: CodeServerFirst, pod: func(p *corev1.Pod) { p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 4222}} }, status: Warning,
+		evidence: "container app declares port 4222, which usually carries NATS", fix: "appProtocol: tcp"},
 	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
 		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
 	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
@@ -336,13 +345,14 @@ func TestEveryCheckFindsItsFault(t *testing.T) {
 // A healthy injected pod, with Services, rules and sockets read, has no
 // finding at all: no check cries wolf.
 func TestHealthyPodHasNoFinding(t *testing.T) {
-	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080))},
+	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080)), svc("db", sport("mysql", 3306, 3306))},
 		// It declares the port it serves on every address (8080), and
 		// excludes from inbound capture a port (9091) no container
 		// declares and no Service targets.
 		pod: func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "9091"}
-			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+			// A server-first port (3306) whose Service declares it (mysql).
+			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "mysql", ContainerPort: 3306}}
 		},
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(), ConnectionsSummary: "no live flows", Connections: []capture.Connection{},
 			Listeners: capture.ParseListeners(listening("00000000:1F90", "00000000:3A99", "00000000:3A9E"))}}

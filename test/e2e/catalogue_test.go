@@ -1030,6 +1030,13 @@ exit 1`
 				}
 				return runningReady(ctx, f, inj, appPod("sniffed", nil, catLean()))
 			}},
+		{code: "KM-CONN-006", ns: inj, name: "server-first", how: "a Service port named db (3306 → 3306), no appProtocol: MySQL's port",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := createService(ctx, inj, catService("server-first", "server-first", catPort("db", 3306, 3306, ""))); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod("server-first", nil, catLean()))
+			}},
 		{code: "KM-CONN-004", ns: inj, name: "proto", how: "a Deployment; Services proto-http (8080/TCP, http-web) and proto-udp (8080/UDP, udp-raw) select it",
 			plant: func(ctx context.Context, f *catFault) error {
 				for _, s := range []*corev1.Service{
