@@ -102,6 +102,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		}
 		incomplete = append(incomplete, evIncomplete...)
 		svcs := readServices(ctx, e.Client, podReports[0].Namespace)
+		svcs.ranges = e.clusterRanges(ctx)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
@@ -226,6 +227,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		return nil, err
 	}
 	svcs := readServices(ctx, e.Client, ns)
+	svcs.ranges = e.clusterRanges(ctx)
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := e.Verify || e.Rules

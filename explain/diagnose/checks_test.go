@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,9 @@ type checkCase struct {
 	services []corev1.Service
 	capture  *capture.CaptureReport
 	noPod    string
-	now      time.Duration
+	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
+	ranges []ClusterRange
+	now    time.Duration
 	// status is the finding's, evidence and fix what they contain.
 	status, evidence, fix string
 }
@@ -225,10 +228,109 @@ var checkCases = []checkCase{
 	// No Service: the container declares a server-first port.
 	{code: CodeServerFirst, pod: func(p *corev1.Pod) { p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 4222}} }, status: Warning,
 		evidence: "container app declares port 4222, which usually carries NATS", fix: "appProtocol: tcp"},
+	{code: CodeClusterRangesBypass, pod: func(p *corev1.Pod) {
+		yes := true
+		p.Labels = map[string]string{"pod-template-hash": "5d8f9"}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f9", Controller: &yes}}
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/8"}
+	}, status: Warning,
+		evidence: "annotation traffic.sidecar.istio.io/excludeOutboundIPRanges excludes 10.0.0.0/8, which covers the cluster's pod range 10.244.0.0/24 (node node-1's podCIDRs), pod range 10.244.1.0/24 (node node-2's podCIDRs) and Service range 10.96.0.0/16",
+		fix:      `kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/traffic.sidecar.istio.io~1excludeOutboundIPRanges"}]'   # or narrow it to exclude only what is meant to bypass the proxy, none of 10.244.0.0/24, 10.244.1.0/24, 10.96.0.0/16`},
 	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
 		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
 	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
 		status: Warning, evidence: "target port 8080 from a port 80 and b port 8080"},
+}
+
+// kindRanges are a kind cluster's: pods in 10.244.0.0/16, one /24 per
+// node, Services in 10.96.0.0/16.
+func kindRanges() []ClusterRange {
+	return []ClusterRange{
+		{Prefix: netip.MustParsePrefix("10.244.0.0/24"), Pods: true, From: "node node-1's podCIDRs"},
+		{Prefix: netip.MustParsePrefix("10.244.1.0/24"), Pods: true, From: "node node-2's podCIDRs"},
+		{Prefix: netip.MustParsePrefix("10.96.0.0/16"), From: "ServiceCIDR kubernetes"},
+	}
+}
+
+// istioInitArgs gives the pod's istio-init the injector's arguments, with
+// the outbound ranges given (the mesh-wide values, no annotation).
+func istioInitArgs(include, exclude string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].Args = []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT",
+			"-i", include, "-x", exclude, "-b", "*", "-d", "15090,15021,15020"}
+	}
+}
+
+// The cluster's ranges against outbound capture: what leaves them out
+// fires; what leaves out only other addresses, or one address, does not;
+// ranges that cannot be read are unknown, with the permission; the pod's
+// own IP stands in for pod ranges no node publishes.
+func TestClusterRangesBypass(t *testing.T) {
+	excl := func(v string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": v}
+		}
+	}
+	incl := func(v string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/includeOutboundIPRanges": v}
+		}
+	}
+	servicesOnly := []ClusterRange{{Prefix: netip.MustParsePrefix("10.96.0.0/16"), From: "ServiceCIDR kubernetes"}}
+	cases := []struct {
+		name     string
+		pod      func(p *corev1.Pod)
+		ranges   []ClusterRange
+		unknown  string
+		status   string // "" for no finding
+		evidence string
+	}{
+		{name: "another network excluded", pod: excl("192.168.0.0/16,172.16.0.0/12")},
+		{name: "the API server's address alone excluded", pod: excl("10.96.0.1/32"), ranges: servicesOnly},
+		{name: "includes covering every range, in halves", pod: incl("10.244.0.0/17,10.244.128.0/17,10.96.0.0/16")},
+		{name: "include * with nothing excluded", pod: incl("*")},
+		{name: "a Service range excluded", pod: excl("10.96.0.0/12"), status: Warning, evidence: "covers the cluster's Service range 10.96.0.0/16 (ServiceCIDR kubernetes)"},
+		{name: "an include list without the pod ranges", pod: incl("10.96.0.0/16"), status: Warning,
+			evidence: "includes only 10.96.0.0/16, which leaves out the cluster's pod range 10.244.0.0/24 (node node-1's podCIDRs) and pod range 10.244.1.0/24"},
+		{name: "an empty include list", pod: incl(""), status: Warning, evidence: "includes only nothing"},
+		{name: "no pod range published: the pod's own IP", pod: func(p *corev1.Pod) {
+			excl("10.0.0.0/8")(p)
+			p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.7.9"}}
+		}, ranges: servicesOnly, status: Warning, evidence: "address 10.244.7.9/32 (the pod's own IP)"},
+		{name: "ranges forbidden: unknown", pod: excl("10.0.0.0/8"), ranges: []ClusterRange{}, unknown: "forbidden: list nodes; forbidden: list servicecidrs.networking.k8s.io",
+			status: Unknown, evidence: "forbidden: list nodes"},
+		{name: "a fact beats what is unknown", pod: func(p *corev1.Pod) {
+			excl("10.0.0.0/8")(p)
+			p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.7.9"}}
+		}, ranges: []ClusterRange{}, unknown: "forbidden: list nodes", status: Warning, evidence: "the pod's own IP"},
+		{name: "mesh-wide values in istio-init's arguments", pod: istioInitArgs("*", "10.0.0.0/8"), status: Warning,
+			evidence: "the mesh-wide values global.proxy.excludeIPRanges (in the pod's capture arguments, no annotation) excludes 10.0.0.0/8"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := checkCase{pod: tc.pod, ranges: tc.ranges}.facts()
+			f.ClusterRangesUnknown = tc.unknown
+			if tc.unknown != "" {
+				f.ClusterRangesNeeds = []string{"list nodes"}
+			}
+			fs := only(Diagnose(f).Findings, CodeClusterRangesBypass)
+			if tc.status == "" {
+				if len(fs) != 0 {
+					t.Fatalf("fired: %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Status != tc.status || !strings.Contains(fs[0].Evidence, tc.evidence) {
+				t.Fatalf("got %+v; want %s with %q", fs, tc.status, tc.evidence)
+			}
+			if tc.status == Unknown && len(fs[0].Needs) == 0 {
+				t.Errorf("unknown without the permission: %+v", fs[0])
+			}
+			if tc.status == Warning && fs[0].Fix == "" {
+				t.Errorf("no fix: %+v", fs[0])
+			}
+		})
+	}
 }
 
 // dnsRules capture DNS to 10.96.0.10 only, as istio-iptables writes them
@@ -274,7 +376,10 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	if f.ClusterRanges == nil {
+		f.ClusterRanges = kindRanges()
+	}
 	for i := range f.Services {
 		f.Services[i].Spec.Selector = map[string]string{"app": "web"}
 	}
@@ -350,7 +455,9 @@ func TestHealthyPodHasNoFinding(t *testing.T) {
 		// excludes from inbound capture a port (9091) no container
 		// declares and no Service targets.
 		pod: func(p *corev1.Pod) {
-			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "9091"}
+			// It also excludes from outbound capture a network outside the
+			// cluster's pod and Service ranges.
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "9091", "traffic.sidecar.istio.io/excludeOutboundIPRanges": "192.168.100.0/24"}
 			// A server-first port (3306) whose Service declares it (mysql).
 			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "mysql", ContainerPort: 3306}}
 		},

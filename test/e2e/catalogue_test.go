@@ -960,6 +960,10 @@ exit 1`
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
 			}},
+		{code: "KM-CAP-008", ns: inj, name: "excluded-cluster", how: "traffic.sidecar.istio.io/excludeOutboundIPRanges=10.0.0.0/8, which holds the test cluster's pod and Service ranges (10.213.77.0/24, 10.213.78.0/24 by default)",
+			plant: func(ctx context.Context, f *catFault) error {
+				return runningReady(ctx, f, inj, appPod("excluded-cluster", nil, catLean("traffic.sidecar.istio.io/excludeOutboundIPRanges", "10.0.0.0/8")))
+			}},
 		{code: "KM-CAP-004", ns: inj, name: "no-interception", how: "sidecar.istio.io/interceptionMode=NONE: injected, no istio-init",
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("no-interception", nil, catLean("sidecar.istio.io/interceptionMode", "NONE")))
