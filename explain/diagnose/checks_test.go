@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -330,6 +332,62 @@ func TestClusterRangesBypass(t *testing.T) {
 				t.Errorf("no fix: %+v", fs[0])
 			}
 		})
+	}
+}
+
+// A namespace labelled with a revision that does not exist (hd2,
+// istio.io/rev=1-99-nonexistent), through the injection model: the finding
+// lists the revisions and tags that exist, and its fix names one of them,
+// never istio-injection=enabled beside the wrong label (the conflict
+// KM-INJ-003 warns of); with no revision known, no fix invents one.
+func TestRevisionNotFoundFinding(t *testing.T) {
+	fail := admissionv1.Fail
+	revHook := func(config, rev, tag, svc string) admissionv1.MutatingWebhookConfiguration {
+		labels := map[string]string{"istio.io/rev": rev}
+		value := rev
+		if tag != "" {
+			labels["istio.io/tag"], value = tag, tag
+		}
+		return admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config, Labels: labels},
+			Webhooks: []admissionv1.MutatingWebhook{{Name: "rev.namespace.sidecar-injector.istio.io", FailurePolicy: &fail,
+				ClientConfig: admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: "istio-system", Name: svc}},
+				Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "istio.io/rev", Operator: metav1.LabelSelectorOpIn, Values: []string{value}},
+					{Key: "istio-injection", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+				ObjectSelector: &metav1.LabelSelector{}}}}
+	}
+	diagnoseIn := func(hooks ...admissionv1.MutatingWebhookConfiguration) Finding {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hd2", Labels: map[string]string{"kubernetes.io/metadata.name": "hd2", "istio.io/rev": "1-99-nonexistent"}}}
+		f := &injection.ClusterFacts{Webhooks: hooks, Namespaces: map[string]*corev1.Namespace{"hd2": ns}, ConfigMaps: map[string]*corev1.ConfigMap{},
+			Services: map[string]*corev1.Service{}, EndpointSlices: map[string][]discoveryv1.EndpointSlice{}, KubeletVersions: map[string]string{}, Unknown: map[string]string{}}
+		p := pod(func(p *corev1.Pod) {
+			p.Namespace = "hd2"
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		})
+		w := &injection.Workload{Kind: "Pod", Namespace: "hd2", Name: p.Name, Spec: p.Spec, Pod: p, NamespaceSource: injection.NamespaceFromCluster,
+			Owner: &injection.Owner{Kind: "Deployment", Name: "web"}}
+		r := injection.Istio{}.Explain(f, w)
+		fs := only(Diagnose(Facts{Injection: r, Pod: p}).Findings, CodeAskedNotDone)
+		if len(fs) != 1 {
+			t.Fatalf("no %s finding: %+v (verdict %q)", CodeAskedNotDone, fs, r.Verdict)
+		}
+		if strings.Contains(fs[0].Fix, "istio-injection=enabled --overwrite") {
+			t.Errorf("the fix sets istio-injection beside istio.io/rev: %q", fs[0].Fix)
+		}
+		return fs[0]
+	}
+	got := diagnoseIn(revHook("istio-sidecar-injector", "default", "", "istiod"), revHook("istio-sidecar-injector-1-28", "1-28", "", "istiod-1-28"),
+		revHook("istio-revision-tag-stable", "1-28", "stable", "istiod-1-28"))
+	if !strings.Contains(got.Evidence, "the cluster has revisions 1-28, default and tags stable") ||
+		!strings.HasPrefix(got.Fix, "kubectl label namespace hd2 istio.io/rev=default --overwrite") {
+		t.Errorf("revisions and a tag exist: evidence %q fix %q", got.Evidence, got.Fix)
+	}
+	got = diagnoseIn()
+	if !strings.Contains(got.Evidence, "no active Istio revision or tag is known") || strings.Contains(got.Fix, "istio.io/rev=") || strings.Contains(got.Fix, "istio-injection=") {
+		t.Errorf("no revision known: evidence %q fix %q", got.Evidence, got.Fix)
 	}
 }
 

@@ -53,7 +53,11 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	if !expected && !st.injected && skips != "" && asksForSidecar(w, nsLabels) {
 		r.Warn(WarnInjectorSkips, "a sidecar is asked for, but istiod never injects this pod: "+skips)
 	} else if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
-		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+		msg := "a mistake to fix, not a choice"
+		if strings.HasPrefix(whyNot, revisionGone) {
+			msg = whyNot // which revisions and tags exist
+		}
+		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: "+msg)
 	}
 	if w.Pod == nil {
 		if expected {
