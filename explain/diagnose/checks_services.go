@@ -372,7 +372,7 @@ func serverFirst(in *Input) []Finding {
 	if p == nil || !in.injected() {
 		return nil
 	}
-	const why = "the server speaks first, but the proxy's protocol detection (and under PERMISSIVE mTLS its TLS detection) waits for the client's first bytes: connections stall until detection gives up"
+	const why = "the server speaks first, while the proxy's protocol detection (and, under PERMISSIVE mTLS, its TLS detection) reads the client's first bytes: where either runs, a connection stalls until detection gives up"
 	var hits, fixes []string
 	targeted := map[int32]bool{}
 	for _, s := range in.Services {
@@ -396,7 +396,7 @@ func serverFirst(in *Input) []Finding {
 			}
 			hit := fmt.Sprintf("Service %s port %d → %d (name %s) declares no protocol; port %d usually carries %s", s.Name, sp.Port, target, name, port, proto)
 			if istioTCPByNumber[sp.Port] {
-				hit += fmt.Sprintf(" (Istio falls back to TCP for Service port %d by its number alone; declared, every proxy and the pod's inbound port %d read it)", sp.Port, target)
+				hit += fmt.Sprintf(" (Istio falls back to TCP for Service port %d by its number, not by a declaration; its docs ask that server-first protocols be declared)", sp.Port)
 			}
 			hits = append(hits, hit)
 			fixes = append(fixes, fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"add","path":"/spec/ports/%d/appProtocol","value":"tcp"}]'`, s.Name, s.Namespace, i))
