@@ -114,6 +114,7 @@ func contains(a, b netip.Prefix) bool {
 
 // covered says the union of the prefixes holds all of r.
 func covered(r netip.Prefix, by []netip.Prefix) bool {
+	r = r.Masked()
 	overlaps := false
 	for _, b := range by {
 		if contains(b, r) {
