@@ -102,6 +102,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		}
 		incomplete = append(incomplete, evIncomplete...)
 		svcs := readServices(ctx, e.Client, podReports[0].Namespace)
+		svcs.ranges = e.clusterRanges(ctx)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
@@ -239,6 +240,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		return nil, err
 	}
 	svcs := readServices(ctx, e.Client, ns)
+	svcs.ranges = e.clusterRanges(ctx)
 	// The workloads are listed meanwhile: those that lack pods get rows of
 	// their own (with -l, the pods counted would be only the selected ones).
 	var workloads *pendingWorkloads

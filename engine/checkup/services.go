@@ -2,6 +2,7 @@ package checkup
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,10 +12,36 @@ import (
 )
 
 // services are the Services of the namespaces diagnosed, read once, with
-// their selectors parsed once.
+// their selectors parsed once; and the cluster's ranges, when set.
 type services struct {
 	byNS   map[string][]selecting
 	unread string
+	ranges *clusterRanges
+}
+
+// clusterRanges are the cluster's pod and Service ranges, read once per
+// run, when the first pod that needs them comes (most runs have none: no
+// pod narrows its outbound capture).
+type clusterRanges struct {
+	once    sync.Once
+	read    func() ([]diagnose.ClusterRange, string, []string)
+	ranges  []diagnose.ClusterRange
+	unknown string
+	needs   []string
+}
+
+// clusterRanges is the run's reader of the cluster's ranges.
+func (e *Engine) clusterRanges(ctx context.Context) *clusterRanges {
+	return &clusterRanges{read: func() ([]diagnose.ClusterRange, string, []string) { return e.Client.ClusterRanges(ctx) }}
+}
+
+// of puts the cluster's ranges into the facts of a pod that needs them.
+func (r *clusterRanges) of(f *diagnose.Facts, p *corev1.Pod) {
+	if r == nil || !diagnose.NeedsClusterRanges(p) {
+		return
+	}
+	r.once.Do(func() { r.ranges, r.unknown, r.needs = r.read() })
+	f.ClusterRanges, f.ClusterRangesUnknown, f.ClusterRangesNeeds = r.ranges, r.unknown, r.needs
 }
 
 type selecting struct {
@@ -40,6 +67,7 @@ func (s *services) of(f *diagnose.Facts, p *corev1.Pod) {
 		return
 	}
 	f.Pod = p
+	s.ranges.of(f, p)
 	if s.unread != "" {
 		f.ServicesUnknown = s.unread
 		return

@@ -40,11 +40,11 @@ func init() {
 		run:     proxyNotListening})
 	register(&Spec{Code: CodeLocalhostListener, Title: "app listens on localhost only", Stage: CheckConnections, Kind: Live, Status: Fail,
 		Istioctl: []string{"IST0143"}, Reads: []Fact{FactPod, FactServices, FactRules, FactSockets},
-		Means:   "The app listens on 127.0.0.1 (or ::1) only, on a port a Service sends to: the proxy forwards inbound traffic to the pod's address, where nothing listens, and every request is refused.",
-		Detects: "The pod's listening sockets on each Service target port.",
+		Means:   "The app listens on 127.0.0.1 (or ::1) only, on a port meant to receive traffic (a container declares it, or a Service sends to it): the proxy forwards inbound traffic to the pod's address, where nothing listens, and every request is refused.",
+		Detects: "The pod's listening sockets on each port an app container declares (containerPort) and each Service target port, with or without a Service.",
 		Fixes:   "Make the app listen on 0.0.0.0 (or ::).",
 		Source:  "istioctl's LocalhostListener message (IST0143); Istio 1.10's change of inbound forwarding",
-		Planted: "busybox httpd -p 127.0.0.1:8080 behind a Service targeting 8080",
+		Planted: "busybox httpd -p 127.0.0.1:8080 with containerPort 8080 and no Service",
 		run:     localhostListener})
 }
 
@@ -106,13 +106,11 @@ func localhostListener(in *Input) []Finding {
 		return nil
 	}
 	var hits []string
-	seen := map[int32]bool{}
-	for _, sp := range servicePorts(in) {
-		if sp.target == 0 || seen[sp.target] || !tcp(sp.port) || slices.Contains(istio.ReservedPorts, sp.target) {
+	for _, ip := range inboundPorts(in) {
+		if slices.Contains(istio.ReservedPorts, ip.port) {
 			continue
 		}
-		seen[sp.target] = true
-		addrs := capture.ListeningOn(r.Listeners, uint16(sp.target))
+		addrs := capture.ListeningOn(r.Listeners, uint16(ip.port))
 		if len(addrs) == 0 {
 			continue
 		}
@@ -125,7 +123,7 @@ func localhostListener(in *Input) []Finding {
 			for _, a := range addrs {
 				as = append(as, a.String())
 			}
-			hits = append(hits, fmt.Sprintf("port %d (Service %s) listens on %s only", sp.target, sp.svc, strings.Join(as, ", ")))
+			hits = append(hits, fmt.Sprintf("port %d (%s) listens on %s only", ip.port, strings.Join(ip.by, ", "), strings.Join(as, ", ")))
 		}
 	}
 	if len(hits) == 0 {

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,26 +19,35 @@ const (
 	CodeProtocolUndeclared = "KM-CONN-003"
 	CodeProtocolConflict   = "KM-CONN-004"
 	CodeTargetPortConflict = "KM-CONN-005"
+	CodeServerFirst        = "KM-CONN-006"
 )
 
 func init() {
 	reads := []Fact{FactPod, FactServices}
-	register(&Spec{Code: CodeInboundExcluded, Title: "a Service's port is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeInboundExcluded, Title: "a port the app serves is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
 		Reads:   reads,
-		Means:   "A port a Service sends to the pod is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
-		Detects: "The Services selecting the pod, their target ports resolved through the containers' port names, against the pod's capture annotations.",
+		Means:   "A port meant to receive traffic (a container declares it, or a Service sends to it) is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
+		Detects: "The app containers' declared ports (containerPort) and the target ports of the Services selecting the pod, resolved through the containers' port names, against the pod's capture annotations; with or without a Service.",
 		Fixes:   "Take the port out of excludeInboundPorts (or add it to includeInboundPorts) in the pod template, then re-create the pods.",
 		Source:  "Istio docs, traffic redirection annotations; the security best practices (not all traffic is captured)",
-		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming the port a Service targets",
+		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming a port the app's container declares",
 		run:     inboundExcluded})
 	register(&Spec{Code: CodeProtocolUndeclared, Title: "Service port protocol not declared", Stage: CheckConnections, Kind: Static, Status: Info,
 		Istioctl: []string{"IST0118"}, Reads: reads,
 		Means:   "A Service port that sends to the pod names no protocol (no appProtocol, no protocol prefix in its name): the proxy sniffs it, and a server-first protocol (MySQL, SMTP, …) waits for the client and stalls.",
-		Detects: "The Service ports selecting the pod: appProtocol, or the name's prefix, against the protocols Istio knows; ports 25, 53, 3306 and 27017 and UDP are exempt, as istioctl's are.",
+		Detects: "The Service ports selecting the pod: appProtocol, or the name's prefix, against the protocols Istio knows; UDP is exempt, and so are the server-first ports KM-CONN-006 warns of (25, 53 and 3306 and 27017 as istioctl's are, and 21, 22, 110, 143, 587 and 4222).",
 		Fixes:   "Set the port's appProtocol (or name it PROTOCOL-SUFFIX).",
 		Source:  "istioctl analyze IST0118; Istio docs, application requirements (server first protocols, named service ports)",
 		Planted: "a Service port named db on the pod",
 		run:     protocolUndeclared})
+	register(&Spec{Code: CodeServerFirst, Title: "server-first port without a declared protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
+		Reads:   reads,
+		Means:   "A port that usually carries a server-first protocol (the server speaks first: SMTP, MySQL, NATS, SSH, …) declares no protocol: the proxy's protocol detection, and under PERMISSIVE mTLS its detection of TLS, wait for the client's first bytes, which a server-first client never sends first; connections stall until detection gives up, or fail.",
+		Detects: "The Service ports selecting the pod, their target ports and the app containers' declared ports, against well-known server-first ports (21, 22, 25, 53, 110, 143, 587, 3306, 4222, 27017): a port with no appProtocol and no protocol prefix in its name.",
+		Fixes:   "Declare the protocol on the Service port (appProtocol: tcp, or a name tcp-SUFFIX), a kubectl patch of that port; a port no Service targets is declared on a Service (or a Sidecar's ingress listener) for it.",
+		Source:  "Istio docs, protocol selection (protocols incompatible with automatic selection) and application requirements (server first protocols); istio/istio issues on NATS and SSH behind sidecars",
+		Planted: "a Service port named db (3306 → 3306) on the pod, no appProtocol",
+		run:     serverFirst})
 	register(&Spec{Code: CodeProtocolConflict, Title: "Services disagree on a port's protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
 		Istioctl: []string{"IST0116"}, Reads: reads,
 		Means:   "Two Services that select the pod use the same port with different protocols: the proxy can serve only one of them on that port.",
@@ -113,6 +123,57 @@ func portList(v string) (ports map[int32]bool, all bool) {
 	return ports, false
 }
 
+// inboundPort is a port of the pod meant to receive traffic: one a
+// container declares (containerPort), or one a Service targets.
+type inboundPort struct {
+	port int32
+	// by says what makes it one ("Service web port 80", "declared by
+	// container app").
+	by []string
+	// service: a Service targets it.
+	service string
+}
+
+// inboundPorts are the pod's TCP ports meant to receive traffic, by port:
+// the app containers' declared ports and the Services' target ports.
+func inboundPorts(in *Input) []inboundPort {
+	if in.Pod == nil {
+		return nil
+	}
+	byPort := map[int32]*inboundPort{}
+	get := func(port int32) *inboundPort {
+		if byPort[port] == nil {
+			byPort[port] = &inboundPort{port: port}
+		}
+		return byPort[port]
+	}
+	for _, c := range appContainers(in.Pod) {
+		for _, cp := range c.Ports {
+			if cp.ContainerPort == 0 || cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			ip := get(cp.ContainerPort)
+			ip.by = append(ip.by, "declared by container "+c.Name)
+		}
+	}
+	for _, sp := range servicePorts(in) {
+		if sp.target == 0 || !tcp(sp.port) {
+			continue
+		}
+		ip := get(sp.target)
+		ip.by = append(ip.by, fmt.Sprintf("Service %s port %d", sp.svc, sp.port.Port))
+		if ip.service == "" {
+			ip.service = sp.svc
+		}
+	}
+	out := make([]inboundPort, 0, len(byPort))
+	for _, ip := range byPort {
+		out = append(out, *ip)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].port < out[j].port })
+	return out
+}
+
 // servicesUnread is the finding of a check of the Services that could not
 // be read: unknown, with the permission that reads them.
 func servicesUnread(in *Input) []Finding {
@@ -125,25 +186,25 @@ func inboundExcluded(in *Input) []Finding {
 	if p == nil || p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
 		return nil
 	}
-	if in.ServicesUnknown != "" {
-		return servicesUnread(in)
-	}
 	excluded, _ := portList(p.Annotations[istio.AnnotationExcludeInboundPorts])
 	incl, inclSet := p.Annotations[istio.AnnotationIncludeInboundPorts]
 	included, all := portList(incl)
 	var hits []string
-	for _, sp := range servicePorts(in) {
-		if !tcp(sp.port) || sp.target == 0 {
+	for _, ip := range inboundPorts(in) {
+		if slices.Contains(istio.ReservedPorts, ip.port) {
 			continue
 		}
 		switch {
-		case excluded[sp.target]:
-			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is in %s", sp.svc, sp.port.Port, sp.target, istio.AnnotationExcludeInboundPorts))
-		case inclSet && !all && !included[sp.target]:
-			hits = append(hits, fmt.Sprintf("Service %s port %d → %d is not in %s %q", sp.svc, sp.port.Port, sp.target, istio.AnnotationIncludeInboundPorts, incl))
+		case excluded[ip.port]:
+			hits = append(hits, fmt.Sprintf("port %d (%s) is in %s", ip.port, strings.Join(ip.by, ", "), istio.AnnotationExcludeInboundPorts))
+		case inclSet && !all && !included[ip.port]:
+			hits = append(hits, fmt.Sprintf("port %d (%s) is not in %s %q", ip.port, strings.Join(ip.by, ", "), istio.AnnotationIncludeInboundPorts, incl))
 		}
 	}
 	if len(hits) == 0 {
+		if in.ServicesUnknown != "" && (len(excluded) > 0 || inclSet && !all) {
+			return servicesUnread(in) // a Service's target port may be among them
+		}
 		return nil
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
@@ -179,9 +240,8 @@ func protocolUndeclared(in *Input) []Finding {
 	}
 	var hits []string
 	for _, sp := range servicePorts(in) {
-		switch sp.port.Port {
-		case 25, 53, 3306, 27017:
-			continue // Istio takes these as TCP
+		if serverFirstPorts[sp.port.Port] != "" || serverFirstPorts[sp.target] != "" {
+			continue // KM-CONN-006's
 		}
 		if !tcp(sp.port) || protocolOf(sp.port) != "" {
 			continue
@@ -289,7 +349,75 @@ func targetPortConflict(in *Input) []Finding {
 // exclude annotation removed (or the include list to edit).
 func inboundFix(p *corev1.Pod) string {
 	if _, ok := p.Annotations[istio.AnnotationExcludeInboundPorts]; ok {
-		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the Service's ports"
+		return annotationPatch(p, istio.AnnotationExcludeInboundPorts, "") + "   # or keep it without the ports the app serves"
 	}
-	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the Service's ports to it"
+	return annotationPatch(p, istio.AnnotationIncludeInboundPorts, "") + "   # or add the ports the app serves to it"
+}
+
+// serverFirstPorts are well-known ports of server-first protocols (the
+// server sends the first bytes), and what they carry. Istio's docs name
+// SMTP, DNS, MySQL and MongoDB as protocols automatic selection cannot
+// handle; istio/istio issues name NATS and SSH; FTP, POP3, IMAP and SMTP
+// submission greet the client first by their RFCs. SMTPS (465) is not
+// here: implicit TLS starts with the client's hello, which detection reads.
+var serverFirstPorts = map[int32]string{21: "FTP", 22: "SSH", 25: "SMTP", 53: "DNS over TCP", 110: "POP3", 143: "IMAP",
+	587: "SMTP submission", 3306: "MySQL", 4222: "NATS", 27017: "MongoDB"}
+
+// istioTCPByNumber are the Service ports Istio takes as TCP by their
+// number alone when no protocol is declared.
+var istioTCPByNumber = map[int32]bool{25: true, 53: true, 3306: true, 27017: true}
+
+func serverFirst(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || !in.injected() {
+		return nil
+	}
+	const why = "the server speaks first, while the proxy's protocol detection (and, under PERMISSIVE mTLS, its TLS detection) reads the client's first bytes: where either runs, a connection stalls until detection gives up"
+	var hits, fixes []string
+	targeted := map[int32]bool{}
+	for _, s := range in.Services {
+		for i, sp := range s.Spec.Ports {
+			if !tcp(sp) {
+				continue
+			}
+			target := targetOf(p, sp)
+			targeted[target] = true
+			proto := serverFirstPorts[sp.Port]
+			port := sp.Port
+			if proto == "" {
+				proto, port = serverFirstPorts[target], target
+			}
+			if proto == "" || protocolOf(sp) != "" {
+				continue
+			}
+			name := sp.Name
+			if name == "" {
+				name = "(unnamed)"
+			}
+			hit := fmt.Sprintf("Service %s port %d → %d (name %s) declares no protocol; port %d usually carries %s", s.Name, sp.Port, target, name, port, proto)
+			if istioTCPByNumber[sp.Port] {
+				hit += fmt.Sprintf(" (Istio falls back to TCP for Service port %d by its number, not by a declaration; its docs ask that server-first protocols be declared)", sp.Port)
+			}
+			hits = append(hits, hit)
+			fixes = append(fixes, fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"add","path":"/spec/ports/%d/appProtocol","value":"tcp"}]'`, s.Name, s.Namespace, i))
+		}
+	}
+	for _, c := range appContainers(p) {
+		for _, cp := range c.Ports {
+			proto := serverFirstPorts[cp.ContainerPort]
+			if proto == "" || targeted[cp.ContainerPort] || cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			if in.ServicesUnknown != "" {
+				continue // a Service may declare it
+			}
+			hits = append(hits, fmt.Sprintf("container %s declares port %d, which usually carries %s, and no Service declares its protocol", c.Name, cp.ContainerPort, proto))
+			fixes = append(fixes, fmt.Sprintf("declare port %d as TCP: a Service selecting the pod with a port targeting %d and appProtocol: tcp (or named tcp-%s), or a Sidecar ingress listener for port %d with protocol TCP",
+				cp.ContainerPort, cp.ContainerPort, strings.ToLower(strings.Fields(proto)[0]), cp.ContainerPort))
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return []Finding{{Evidence: strings.Join(hits, "; ") + ": " + why, Fix: strings.Join(fixes, "\n")}}
 }

@@ -1,11 +1,14 @@
 package diagnose
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -27,7 +30,9 @@ type checkCase struct {
 	capture  *capture.CaptureReport
 	noPod    string
 	workload *WorkloadState
-	now      time.Duration
+	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
+	ranges []ClusterRange
+	now    time.Duration
 	// status is the finding's, evidence and fix what they contain.
 	status, evidence, fix string
 }
@@ -207,7 +212,16 @@ var checkCases = []checkCase{
 	}, status: Warning, evidence: "container app runs as uid 1337"},
 	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
-	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "Service web port 80 → 8080"},
+	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "port 8080 (Service web port 80) is in traffic.sidecar.istio.io/excludeInboundPorts"},
+	// No Service: the port the app's container declares is meant for traffic.
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	}, status: Warning, evidence: "port 8080 (declared by container app) is in traffic.sidecar.istio.io/excludeInboundPorts", fix: "excludeInboundPorts"},
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/includeInboundPorts": "9090"}
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}}
+	}, status: Warning, evidence: `port 8080 (declared by container app) is not in traffic.sidecar.istio.io/includeInboundPorts "9090"`, fix: "includeInboundPorts"},
 	{code: CodeInterceptionNone, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"sidecar.istio.io/interceptionMode": "NONE"}
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
@@ -228,12 +242,180 @@ var checkCases = []checkCase{
 		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: capture.Bypassing}}}, status: Fail, evidence: "bypass"},
 	{code: CodeLocalhostListener, services: []corev1.Service{svc("web", sport("http", 80, 8080))},
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
-			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (Service web) listens on 127.0.0.1 only"},
+			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (Service web port 80) listens on 127.0.0.1 only"},
+	// No Service: containerPort 8080 is meant to receive traffic.
+	{code: CodeLocalhostListener, pod: func(p *corev1.Pod) { p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 8080}} },
+		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(),
+			Listeners: capture.ParseListeners(listening("0100007F:1F90", "00000000:3A99", "00000000:3A9E"))}, status: Fail, evidence: "port 8080 (declared by container app) listens on 127.0.0.1 only"},
 	{code: CodeProtocolUndeclared, services: []corev1.Service{svc("db", sport("db", 5432, 5432))}, status: Info, evidence: "Service db port 5432 db"},
+	{code: CodeServerFirst, services: []corev1.Service{svc("db", sport("db", 3306, 3306))}, status: Warning,
+		evidence: "Service db port 3306 → 3306 (name db) declares no protocol; port 3306 usually carries MySQL",
+		fix:      `kubectl patch service db -n shop --type=json -p '[{"op":"add","path":"/spec/ports/0/appProtocol","value":"tcp"}]'`},
+	// The target port is server-first, the Service port is not; the second port of the Service.
+	{code: CodeServerFirst, services: []corev1.Service{svc("mail", sport("http", 80, 8080), sport("relay", 2525, 25))}, status: Warning,
+		evidence: "Service mail port 2525 → 25 (name relay) declares no protocol; port 25 usually carries SMTP", fix: `"path":"/spec/ports/1/appProtocol"`},
+	// No Service: the container declares a server-first port.
+	{code: CodeServerFirst, pod: func(p *corev1.Pod) { p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 4222}} }, status: Warning,
+		evidence: "container app declares port 4222, which usually carries NATS", fix: "appProtocol: tcp"},
+	{code: CodeClusterRangesBypass, pod: func(p *corev1.Pod) {
+		yes := true
+		p.Labels = map[string]string{"pod-template-hash": "5d8f9"}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f9", Controller: &yes}}
+		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/8"}
+	}, status: Warning,
+		evidence: "annotation traffic.sidecar.istio.io/excludeOutboundIPRanges excludes 10.0.0.0/8, which covers the cluster's pod range 10.244.0.0/24 (node node-1's podCIDRs), pod range 10.244.1.0/24 (node node-2's podCIDRs) and Service range 10.96.0.0/16",
+		fix:      `kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/traffic.sidecar.istio.io~1excludeOutboundIPRanges"}]'   # or narrow it to exclude only what is meant to bypass the proxy, none of 10.244.0.0/24, 10.244.1.0/24, 10.96.0.0/16`},
 	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
 		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
 	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
 		status: Warning, evidence: "target port 8080 from a port 80 and b port 8080"},
+}
+
+// kindRanges are a kind cluster's: pods in 10.244.0.0/16, one /24 per
+// node, Services in 10.96.0.0/16.
+func kindRanges() []ClusterRange {
+	return []ClusterRange{
+		{Prefix: netip.MustParsePrefix("10.244.0.0/24"), Pods: true, From: "node node-1's podCIDRs"},
+		{Prefix: netip.MustParsePrefix("10.244.1.0/24"), Pods: true, From: "node node-2's podCIDRs"},
+		{Prefix: netip.MustParsePrefix("10.96.0.0/16"), From: "ServiceCIDR kubernetes"},
+	}
+}
+
+// istioInitArgs gives the pod's istio-init the injector's arguments, with
+// the outbound ranges given (the mesh-wide values, no annotation).
+func istioInitArgs(include, exclude string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].Args = []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT",
+			"-i", include, "-x", exclude, "-b", "*", "-d", "15090,15021,15020"}
+	}
+}
+
+// The cluster's ranges against outbound capture: what leaves them out
+// fires; what leaves out only other addresses, or one address, does not;
+// ranges that cannot be read are unknown, with the permission; the pod's
+// own IP stands in for pod ranges no node publishes.
+func TestClusterRangesBypass(t *testing.T) {
+	excl := func(v string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": v}
+		}
+	}
+	incl := func(v string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/includeOutboundIPRanges": v}
+		}
+	}
+	servicesOnly := []ClusterRange{{Prefix: netip.MustParsePrefix("10.96.0.0/16"), From: "ServiceCIDR kubernetes"}}
+	cases := []struct {
+		name     string
+		pod      func(p *corev1.Pod)
+		ranges   []ClusterRange
+		unknown  string
+		status   string // "" for no finding
+		evidence string
+	}{
+		{name: "another network excluded", pod: excl("192.168.0.0/16,172.16.0.0/12")},
+		{name: "the API server's address alone excluded", pod: excl("10.96.0.1/32"), ranges: servicesOnly},
+		{name: "includes covering every range, in halves", pod: incl("10.244.0.0/17,10.244.128.0/17,10.96.0.0/16")},
+		{name: "include * with nothing excluded", pod: incl("*")},
+		{name: "a Service range excluded", pod: excl("10.96.0.0/12"), status: Warning, evidence: "covers the cluster's Service range 10.96.0.0/16 (ServiceCIDR kubernetes)"},
+		{name: "an include list without the pod ranges", pod: incl("10.96.0.0/16"), status: Warning,
+			evidence: "includes only 10.96.0.0/16, which leaves out the cluster's pod range 10.244.0.0/24 (node node-1's podCIDRs) and pod range 10.244.1.0/24"},
+		{name: "an empty include list", pod: incl(""), status: Warning, evidence: "includes only nothing"},
+		{name: "no pod range published: the pod's own IP", pod: func(p *corev1.Pod) {
+			excl("10.0.0.0/8")(p)
+			p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.7.9"}}
+		}, ranges: servicesOnly, status: Warning, evidence: "address 10.244.7.9/32 (the pod's own IP)"},
+		{name: "ranges forbidden: unknown", pod: excl("10.0.0.0/8"), ranges: []ClusterRange{}, unknown: "forbidden: list nodes; forbidden: list servicecidrs.networking.k8s.io",
+			status: Unknown, evidence: "forbidden: list nodes"},
+		{name: "a fact beats what is unknown", pod: func(p *corev1.Pod) {
+			excl("10.0.0.0/8")(p)
+			p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.7.9"}}
+		}, ranges: []ClusterRange{}, unknown: "forbidden: list nodes", status: Warning, evidence: "the pod's own IP"},
+		{name: "mesh-wide values in istio-init's arguments", pod: istioInitArgs("*", "10.0.0.0/8"), status: Warning,
+			evidence: "the mesh-wide values global.proxy.excludeIPRanges (in the pod's capture arguments, no annotation) excludes 10.0.0.0/8"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := checkCase{pod: tc.pod, ranges: tc.ranges}.facts()
+			f.ClusterRangesUnknown = tc.unknown
+			if tc.unknown != "" {
+				f.ClusterRangesNeeds = []string{"list nodes"}
+			}
+			fs := only(Diagnose(f).Findings, CodeClusterRangesBypass)
+			if tc.status == "" {
+				if len(fs) != 0 {
+					t.Fatalf("fired: %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Status != tc.status || !strings.Contains(fs[0].Evidence, tc.evidence) {
+				t.Fatalf("got %+v; want %s with %q", fs, tc.status, tc.evidence)
+			}
+			if tc.status == Unknown && len(fs[0].Needs) == 0 {
+				t.Errorf("unknown without the permission: %+v", fs[0])
+			}
+			if tc.status == Warning && fs[0].Fix == "" {
+				t.Errorf("no fix: %+v", fs[0])
+			}
+		})
+	}
+}
+
+// A namespace labelled with a revision that does not exist (hd2,
+// istio.io/rev=1-99-nonexistent), through the injection model: the finding
+// lists the revisions and tags that exist, and its fix names one of them,
+// never istio-injection=enabled beside the wrong label (the conflict
+// KM-INJ-003 warns of); with no revision known, no fix invents one.
+func TestRevisionNotFoundFinding(t *testing.T) {
+	fail := admissionv1.Fail
+	revHook := func(config, rev, tag, svc string) admissionv1.MutatingWebhookConfiguration {
+		labels := map[string]string{"istio.io/rev": rev}
+		value := rev
+		if tag != "" {
+			labels["istio.io/tag"], value = tag, tag
+		}
+		return admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config, Labels: labels},
+			Webhooks: []admissionv1.MutatingWebhook{{Name: "rev.namespace.sidecar-injector.istio.io", FailurePolicy: &fail,
+				ClientConfig: admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: "istio-system", Name: svc}},
+				Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "istio.io/rev", Operator: metav1.LabelSelectorOpIn, Values: []string{value}},
+					{Key: "istio-injection", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+				ObjectSelector: &metav1.LabelSelector{}}}}
+	}
+	diagnoseIn := func(hooks ...admissionv1.MutatingWebhookConfiguration) Finding {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hd2", Labels: map[string]string{"kubernetes.io/metadata.name": "hd2", "istio.io/rev": "1-99-nonexistent"}}}
+		f := &injection.ClusterFacts{Webhooks: hooks, Namespaces: map[string]*corev1.Namespace{"hd2": ns}, ConfigMaps: map[string]*corev1.ConfigMap{},
+			Services: map[string]*corev1.Service{}, EndpointSlices: map[string][]discoveryv1.EndpointSlice{}, KubeletVersions: map[string]string{}, Unknown: map[string]string{}}
+		p := pod(func(p *corev1.Pod) {
+			p.Namespace = "hd2"
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		})
+		w := &injection.Workload{Kind: "Pod", Namespace: "hd2", Name: p.Name, Spec: p.Spec, Pod: p, NamespaceSource: injection.NamespaceFromCluster,
+			Owner: &injection.Owner{Kind: "Deployment", Name: "web"}}
+		r := injection.Istio{}.Explain(f, w)
+		fs := only(Diagnose(Facts{Injection: r, Pod: p}).Findings, CodeAskedNotDone)
+		if len(fs) != 1 {
+			t.Fatalf("no %s finding: %+v (verdict %q)", CodeAskedNotDone, fs, r.Verdict)
+		}
+		if strings.Contains(fs[0].Fix, "istio-injection=enabled --overwrite") {
+			t.Errorf("the fix sets istio-injection beside istio.io/rev: %q", fs[0].Fix)
+		}
+		return fs[0]
+	}
+	got := diagnoseIn(revHook("istio-sidecar-injector", "default", "", "istiod"), revHook("istio-sidecar-injector-1-28", "1-28", "", "istiod-1-28"),
+		revHook("istio-revision-tag-stable", "1-28", "stable", "istiod-1-28"))
+	if !strings.Contains(got.Evidence, "the cluster has revisions 1-28, default and tags stable") ||
+		!strings.HasPrefix(got.Fix, "kubectl label namespace hd2 istio.io/rev=default --overwrite") {
+		t.Errorf("revisions and a tag exist: evidence %q fix %q", got.Evidence, got.Fix)
+	}
+	got = diagnoseIn()
+	if !strings.Contains(got.Evidence, "no active Istio revision or tag is known") || strings.Contains(got.Fix, "istio.io/rev=") || strings.Contains(got.Fix, "istio-injection=") {
+		t.Errorf("no revision known: evidence %q fix %q", got.Evidence, got.Fix)
+	}
 }
 
 // dnsRules capture DNS to 10.96.0.10 only, as istio-iptables writes them
@@ -279,7 +461,10 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	if f.ClusterRanges == nil {
+		f.ClusterRanges = kindRanges()
+	}
 	for i := range f.Services {
 		f.Services[i].Spec.Selector = map[string]string{"app": "web"}
 	}
@@ -360,7 +545,17 @@ func TestEveryCheckFindsItsFault(t *testing.T) {
 // A healthy injected pod, with Services, rules and sockets read, has no
 // finding at all: no check cries wolf.
 func TestHealthyPodHasNoFinding(t *testing.T) {
-	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080))},
+	tc := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080)), svc("db", sport("mysql", 3306, 3306))},
+		// It declares the port it serves on every address (8080), and
+		// excludes from inbound capture a port (9091) no container
+		// declares and no Service targets.
+		pod: func(p *corev1.Pod) {
+			// It also excludes from outbound capture a network outside the
+			// cluster's pod and Service ranges.
+			p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "9091", "traffic.sidecar.istio.io/excludeOutboundIPRanges": "192.168.100.0/24"}
+			// A server-first port (3306) whose Service declares it (mysql).
+			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "mysql", ContainerPort: 3306}}
+		},
 		capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, Dumps: redirecting(), ConnectionsSummary: "no live flows", Connections: []capture.Connection{},
 			Listeners: capture.ParseListeners(listening("00000000:1F90", "00000000:3A99", "00000000:3A9E"))}}
 	f := tc.facts()

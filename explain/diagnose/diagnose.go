@@ -10,6 +10,7 @@
 package diagnose
 
 import (
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,25 @@ type Facts struct {
 	// Workload is what a workload that lacks pods reports (its row has no
 	// pod: NoPod says so).
 	Workload *WorkloadState
+	// ClusterRanges are the cluster's pod and Service address ranges (read
+	// once per run, for the pods whose outbound capture is narrowed);
+	// ClusterRangesUnknown says which could not be read, and
+	// ClusterRangesNeeds the permissions that would read them.
+	ClusterRanges        []ClusterRange
+	ClusterRangesUnknown string
+	ClusterRangesNeeds   []string
+}
+
+// ClusterRange is one of the cluster's address ranges, or one address of
+// it when the range itself is not published (the kubernetes Service's
+// ClusterIP, the pod's own IP).
+type ClusterRange struct {
+	Prefix netip.Prefix `json:"prefix"`
+	// Pods: a range pods get their addresses from (else Services').
+	Pods bool `json:"pods"`
+	// From says where it was read ("node node-1's podCIDRs", "ServiceCIDR
+	// kubernetes", "the kubernetes Service's ClusterIP").
+	From string `json:"from"`
 }
 
 // Diagnose runs every check of the catalogue and walks the stages in

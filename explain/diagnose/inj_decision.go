@@ -87,7 +87,7 @@ func init() {
 		Reads:   reads,
 		Means:   "The pod or its namespace asks for injection, but no webhook injects it: the injector's policy, a neverInjectSelector, or no webhook selecting the label used; or ambient mode is asked for where it cannot apply.",
 		Detects: "The webhooks' selectors and the injector's policy and selectors, as istiod applies them.",
-		Fixes:   "Label the pod sidecar.istio.io/inject=true, or correct the label that does not select a webhook (why-injected names it).",
+		Fixes:   "Label the pod sidecar.istio.io/inject=true, or correct the label that does not select a webhook (why-injected names it); an istio.io/rev naming no revision is set to a revision or tag that exists (the finding lists them), never left beside istio-injection=enabled.",
 		Source:  "Istio docs, sidecar injection problems (check the default policy)",
 		Planted: "a pod matching the injector's neverInjectSelector in an injection-enabled namespace",
 		run:     decision(CodeAskedNotDone)})

@@ -149,7 +149,9 @@ func TestPropertyBrokenIsNeverPass(t *testing.T) {
 		s := startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Now: now})
 		d := Diagnose(Facts{Injection: injected(nil), Pod: p, Startup: s})
 		definitely, notServed := broken(p, now)
-		desc := func() string { return fmt.Sprintf("case %d: %s; age %s; conditions %v: %s %s: %s", i, catState(p), age, p.Status.Conditions, d.Status, d.First, d.Verdict) }
+		desc := func() string {
+			return fmt.Sprintf("case %d: %s; age %s; conditions %v: %s %s: %s", i, catState(p), age, p.Status.Conditions, d.Status, d.First, d.Verdict)
+		}
 		switch {
 		case definitely:
 			definitelyBroken++

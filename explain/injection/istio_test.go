@@ -239,7 +239,7 @@ func TestIstioTemplateDecisions(t *testing.T) {
 		{name: "revision tag prod points at canary", nsLabels: map[string]string{"istio.io/rev": "prod"},
 			want: want{expected: true, revision: "canary", webhook: whTagProdNS, verdict: "through tag prod"}},
 		{name: "istio.io/rev naming no revision", nsLabels: map[string]string{"istio.io/rev": "stable"},
-			want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "istio-injection=enabled --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
+			want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "kubectl label namespace app istio.io/rev=default --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
 		{name: "unlabelled namespace, pod label inject=true", labels: map[string]string{"sidecar.istio.io/inject": "true"},
 			want: want{expected: true, revision: "default", webhook: whDefaultObj, factor: "pod label sidecar.istio.io/inject", effect: EffectInject}},
 		{name: "unlabelled namespace, annotation only: invisible to selectors", annotations: map[string]string{"sidecar.istio.io/inject": "true"},
@@ -755,5 +755,64 @@ func TestIstioMatchConditionsAreUnknown(t *testing.T) {
 	r := Istio{}.Explain(f, template("shop", nil, nil))
 	if r.Expected != nil || len(r.Needs) != 1 || !strings.Contains(r.Needs[0], "matchConditions") || r.Fix != "" {
 		t.Errorf("expected %s needs %q fix %q: %s", fmtBool(r.Expected), r.Needs, r.Fix, r.Verdict)
+	}
+}
+
+// A namespace whose istio.io/rev names no revision: the fix names only a
+// revision or tag that exists (never istio-injection=enabled beside the
+// wrong istio.io/rev, which conflicts with it), the verdict lists those
+// that exist, and with none known no revision is invented.
+func TestRevisionNotFoundFix(t *testing.T) {
+	onlyDefault := func(f *ClusterFacts) {
+		f.Webhooks = f.Webhooks[:1]
+		f.Webhooks[0].Webhooks = defaultHooks("istiod", false)
+	}
+	cases := []struct {
+		name          string
+		nsLabels      map[string]string
+		facts         func(*ClusterFacts)
+		verdict, fix  string
+		fixIsEmpty    bool
+		fixMustNotSay string
+	}{
+		{name: "revisions and a tag exist", nsLabels: map[string]string{"istio.io/rev": "1-99-nonexistent"},
+			verdict: "the cluster has revisions canary, default and tags prod", fix: "kubectl label namespace app istio.io/rev=default --overwrite",
+			fixMustNotSay: "istio-injection=enabled"},
+		{name: "no default: the first revision", nsLabels: map[string]string{"istio.io/rev": "1-99-nonexistent"},
+			facts: func(f *ClusterFacts) { f.Webhooks = f.Webhooks[1:] }, verdict: "revisions canary and tags prod",
+			fix: "istio.io/rev=canary --overwrite", fixMustNotSay: "istio-injection=enabled"},
+		{name: "only istio-injection selects a webhook", nsLabels: map[string]string{"istio.io/rev": "1-99-nonexistent"}, facts: onlyDefault,
+			verdict: "istio-injection=enabled selects the default injector", fix: "kubectl label namespace app istio.io/rev- istio-injection=enabled"},
+		{name: "no webhook at all: no revision invented", nsLabels: map[string]string{"istio.io/rev": "1-99-nonexistent"},
+			facts: func(f *ClusterFacts) { f.Webhooks = nil }, verdict: "no active Istio revision or tag is known", fixIsEmpty: true},
+		{name: "istio-injection=disabled beside an existing revision", nsLabels: map[string]string{"istio-injection": "disabled", "istio.io/rev": "canary"},
+			verdict: "blocks every Istio webhook", fix: "kubectl label namespace app istio-injection-", fixMustNotSay: "istio-injection=enabled"},
+		{name: "istio-injection=disabled beside a missing revision", nsLabels: map[string]string{"istio-injection": "disabled", "istio.io/rev": "gone"},
+			verdict: "revisions canary, default", fix: "istio-injection-\nkubectl label namespace app istio.io/rev=default --overwrite", fixMustNotSay: "istio-injection=enabled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withNamespace(meshFacts(), "app", tc.nsLabels)
+			if tc.facts != nil {
+				tc.facts(f)
+			}
+			r := Istio{}.Explain(f, template("app", nil, nil))
+			if !strings.Contains(r.Verdict, tc.verdict) {
+				t.Errorf("verdict %q lacks %q", r.Verdict, tc.verdict)
+			}
+			if !strings.Contains(r.Fix, tc.fix) || tc.fixIsEmpty && r.Fix != "" {
+				t.Errorf("fix %q, want one with %q (empty: %v)", r.Fix, tc.fix, tc.fixIsEmpty)
+			}
+			if tc.fixMustNotSay != "" && strings.Contains(r.Fix, tc.fixMustNotSay) {
+				t.Errorf("fix %q says %q", r.Fix, tc.fixMustNotSay)
+			}
+		})
+	}
+	// A pod a gone revision injected: the label first, then the restart
+	// (a restart alone would drop its sidecar).
+	f, w := livePod("app", map[string]string{"istio.io/rev": "gone"}, `{"revision":"gone"}`, "docker.io/istio/proxyv2:1.20.0", false)
+	r := Istio{}.Explain(f, w)
+	if !strings.HasPrefix(r.Fix, "kubectl label namespace app istio.io/rev=default --overwrite") || !strings.Contains(r.Fix, "rollout restart") {
+		t.Errorf("a pod of a gone revision: fix %q", r.Fix)
 	}
 }

@@ -3,6 +3,7 @@ package injection
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -52,7 +53,11 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	if !expected && !st.injected && skips != "" && asksForSidecar(w, nsLabels) {
 		r.Warn(WarnInjectorSkips, "a sidecar is asked for, but istiod never injects this pod: "+skips)
 	} else if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
-		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
+		msg := "a mistake to fix, not a choice"
+		if strings.HasPrefix(whyNot, revisionGone) {
+			msg = whyNot // which revisions and tags exist
+		}
+		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: "+msg)
 	}
 	if w.Pod == nil {
 		if expected {
@@ -85,6 +90,12 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Injected" + rev + " when it was created, but it would not be now: " + whyNot + "."
 		r.Reason = "injected; would not be now: restart to remove the sidecar"
 		r.Fix = restart
+		if strings.HasPrefix(whyNot, revisionGone) && enable != "" {
+			// The namespace asks for a revision that is gone: a restart
+			// alone would drop the sidecar; the label first.
+			r.Reason = "injected; would not be now: the namespace's revision is gone"
+			r.Fix = enable + "\n" + restart
+		}
 	case expected:
 		r.Mismatch = boolp(true)
 		r.Verdict = "Not injected, but it would be if re-created now, by " + by + ": it was created before injection was enabled for it (or while the injector skipped or could not reach it)."
@@ -159,8 +170,22 @@ func tagOf(evals []*webhookEval, full string) string {
 func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabels map[string]string) (string, string) {
 	ns := w.Namespace
 	if v, ok := nsLabels[istio.LabelInjection]; ok && v != "enabled" {
-		return fmt.Sprintf("namespace label istio-injection=%q blocks every Istio webhook", v),
-			fmt.Sprintf("kubectl label namespace %s istio-injection=enabled --overwrite", ns)
+		why := fmt.Sprintf("namespace label istio-injection=%q blocks every Istio webhook", v)
+		if rev, both := nsLabels[istio.LabelRev]; both {
+			// istio-injection=enabled beside istio.io/rev would be the
+			// conflict KM-INJ-003 warns of: the blocking label goes, and
+			// istio.io/rev decides, when it names a revision that exists.
+			revs, tags := activeRevisions(evals)
+			if slices.Contains(revs, rev) || slices.Contains(tags, rev) {
+				return why, fmt.Sprintf("kubectl label namespace %s istio-injection-   # istio.io/rev=%s then selects its revision", ns, rev)
+			}
+			w, fix := revisionNotFound(ns, rev, evals)
+			if fix != "" {
+				fix = fmt.Sprintf("kubectl label namespace %s istio-injection-\n", ns) + fix
+			}
+			return why + "; " + w, fix
+		}
+		return why, fmt.Sprintf("kubectl label namespace %s istio-injection=enabled --overwrite", ns)
 	}
 	if w.Labels[istio.KeyInject] == "false" {
 		return "pod label sidecar.istio.io/inject=\"false\" excludes it from every Istio webhook",
@@ -170,11 +195,7 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 		active := activeNamespaceWebhooks(evals)
 		if rev, ok := nsLabels[istio.LabelRev]; ok {
 			if _, both := nsLabels[istio.LabelInjection]; !both {
-				fix := ""
-				if len(active) > 0 {
-					fix = fmt.Sprintf("kubectl label namespace %s %s --overwrite", ns, active[0])
-				}
-				return fmt.Sprintf("no active Istio webhook serves revision or tag %q (namespace label istio.io/rev)", rev), fix
+				return revisionNotFound(ns, rev, evals)
 			}
 		}
 		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
@@ -203,6 +224,73 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 	default:
 		return why, setTemplateLabel(w, istio.KeyInject, "true")
 	}
+}
+
+// revisionNotFound says that the namespace's istio.io/rev names no active
+// revision or tag, which ones exist, and the fix: the label set to one
+// that exists (the default first), never to istio-injection, which with
+// istio.io/rev left in place conflicts with it. With no revision label to
+// name, the wrong label goes and istio-injection=enabled comes in its
+// place, when a webhook selects that; with none, no revision is invented.
+const revisionGone = "no active Istio webhook serves revision or tag"
+
+func revisionNotFound(ns, rev string, evals []*webhookEval) (string, string) {
+	revs, tags := activeRevisions(evals)
+	why := fmt.Sprintf(revisionGone+" %q (namespace label istio.io/rev)", rev)
+	var known []string
+	if len(revs) > 0 {
+		known = append(known, "revisions "+strings.Join(revs, ", "))
+	}
+	if len(tags) > 0 {
+		known = append(known, "tags "+strings.Join(tags, ", "))
+	}
+	if len(known) > 0 {
+		why += "; the cluster has " + strings.Join(known, " and ")
+	}
+	names := append(append([]string(nil), revs...), tags...)
+	if slices.Contains(names, "default") {
+		names = append([]string{"default"}, slices.DeleteFunc(names, func(n string) bool { return n == "default" })...)
+	}
+	switch {
+	case len(names) > 0:
+		return why, fmt.Sprintf("kubectl label namespace %s %s=%s --overwrite   # a revision or tag that exists (%s)", ns, istio.LabelRev, names[0], strings.Join(known, "; "))
+	case slices.Contains(activeNamespaceWebhooks(evals), "istio-injection=enabled"):
+		why += "; no webhook selects an istio.io/rev value, istio-injection=enabled selects the default injector"
+		return why, fmt.Sprintf("kubectl label namespace %s %s- istio-injection=enabled   # the wrong label removed, so that the two do not conflict", ns, istio.LabelRev)
+	}
+	why += "; no active Istio revision or tag is known"
+	return why, ""
+}
+
+// activeRevisions are the istio.io/rev values an active Istio webhook
+// selects namespaces by: revisions, and tags (a webhook configuration with
+// an istio.io/tag label), each sorted.
+func activeRevisions(evals []*webhookEval) (revs, tags []string) {
+	const sel = "istio.io/rev in ("
+	seen := map[string]bool{}
+	for _, e := range evals {
+		if e.deactivated || !e.rulesMatch {
+			continue
+		}
+		i := strings.Index(e.nsSelector, sel)
+		if i < 0 {
+			continue
+		}
+		for _, v := range strings.Split(strings.SplitN(e.nsSelector[i+len(sel):], ")", 2)[0], ",") {
+			if v = strings.TrimSpace(v); v == "" || seen[v] {
+				continue
+			}
+			seen[v] = true
+			if e.tag != "" && e.tag == v {
+				tags = append(tags, v)
+			} else {
+				revs = append(revs, v)
+			}
+		}
+	}
+	sort.Strings(revs)
+	sort.Strings(tags)
+	return revs, tags
 }
 
 // activeNamespaceWebhooks lists namespace labels that select an active Istio

@@ -1000,12 +1000,13 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo hi > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"}
 				return runningReady(ctx, f, inj, p)
 			}},
-		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 and a Service (http 8080) targeting 8080",
+		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
-				if err := createService(ctx, inj, catService("excluded-inbound", "excluded-inbound", catPort("http", 8080, 8080, ""))); err != nil {
-					return err
-				}
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
+			}},
+		{code: "KM-CAP-008", ns: inj, name: "excluded-cluster", how: "traffic.sidecar.istio.io/excludeOutboundIPRanges=10.0.0.0/8, which holds the test cluster's pod and Service ranges (10.213.77.0/24, 10.213.78.0/24 by default)",
+			plant: func(ctx context.Context, f *catFault) error {
+				return runningReady(ctx, f, inj, appPod("excluded-cluster", nil, catLean("traffic.sidecar.istio.io/excludeOutboundIPRanges", "10.0.0.0/8")))
 			}},
 		{code: "KM-CAP-004", ns: inj, name: "no-interception", how: "sidecar.istio.io/interceptionMode=NONE: injected, no istio-init",
 			plant: func(ctx context.Context, f *catFault) error {
@@ -1064,11 +1065,8 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo 'nameserver 10.96.0.99' > /etc/resolv.conf && mkdir -p /www && echo hi > /www/index.html && exec httpd -f -p 8080 -h /www"}
 				return runningReady(ctx, f, live, p)
 			}},
-		{code: "KM-CONN-002", ns: live, name: "localhost-only", how: "the app serves on 127.0.0.1:8080 only, behind a Service (http 8080)",
+		{code: "KM-CONN-002", ns: live, name: "localhost-only", how: "the app serves on 127.0.0.1:8080 only, containerPort 8080, no Service",
 			plant: func(ctx context.Context, f *catFault) error {
-				if err := createService(ctx, live, catService("localhost-only", "localhost-only", catPort("http", 8080, 8080, ""))); err != nil {
-					return err
-				}
 				p := appPod("localhost-only", nil, catLean())
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /www && echo hi > /www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /www"}
 				return runningReady(ctx, f, live, p)
@@ -1079,6 +1077,13 @@ exit 1`
 					return err
 				}
 				return runningReady(ctx, f, inj, appPod("sniffed", nil, catLean()))
+			}},
+		{code: "KM-CONN-006", ns: inj, name: "server-first", how: "a Service port named db (3306 → 3306), no appProtocol: MySQL's port",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := createService(ctx, inj, catService("server-first", "server-first", catPort("db", 3306, 3306, ""))); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod("server-first", nil, catLean()))
 			}},
 		{code: "KM-CONN-004", ns: inj, name: "proto", how: "a Deployment; Services proto-http (8080/TCP, http-web) and proto-udp (8080/UDP, udp-raw) select it",
 			plant: func(ctx context.Context, f *catFault) error {
