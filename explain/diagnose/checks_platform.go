@@ -93,6 +93,12 @@ func oneLine(s string, n int) string {
 // warningEvents are the pod's Warning events (about container, "" for any),
 // newest last, each once, at most n: "Reason (N×): message".
 func warningEvents(s *startup.StartupReport, container string, n int) []string {
+	return warningEventsBut(s, container, "", n)
+}
+
+// warningEventsBut is warningEvents without the kubelet's "Error: REASON"
+// events that only repeat a waiting reason already given.
+func warningEventsBut(s *startup.StartupReport, container, reason string, n int) []string {
 	if s == nil {
 		return nil
 	}
@@ -100,7 +106,7 @@ func warningEvents(s *startup.StartupReport, container string, n int) []string {
 	seen := map[string]bool{}
 	for i := len(s.Events) - 1; i >= 0 && len(out) < n; i-- {
 		e := s.Events[i]
-		if e.Type != corev1.EventTypeWarning || container != "" && e.Container != container {
+		if e.Type != corev1.EventTypeWarning || container != "" && e.Container != container || reason != "" && strings.TrimSpace(e.Message) == "Error: "+reason {
 			continue
 		}
 		line := e.Reason
@@ -184,8 +190,8 @@ func (in *Input) initPlatform() []Finding {
 			}
 			out = append(out, f)
 		case waitingFailure(c) && c.Role != startup.RoleProxyNative && c.Role != startup.RoleNativeSidecar:
-			ev := fmt.Sprintf("init container %s cannot start: %s (%s)", c.Name, kubeletSays(c), startup.Plural(c.Restarts, "restart"))
-			if evs := warningEvents(s, c.Name, 2); len(evs) > 0 {
+			ev := fmt.Sprintf("init container %s cannot start: %s%s", c.Name, kubeletSays(c), restartsNote(c))
+			if evs := warningEventsBut(s, c.Name, c.Reason, 2); len(evs) > 0 {
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
 			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev,
@@ -499,4 +505,13 @@ func proxyRequests(p *corev1.Pod) string {
 		return s
 	}
 	return ""
+}
+
+// restartsNote is " (N restarts)" for a container that has run before, ""
+// for one that never did.
+func restartsNote(c startup.ContainerStartup) string {
+	if c.Restarts == 0 {
+		return ""
+	}
+	return " (" + startup.Plural(c.Restarts, "restart") + ")"
 }

@@ -188,7 +188,7 @@ var checkCases = []checkCase{
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: `Container image "kmesh.local/nope:v1" is not present with pull policy of Never`}}}
 		p.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "kmesh.local/nope:v1"}
 		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
-	}, now: 3 * time.Minute, status: Fail, evidence: `init container istio-init cannot start: ErrImageNeverPull: Container image "kmesh.local/nope:v1" is not present with pull policy of Never (0 restarts); istio-init was added by Istio's injector, set by the pod's sidecar.istio.io/proxyImage="kmesh.local/nope:v1"`,
+	}, now: 3 * time.Minute, status: Fail, evidence: `init container istio-init cannot start: ErrImageNeverPull: Container image "kmesh.local/nope:v1" is not present with pull policy of Never; istio-init was added by Istio's injector, set by the pod's sidecar.istio.io/proxyImage="kmesh.local/nope:v1"`,
 		fix: "sidecar.istio.io/proxyImage"},
 	{code: CodePodNotReady, pod: func(p *corev1.Pod) {
 		p.Status.ContainerStatuses[1].Ready = false

@@ -66,7 +66,19 @@ func workloadShort(in *Input) []Finding {
 	if w.Failed != "" {
 		ev = fmt.Sprintf("job/%s failed: %s", w.Name, w.Failed)
 	}
-	said := append(append([]string(nil), w.Conditions...), w.Events...)
+	// The controller's conditions, then its events that do not repeat them.
+	said := append([]string(nil), w.Conditions...)
+	for _, e := range w.Events {
+		repeated := false
+		for _, c := range w.Conditions {
+			if _, msg, ok := strings.Cut(c, "): "); ok && strings.Contains(e, msg) {
+				repeated = true
+			}
+		}
+		if !repeated {
+			said = append(said, e)
+		}
+	}
 	if len(said) > 3 {
 		said = said[:3]
 	}

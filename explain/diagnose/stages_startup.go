@@ -296,8 +296,11 @@ func containerTrouble(s *startup.StartupReport, p *corev1.Pod, target string) (f
 			if c.Restarts == 0 {
 				own = "kubectl describe pod " + target + "   # the events say why container " + c.Name + " cannot start"
 			}
-			ev := fmt.Sprintf("container %s cannot start: %s (%s%s)", c.Name, kubeletSays(c), startup.Plural(c.Restarts, "restart"), last)
-			if evs := warningEvents(s, c.Name, 2); len(evs) > 0 {
+			ev := fmt.Sprintf("container %s cannot start: %s", c.Name, kubeletSays(c))
+			if c.Restarts > 0 || last != "" {
+				ev += fmt.Sprintf(" (%s%s)", startup.Plural(c.Restarts, "restart"), last)
+			}
+			if evs := warningEventsBut(s, c.Name, c.Reason, 2); len(evs) > 0 {
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
 			f := Finding{Code: code, Status: Fail, Fix: own, Evidence: ev}
