@@ -56,6 +56,9 @@ func outboundOf(p *corev1.Pod) (o outboundCapture, ok bool) {
 	if !ok {
 		return o, false
 	}
+	if !mayNarrow(args, env) {
+		return outboundCapture{all: true}, true // the common case, without parsing every flag
+	}
 	cfg, err := capture.ParseCaptureArgs(args, env)
 	if err != nil {
 		return o, false
@@ -245,4 +248,41 @@ func rangesFix(p *corev1.Pod, from, key, value, or string) string {
 		return annotationPatch(p, key, "") + "   # " + or
 	}
 	return "the mesh-wide values " + value + " give it (no annotation on the pod): change them in the install (istioctl install --set values." + value + "=…, or the Helm values), " + or + "; then re-create the pods"
+}
+
+// mayNarrow says whether capture arguments may leave an address out of
+// outbound capture: an include list other than "*", an exclude list that
+// is not empty, or an environment variable that sets either. It is the
+// quick test before the full parse (a flag set per pod is most of a
+// sweep's time otherwise).
+func mayNarrow(args []string, env map[string]string) bool {
+	for k := range env {
+		if strings.Contains(strings.ToUpper(k), "CIDR") || strings.Contains(strings.ToUpper(k), "IP_RANGES") {
+			return true
+		}
+	}
+	for i, a := range args {
+		name, val, inline := strings.Cut(a, "=")
+		if !inline {
+			val = ""
+			if i+1 < len(args) {
+				val = args[i+1]
+			}
+		}
+		switch name {
+		case "-i", "--istio-service-cidr":
+			if val != "*" {
+				return true
+			}
+		case "-x", "--istio-service-exclude-cidr":
+			if strings.TrimSpace(val) != "" && !strings.HasPrefix(val, "-") {
+				return true
+			}
+		default:
+			if strings.HasPrefix(name, "-") && strings.Contains(name, "cidr") {
+				return true
+			}
+		}
+	}
+	return false
 }

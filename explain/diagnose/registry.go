@@ -3,6 +3,7 @@ package diagnose
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -89,10 +90,24 @@ func register(s *Spec) {
 		panic("diagnose: check " + s.Code + " registered twice")
 	}
 	registry[s.Code] = s
+	sorted.list = nil
+	sorted.once = sync.Once{}
+}
+
+// sorted is the catalogue in causal order, made once (the registry is
+// complete once every file's init has run).
+var sorted struct {
+	once sync.Once
+	list []*Spec
 }
 
 // Checks is the catalogue in causal order: by stage, then by code.
 func Checks() []*Spec {
+	sorted.once.Do(func() { sorted.list = sortChecks() })
+	return sorted.list
+}
+
+func sortChecks() []*Spec {
 	out := make([]*Spec, 0, len(registry))
 	for _, s := range registry {
 		out = append(out, s)
@@ -131,6 +146,8 @@ type Input struct {
 	Target string
 
 	inj, init, start, capture, conns *stageAnswer
+	// hasProxy: 0 not worked out yet, 1 the pod has istio-proxy, 2 not.
+	hasProxy int8
 }
 
 // stageAnswer is a stage's row and its findings, made once.
@@ -142,18 +159,21 @@ type stageAnswer struct {
 // pod is the pod, or nil (a template, a manifest).
 func (in *Input) pod() *corev1.Pod { return in.Pod }
 
-// injected says the pod has an Istio sidecar.
+// injected says the pod has an Istio sidecar (worked out once per pod).
 func (in *Input) injected() bool {
-	p := in.Pod
-	if p == nil {
-		return false
-	}
-	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-		if c.Name == istio.ProxyContainer {
-			return true
+	if in.hasProxy == 0 {
+		in.hasProxy = 2
+		if p := in.Pod; p != nil {
+			for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+				for i := range cs {
+					if cs[i].Name == istio.ProxyContainer {
+						in.hasProxy = 1
+					}
+				}
+			}
 		}
 	}
-	return false
+	return in.hasProxy == 1
 }
 
 // appContainers are the pod's containers but Istio's own.
