@@ -76,6 +76,9 @@ func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workloa
 			out = append(out, JobWorkload(&jobs.Items[i]))
 		}
 	}
+	for i := range out {
+		out[i].WorkloadState.Template = out[i].Template
+	}
 	return out, unread, nil
 }
 
@@ -89,25 +92,25 @@ func (c *Client) Workload(ctx context.Context, namespace, kind, name string) (w 
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get deployments")
 		}
-		return DeploymentWorkload(o), true, nil
+		return withTemplate(DeploymentWorkload(o)), true, nil
 	case "StatefulSet":
 		o, err := c.Kube.AppsV1().StatefulSets(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get statefulsets")
 		}
-		return StatefulSetWorkload(o), true, nil
+		return withTemplate(StatefulSetWorkload(o)), true, nil
 	case "DaemonSet":
 		o, err := c.Kube.AppsV1().DaemonSets(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get daemonsets")
 		}
-		return DaemonSetWorkload(o), true, nil
+		return withTemplate(DaemonSetWorkload(o)), true, nil
 	case "Job":
 		o, err := c.Kube.BatchV1().Jobs(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get jobs")
 		}
-		return JobWorkload(o), true, nil
+		return withTemplate(JobWorkload(o)), true, nil
 	}
 	return w, false, nil
 }
@@ -280,4 +283,10 @@ func WorkloadEvents(events map[string][]corev1.Event, namespace, kind, name stri
 // UnknownEvents records the warning events as unread in f.
 func UnknownEvents(f *injection.ClusterFacts, err error) error {
 	return unknown(f, injection.FactEvents, "list events", err)
+}
+
+// withTemplate gives the state the template its fixes patch.
+func withTemplate(w Workload) Workload {
+	w.WorkloadState.Template = w.Template
+	return w
 }

@@ -10,6 +10,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 const (
 	CodeInitContainerFailed = "KM-INIT-008"
 	CodeCannotStart         = "KM-INIT-009"
+	CodePodSetup            = "KM-INIT-010"
 	CodePodNotReady         = "KM-START-014"
 )
 
@@ -49,6 +51,13 @@ func init() {
 		Source:  "kubectl's own statuses (Init:ImagePullBackOff, Init:CreateContainerConfigError); istio/istio issues on istio-init images that cannot be pulled",
 		Planted: "an init container whose image does not exist on the node",
 		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodeCannotStart) }})
+	register(&Spec{Code: CodePodSetup, Title: "pod's volumes or sandbox cannot be set up", Stage: CheckInit, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents},
+		Means:   "The kubelet cannot set the pod up before any of its containers runs: a volume cannot be mounted (a Secret, ConfigMap or claim that does not exist) or its sandbox cannot be created. The pod stays Pending, and no init container (istio-init included) is to blame.",
+		Detects: "The pod's warning events (FailedMount, FailedAttachVolume, FailedCreatePodSandBox) while it is Pending on a node and none of its containers has started.",
+		Fixes:   "Create what the event names as missing (the Secret, ConfigMap or claim), or remove the reference.",
+		Source:  "kubectl's own statuses (Init:0/N, ContainerCreating with FailedMount); istio/istio issues where users blamed istio-init for a pod stuck in init",
+		Planted: "a pod whose volume is a Secret that does not exist",
+		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodePodSetup) }})
 	register(&Spec{Code: CodePodNotReady, Title: "pod not ready", Stage: CheckStart, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents},
 		Means:   "The pod has run past its start and is not Ready, and no container fails: it receives no traffic from its Services. The kubelet's Ready condition and the pod's warning events say why (a readiness probe failing, a readiness gate).",
 		Detects: "The pod's Ready condition (or its containers' ready flags) against its age and its probes' delays; within that time it is a warning.",
@@ -174,6 +183,9 @@ func (in *Input) initPlatform() []Finding {
 		return nil
 	}
 	var out []Finding
+	if f, ok := podSetup(in); ok {
+		out = append(out, f)
+	}
 	for i, c := range s.InitContainers {
 		switch {
 		case c.Role == startup.RoleInit && c.Failing:
@@ -194,8 +206,7 @@ func (in *Input) initPlatform() []Finding {
 			if evs := warningEventsBut(s, c.Name, c.Reason, 2); len(evs) > 0 {
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
-			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev,
-				Fix: "kubectl describe pod " + in.Target + "   # the kubelet's events for container " + c.Name + " say what it is missing"}
+			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev, Fix: waitingFix(in, c, ev)}
 			if by := injectedBy(p, c.Name); by != "" {
 				f.Evidence += "; " + by
 				f.Mesh = by
@@ -285,25 +296,39 @@ func previousOf(c startup.ContainerStartup) string {
 }
 
 // grace is how long the pod may take to get ready: StartGrace, or longer
-// when its probes' delays and thresholds give it longer.
+// when its probes' delays and thresholds give it longer (a startup probe
+// only until its container has started), at most maxGrace.
 func grace(p *corev1.Pod) time.Duration {
+	started := map[string]bool{}
+	for _, st := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		started[st.Name] = st.Started != nil && *st.Started
+	}
 	g := StartGrace
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
 		var d time.Duration
 		for _, pr := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe} {
-			if pr == nil {
+			if pr == nil || pr == c.StartupProbe && started[c.Name] {
 				continue
 			}
-			period, fails := max(pr.PeriodSeconds, 10), max(pr.FailureThreshold, 3)
-			if pr == c.ReadinessProbe {
-				fails = 1
+			period, fails := pr.PeriodSeconds, pr.FailureThreshold
+			if period <= 0 {
+				period = 10
 			}
-			d += time.Duration(pr.InitialDelaySeconds)*time.Second + time.Duration(period*fails)*time.Second
+			if fails <= 0 {
+				fails = 3
+			}
+			if pr == c.ReadinessProbe {
+				fails = min(fails, 3)
+			}
+			d += time.Duration(pr.InitialDelaySeconds)*time.Second + time.Duration(period)*time.Duration(fails)*time.Second
 		}
 		g = max(g, d+StartGrace/2)
 	}
-	return g
+	return min(g, maxGrace)
 }
+
+// maxGrace bounds the start a pod's probes can give it.
+const maxGrace = 15 * time.Minute
 
 // readiness says whether the pod is ready, and since when it has been as it
 // is (the Ready condition's transition, else its creation).
@@ -469,6 +494,26 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		ev = "the scheduler cannot place the pod: " + said
 		if in.injected() && strings.Contains(said, "Insufficient") {
 			ev += "; " + proxyRequests(p)
+			if keys := proxyResourceAnnotations(p.Annotations); len(keys) > 0 {
+				in.notRunningMesh = "the pod's " + quoteAnnotations(p.Annotations, keys)
+				ev += ": the sidecar's requests, set by " + in.notRunningMesh + ", count against the nodes too"
+				return Fail, ev, removeAnnotations(p, keys) + "   # the sidecar then asks for the mesh's own defaults; or set smaller values"
+			}
+		}
+		if sel := p.Spec.NodeSelector; len(sel) > 0 && strings.Contains(said, "node affinity/selector") {
+			var kv []string
+			for k, v := range sel {
+				kv = append(kv, k+"="+v)
+			}
+			sort.Strings(kv)
+			if owner := templateOwner(p); owner != "" {
+				return Fail, ev, "kubectl patch " + owner + " -n " + p.Namespace + ` --type=json -p '[{"op":"remove","path":"/spec/template/spec/nodeSelector"}]'` +
+					"   # no node has " + strings.Join(kv, ", ") + ": drop the selector, or label a node: kubectl label node NODE " + strings.Join(kv, " ")
+			}
+			return Fail, ev, "kubectl label node NODE " + strings.Join(kv, " ") + "   # no node has these labels; or remove the nodeSelector from the pod's manifest"
+		}
+		if m := missingClaim.FindStringSubmatch(said); m != nil {
+			return Fail, ev, missingFix(in, said, "")
 		}
 		return Fail, ev, describe + "   # the scheduler's message above says which nodes refuse it and why"
 	}
@@ -514,4 +559,227 @@ func restartsNote(c startup.ContainerStartup) string {
 		return ""
 	}
 	return " (" + startup.Plural(c.Restarts, "restart") + ")"
+}
+
+// setupReasons are the kubelet's events of a pod it cannot set up.
+var setupReasons = map[string]bool{"FailedMount": true, "FailedAttachVolume": true, "FailedCreatePodSandBox": true, "FailedMapVolume": true}
+
+// podSetup is the finding of a pod the kubelet cannot set up: Pending on a
+// node, no container started, and its warning events say why.
+func podSetup(in *Input) (Finding, bool) {
+	s, p := in.Startup, in.Pod
+	if p.Status.Phase != corev1.PodPending || p.Spec.NodeName == "" || s.Ambient {
+		return Finding{}, false
+	}
+	for _, c := range append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...) {
+		if c.StartedAt != nil || c.LastTermination != nil {
+			return Finding{}, false
+		}
+	}
+	var said []string
+	for i := len(s.Events) - 1; i >= 0 && len(said) < 2; i-- {
+		e := s.Events[i]
+		if e.Type == corev1.EventTypeWarning && setupReasons[e.Reason] {
+			line := e.Reason
+			if e.Count > 1 {
+				line += fmt.Sprintf(" (%d×)", e.Count)
+			}
+			said = append(said, line+": "+oneLine(e.Message, 300))
+		}
+	}
+	if len(said) == 0 {
+		return Finding{}, false
+	}
+	ev := "the kubelet cannot set the pod up, so none of its containers (istio-init included) has run: " + strings.Join(said, "; ")
+	return Finding{Code: CodePodSetup, Status: Fail, Evidence: ev, Fix: missingFix(in, ev, "kubectl describe pod "+in.Target+"   # its events name what is missing")}, true
+}
+
+var (
+	missingSecret    = regexp.MustCompile(`secrets? "([^"]+)" not found`)
+	missingConfigMap = regexp.MustCompile(`configmaps? "([^"]+)" not found`)
+	missingClaim     = regexp.MustCompile(`persistentvolumeclaims? "([^"]+)" not found`)
+)
+
+// missingFix is the command that creates what a message says is missing
+// (a Secret, a ConfigMap, a claim), else fallback.
+func missingFix(in *Input, msg, fallback string) string {
+	ns := in.Namespace()
+	if m := missingSecret.FindStringSubmatch(msg); m != nil {
+		return "kubectl create secret generic " + m[1] + " -n " + ns + " --from-literal=KEY=VALUE   # the pod refers to Secret " + m[1] + ", which does not exist: create it with the keys the pod reads (or mark the reference optional)"
+	}
+	if m := missingConfigMap.FindStringSubmatch(msg); m != nil {
+		return "kubectl create configmap " + m[1] + " -n " + ns + " --from-literal=KEY=VALUE   # the pod refers to ConfigMap " + m[1] + ", which does not exist: create it with the keys the pod reads (or mark the reference optional)"
+	}
+	if m := missingClaim.FindStringSubmatch(msg); m != nil {
+		return "kubectl create -n " + ns + ` -f - <<<'{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"` + m[1] +
+			`"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}'   # the claim the pod mounts does not exist (size and access mode to suit; a StorageClass or PV must bind it)`
+	}
+	return fallback
+}
+
+// waitingFix is the fix of a container that waits for a reason it does not
+// get past: what to create, the image to correct, or the events to read.
+func waitingFix(in *Input, c startup.ContainerStartup, evidence string) string {
+	describe := "kubectl describe pod " + in.Target + "   # the kubelet's events for container " + c.Name + " say what it is missing"
+	if fix := missingFix(in, evidence, ""); fix != "" {
+		return fix
+	}
+	if imageReason(c.Reason) || c.Reason == "InvalidImageName" {
+		image := ""
+		if p := in.Pod; p != nil {
+			for _, sc := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+				if sc.Name == c.Name {
+					image = sc.Image
+				}
+			}
+		}
+		why := "it cannot be pulled (wrong name or tag, or a registry that needs imagePullSecrets)"
+		if c.Reason == "ErrImageNeverPull" {
+			why = "it is not on the node and its pull policy Never forbids pulling it"
+		}
+		if in.Pod == nil {
+			return describe
+		}
+		if owner := templateOwner(in.Pod); owner != "" && !strings.HasPrefix(owner, "job/") {
+			return "kubectl set image " + owner + " -n " + in.Namespace() + " " + c.Name + "=IMAGE   # " + image + ": " + why + "; name an image that exists"
+		}
+		return "correct container " + c.Name + "'s image in the pod's manifest, then re-create the pod   # " + image + ": " + why
+	}
+	return describe
+}
+
+// Namespace is the namespace of the pod (or of the workload) diagnosed.
+func (in *Input) Namespace() string {
+	switch {
+	case in.Pod != nil:
+		return in.Pod.Namespace
+	case in.Workload != nil:
+		return in.Workload.Namespace
+	case in.Injection != nil:
+		return in.Injection.Namespace
+	}
+	return ""
+}
+
+// container is the spec and the startup of container name.
+func (in *Input) container(name string) (*corev1.Container, *startup.ContainerStartup) {
+	var spec *corev1.Container
+	if p := in.Pod; p != nil {
+		for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range cs {
+				if cs[i].Name == name {
+					spec = &cs[i]
+				}
+			}
+		}
+	}
+	var st *startup.ContainerStartup
+	if s := in.Startup; s != nil {
+		for _, list := range [][]startup.ContainerStartup{s.InitContainers, s.Containers} {
+			for i := range list {
+				if list[i].Name == name {
+					st = &list[i]
+				}
+			}
+		}
+	}
+	return spec, st
+}
+
+// refineFailing gives a failing container's finding what the kubelet says
+// of its kills (a liveness probe, its memory limit) and the fix that
+// follows: the probe to correct, the limit to raise, the annotation that
+// set the sidecar's.
+func (in *Input) refineFailing(f *Finding) {
+	spec, st := in.container(f.container)
+	if spec == nil || st == nil {
+		return
+	}
+	if evs := warningEventsBut(in.Startup, st.Name, "", 2); len(evs) > 0 && !strings.Contains(f.Evidence, "events:") {
+		f.Evidence += "; events: " + strings.Join(evs, "; ")
+	}
+	oom := strings.Contains(st.LastFailure, "OOMKilled") || st.Reason == "OOMKilled"
+	liveness := false
+	for _, e := range in.Startup.Events {
+		liveness = liveness || e.Container == st.Name && strings.Contains(e.Message, "Liveness probe failed")
+	}
+	p := in.Pod
+	switch {
+	case oom && istio.IsIstioContainer(st.Name):
+		limit := spec.Resources.Limits.Memory().String()
+		f.Evidence += fmt.Sprintf("; it was killed at its memory limit (%s)", limit)
+		if v, ok := p.Annotations["sidecar.istio.io/proxyMemoryLimit"]; ok {
+			f.Mesh = fmt.Sprintf("sidecar.istio.io/proxyMemoryLimit=%q", v)
+			f.Evidence += ", set by the pod's " + f.Mesh
+			f.Fix = annotationPatch(p, "sidecar.istio.io/proxyMemoryLimit", "") + "   # the sidecar then gets the mesh's own limit; or set it higher"
+		} else {
+			f.Fix = specFixAnnotation(p, "sidecar.istio.io/proxyMemoryLimit", "1Gi") + "   # the sidecar's memory limit is the mesh's default: give this workload more"
+		}
+	case oom:
+		limit := spec.Resources.Limits.Memory()
+		f.Evidence += fmt.Sprintf("; it was killed at its memory limit (%s)", limit.String())
+		if owner := templateOwner(p); owner != "" && !limit.IsZero() {
+			more := limit.DeepCopy()
+			more.Add(*limit)
+			f.Fix = fmt.Sprintf("kubectl set resources %s -n %s -c %s --limits=memory=%s   # OOMKilled at %s: give it more memory (or make it use less)", owner, p.Namespace, st.Name, more.String(), limit.String())
+		} else {
+			f.Fix = "raise container " + st.Name + "'s memory limit in the pod's manifest (OOMKilled at " + limit.String() + "), then re-create the pod"
+		}
+	case liveness && spec.LivenessProbe != nil:
+		f.Evidence += "; the kubelet kills it because its liveness probe fails"
+		f.Fix = fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.containers[?(@.name=="%s")].livenessProbe}'`, p.Name, p.Namespace, st.Name) +
+			"   # the liveness probe fails (events above): correct what it checks (its port, path or command), then re-create the pod"
+	}
+}
+
+// specFixAnnotation sets an annotation on the pod's template.
+func specFixAnnotation(p *corev1.Pod, key, value string) string {
+	owner := templateOwner(p)
+	if owner == "" {
+		return fmt.Sprintf("in the pod's manifest, set the annotation %s: %q, then re-create the pod", key, value)
+	}
+	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
+}
+
+// proxyResourceKeys are the annotations that size the sidecar.
+var proxyResourceKeys = []string{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit", "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"}
+
+// proxyResourceAnnotations are those of annotations that size the sidecar.
+func proxyResourceAnnotations(annotations map[string]string) []string {
+	var out []string
+	for _, k := range proxyResourceKeys {
+		if _, ok := annotations[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// quoteAnnotations is `k="v", …` for the keys.
+func quoteAnnotations(annotations map[string]string, keys []string) string {
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, annotations[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// removeAnnotations is the patch that removes annotations from the pod's
+// template (or what to change in its manifest).
+func removeAnnotations(p *corev1.Pod, keys []string) string {
+	owner := templateOwner(p)
+	if owner == "" {
+		return "remove the annotations " + strings.Join(keys, ", ") + " from the pod's manifest, then re-create the pod"
+	}
+	return templatePatch(owner, p.Namespace, keys)
+}
+
+// templatePatch is the JSON patch of a workload that removes annotations
+// from its template.
+func templatePatch(owner, ns string, keys []string) string {
+	var ops []string
+	for _, k := range keys {
+		ops = append(ops, `{"op":"remove","path":"/spec/template/metadata/annotations/`+jsonPointer(k)+`"}`)
+	}
+	return "kubectl patch " + owner + " -n " + ns + " --type=json -p '[" + strings.Join(ops, ",") + "]'"
 }

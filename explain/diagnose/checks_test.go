@@ -190,6 +190,14 @@ var checkCases = []checkCase{
 		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
 	}, now: 3 * time.Minute, status: Fail, evidence: `init container istio-init cannot start: ErrImageNeverPull: Container image "kmesh.local/nope:v1" is not present with pull policy of Never; istio-init was added by Istio's injector, set by the pod's sidecar.istio.io/proxyImage="kmesh.local/nope:v1"`,
 		fix: "sidecar.istio.io/proxyImage"},
+	{code: CodePodSetup, pod: func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "istio-init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+		p.Status.ContainerStatuses = nil
+	}, events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedMount", Count: 9, LastTimestamp: at(100),
+		Message: `MountVolume.SetUp failed for volume "creds" : secret "db-credentials" not found`}},
+		now: 5 * time.Minute, status: Fail, evidence: `none of its containers (istio-init included) has run: FailedMount (9×): MountVolume.SetUp failed for volume "creds" : secret "db-credentials" not found`,
+		fix: "kubectl create secret generic db-credentials -n shop"},
 	{code: CodePodNotReady, pod: func(p *corev1.Pod) {
 		p.Status.ContainerStatuses[1].Ready = false
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]", LastTransitionTime: at(5)}}

@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // CodeWorkloadShort: a workload that wants pods and lacks some.
@@ -32,6 +35,8 @@ type WorkloadState struct {
 	// Since is when it last changed (created, a condition moved).
 	Since time.Time `json:"since"`
 	Now   time.Time `json:"-"`
+	// Template is its pod template (what fixes patch), when read.
+	Template *corev1.PodTemplateSpec `json:"-"`
 }
 
 // Short says the workload lacks pods it wants, or its Job failed.
@@ -40,7 +45,7 @@ func (w *WorkloadState) Short() bool {
 }
 
 func init() {
-	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods", Stage: CheckInjection, Kind: Static, Status: Fail,
+	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods, or its Job failed", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
 		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up. There is no pod to diagnose: the controller's own conditions and events say why.",
 		Detects: "The workloads' desired pods against the pods that exist, and their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
@@ -96,6 +101,29 @@ func workloadShort(in *Input) []Finding {
 			break
 		}
 	}
+	if w.Failed != "" {
+		f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that, then re-create the Job"
+	}
+	owner := strings.ToLower(w.Kind) + "/" + w.Name
+	if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
+		if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
+			// The sidecar's resources come from these annotations.
+			f.Mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
+			f.Evidence += "; the sidecar's resources are set by " + f.Mesh
+			f.Fix = templatePatch(owner, w.Namespace, keys) + "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)"
+		} else if m := limitRangeMax.FindStringSubmatch(text); m != nil && !appHasLimit(t, m[1], m[3]) {
+			// No container of the template has that limit: the injected
+			// sidecar's defaults do.
+			key := "sidecar.istio.io/proxyCPULimit"
+			if m[1] == "memory" {
+				key = "sidecar.istio.io/proxyMemoryLimit"
+			}
+			f.Mesh = "the sidecar's default " + m[1] + " limit (" + m[3] + ", from the mesh's values)"
+			f.Evidence += "; no container of the template has that limit: it is " + f.Mesh
+			f.Fix = fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, w.Namespace, key, m[2]) +
+				"   # the sidecar's " + m[1] + " limit within the namespace's LimitRange maximum (" + m[2] + ")"
+		}
+	}
 	switch {
 	case len(said) > 0 || w.Failed != "":
 	case w.EventsUnknown != "":
@@ -115,4 +143,24 @@ func pods(n int32) string {
 		return "1 pod"
 	}
 	return fmt.Sprintf("%d pods", n)
+}
+
+// resourceRefusal: a controller's message about containers' resources.
+var resourceRefusal = regexp.MustCompile(`resources\.(requests|limits)|must be less than or equal to|maximum (cpu|memory) usage|minimum (cpu|memory) usage|Insufficient (cpu|memory)`)
+
+// limitRangeMax is a LimitRange's refusal: resource, maximum, limit asked.
+var limitRangeMax = regexp.MustCompile(`maximum (cpu|memory) usage per Container is ([^,\] ]+), but limit is ([^,\] ]+)`)
+
+// appHasLimit says a container of the template has that limit of resource.
+func appHasLimit(t *corev1.PodTemplateSpec, res, limit string) bool {
+	want, err := resource.ParseQuantity(limit)
+	if err != nil {
+		return true // not understood: not put down to the sidecar
+	}
+	for _, c := range append(append([]corev1.Container(nil), t.Spec.InitContainers...), t.Spec.Containers...) {
+		if q, ok := c.Resources.Limits[corev1.ResourceName(res)]; ok && q.Cmp(want) == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -174,6 +174,7 @@ func Diagnose(f Facts) *Diagnosis {
 			d.Findings = append(d.Findings, fd)
 		}
 	}
+	causesFirst(d)
 	for i := range d.Checks {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}
@@ -265,4 +266,61 @@ func (d *Diagnosis) Worst() string {
 		}
 	}
 	return worst
+}
+
+// explains are the findings that, on a pod whose app container fails,
+// are the likely cause of it: a port the proxy holds, an app that started
+// before the proxy was ready.
+var explains = map[string]bool{CodeReservedPort: true, CodeAppBeforeProxy: true}
+
+// causesFirst puts a cause before its symptom: when an app container fails
+// and a finding explains why, that finding fails too and decides its
+// stage's row; the symptom stays among the findings, after it.
+func causesFirst(d *Diagnosis) {
+	symptom := -1
+	for i, f := range d.Findings {
+		if f.Code == CodeAppFailing && f.Status == Fail {
+			symptom = i
+			break
+		}
+	}
+	if symptom < 0 {
+		return
+	}
+	var causes []Finding
+	var rest []Finding
+	for _, f := range d.Findings {
+		if explains[f.Code] && (f.Status == Warning || f.Status == Fail) {
+			f.Status, f.cause = Fail, true
+			f.Evidence += "; the likely cause of: " + d.Findings[symptom].Evidence
+			causes = append(causes, f)
+			continue
+		}
+		rest = append(rest, f)
+	}
+	if len(causes) == 0 {
+		return
+	}
+	// The causes go before the first finding of their stage.
+	out := make([]Finding, 0, len(d.Findings))
+	placed := false
+	for _, f := range rest {
+		if !placed && f.Stage == causes[0].Stage {
+			out, placed = append(out, causes...), true
+		}
+		out = append(out, f)
+	}
+	if !placed {
+		out = append(out, causes...)
+	}
+	d.Findings = out
+	for i := range d.Checks {
+		c := &d.Checks[i]
+		for _, f := range causes {
+			if f.Stage == c.Name {
+				c.Status, c.Evidence, c.Fix, c.Code, c.Needs = f.Status, f.Evidence, f.Fix, f.Code, f.Needs
+				break
+			}
+		}
+	}
 }

@@ -80,6 +80,11 @@ type Finding struct {
 	// annotation and its value, a container the injector added, capture
 	// with no proxy), "" when the finding is not put down to the mesh.
 	Mesh string `json:"mesh,omitempty"`
+	// cause: it explains another finding of the pod (a symptom), and goes
+	// before it.
+	cause bool
+	// container is the container a startup hazard is about.
+	container string
 }
 
 var registry = map[string]*Spec{}
@@ -148,6 +153,9 @@ type Input struct {
 	inj, init, start, capture, conns *stageAnswer
 	// hasProxy: 0 not worked out yet, 1 the pod has istio-proxy, 2 not.
 	hasProxy int8
+	// notRunningMesh is what of the mesh keeps the pod from running, when
+	// notRunning found it.
+	notRunningMesh string
 }
 
 // stageAnswer is a stage's row and its findings, made once.

@@ -105,7 +105,7 @@ func fromHazards(name string, s *startup.StartupReport, target string, fails, wa
 					continue
 				}
 				code := hazardCode(s, h)
-				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: h.Fix})
+				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: h.Fix, container: h.Container})
 				msgs = append(msgs, h.Message)
 				if c.Fix == "" {
 					c.Fix, c.Code = h.Fix, code
@@ -207,17 +207,25 @@ func (in *Input) startAnswer() *stageAnswer {
 	s := in.Startup
 	a, ok := fromHazards(CheckStart, s, in.Target, startFailures, startWarnings)
 	in.start = a
+	for i := range a.findings {
+		if f := &a.findings[i]; f.Code == CodeAppFailing || f.Code == CodeProxyFailing {
+			in.refineFailing(f)
+			if a.row.Code == f.Code && a.row.Status == f.Status {
+				a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
+			}
+		}
+	}
 	c := &a.row
 	if s == nil || ok && c.Status == Fail {
 		if s != nil {
-			failed, _, _ := containerTrouble(s, in.Pod, in.Target)
+			failed, _, _ := containerTrouble(in, s, in.Pod, in.Target)
 			a.findings = append(a.findings, failed...)
 		}
 		return a
 	}
 	// Containers that cannot start or keep restarting: a failure (waiting
 	// to start again, or never started), else a warning (restarted, runs).
-	failed, restarted, fix := containerTrouble(s, in.Pod, in.Target)
+	failed, restarted, fix := containerTrouble(in, s, in.Pod, in.Target)
 	a.findings = append(a.findings, failed...)
 	if !ok {
 		a.findings = append(a.findings, restarted...)
@@ -232,7 +240,7 @@ func (in *Input) startAnswer() *stageAnswer {
 	init := in.initAnswer().row
 	if unscheduled(s) || s.Phase != "Running" && s.Phase != "Succeeded" && !(init.Status == Fail && s.Phase == "Pending") {
 		status, evidence, nrFix := in.notRunning()
-		a.findings = append(a.findings, Finding{Code: CodeNotRunning, Status: status, Evidence: evidence, Fix: nrFix})
+		a.findings = append(a.findings, Finding{Code: CodeNotRunning, Status: status, Evidence: evidence, Fix: nrFix, Mesh: in.notRunningMesh})
 		if worseness[status] > worseness[c.Status] || !ok && len(restarted) == 0 {
 			c.Status, c.Evidence, c.Fix, c.Code = status, evidence, nrFix, CodeNotRunning
 			return a
@@ -269,7 +277,7 @@ func joinEvidence(fs []Finding) string {
 // containerTrouble lists the containers (app, proxy, native sidecars) that
 // cannot start — waiting for a reason they do not get past alone — and
 // those that restarted, with the command that shows why.
-func containerTrouble(s *startup.StartupReport, p *corev1.Pod, target string) (failed, restarted []Finding, fix string) {
+func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target string) (failed, restarted []Finding, fix string) {
 	all := append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...)
 	for _, c := range all {
 		if c.Role == startup.RoleIstioInit || c.Role == startup.RoleIstioValidation || c.Role == startup.RoleInit || c.Failing {
@@ -293,10 +301,10 @@ func containerTrouble(s *startup.StartupReport, p *corev1.Pod, target string) (f
 		switch {
 		case waitingFailure(c):
 			own := logs
-			if c.Restarts == 0 {
-				own = "kubectl describe pod " + target + "   # the events say why container " + c.Name + " cannot start"
-			}
 			ev := fmt.Sprintf("container %s cannot start: %s", c.Name, kubeletSays(c))
+			if c.Restarts == 0 {
+				own = waitingFix(in, c, ev)
+			}
 			if c.Restarts > 0 || last != "" {
 				ev += fmt.Sprintf(" (%s%s)", startup.Plural(c.Restarts, "restart"), last)
 			}

@@ -210,6 +210,7 @@ const validationNoRedirect = "istio-validation found no redirection: the Istio C
 const (
 	CauseNoNetAdmin = "no-net-admin"
 	CauseBadPorts   = "bad-ports"
+	CauseOOM        = "oom"
 )
 
 // knownFailures recognises istio-init / istio-validation failures from
@@ -252,6 +253,11 @@ func recognise(cs *ContainerStartup) {
 	if cs.Log != nil {
 		text = append(text, cs.Log.Current...)
 		text = append(text, cs.Log.Previous...)
+	}
+	oom := cs.Reason == "OOMKilled" || cs.LastTermination != nil && cs.LastTermination.Reason == "OOMKilled"
+	if oom {
+		cs.Failure, cs.Cause = cs.Name+" was killed at its memory limit (OOMKilled): the injector gives it the sidecar's resources (sidecar.istio.io/proxyMemoryLimit, or the mesh's global.proxy.resources)", CauseOOM
+		return
 	}
 	all := strings.ToLower(strings.Join(text, "\n"))
 	for _, f := range knownFailures {
@@ -607,8 +613,18 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 					break
 				}
 			}
-			add("stuck-in-init", stuck, fmt.Sprintf("the pod has been initialising for %s; init container %s has not completed", age, stuck),
-				fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck))
+			msg := fmt.Sprintf("the pod has been initialising for %s; init container %s has not completed", age, stuck)
+			fix := fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck)
+			if sidecar[stuck] {
+				// A native sidecar never completes: what holds the pod is
+				// that it has not started (its startup probe has not passed).
+				msg = fmt.Sprintf("the pod has been initialising for %s: native sidecar %s runs but has not passed its startup probe, and nothing after it starts", age, stuck)
+				if stuck == istio.ProxyContainer {
+					msg += " (istio-proxy is not ready: it has no configuration from istiod yet, or istiod is unreachable)"
+					fix = fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy   # why the proxy is not ready (no configuration from istiod?); istioctl proxy-status; check that istiod is reachable from the pod", r.Name, ns)
+				}
+			}
+			add("stuck-in-init", stuck, msg, fix)
 		}
 	}
 	if r.Ambient {
@@ -812,6 +828,17 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	ns := r.Namespace
 	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + previousFlag(c)
 	switch c.Cause {
+	case CauseOOM:
+		const key = "sidecar.istio.io/proxyMemoryLimit"
+		if v, ok := f.Pod.Annotations[key]; ok && f.Workload != "" && !strings.HasPrefix(f.Workload, "replicaset/") && !strings.HasPrefix(f.Workload, "job/") {
+			path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+			return fmt.Sprintf(`kubectl patch %s -n %s --type=json -p '[{"op":"remove","path":"%s"}]'`, f.Workload, ns, path) +
+				fmt.Sprintf("   # %s=%q is too little for istio-init (and the proxy): without it the mesh's own limit applies; or set it higher", key, v)
+		} else if ok {
+			return fmt.Sprintf("kubectl get pod %s -n %s -o yaml > %s.yaml", r.Name, ns, r.Name) +
+				fmt.Sprintf("   # %s=%q is too little for istio-init: raise or remove it in the file, then kubectl replace --force -f %s.yaml", key, v, r.Name)
+		}
+		return logs + "   # istio-init's memory limit is the sidecar's: raise the mesh's global.proxy.resources.limits.memory, or set " + key + " on the pod template"
 	case CauseNoNetAdmin:
 		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
 			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
