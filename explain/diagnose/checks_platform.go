@@ -391,6 +391,12 @@ func podNotReady(in *Input) []Finding {
 		ev += "; events: " + strings.Join(evs, "; ")
 	}
 	f := Finding{Status: Fail, Evidence: ev, Fix: "kubectl describe pod " + in.Target + "   # its events and probes say why it is not ready"}
+	for _, e := range s.Events {
+		if e.Container != "" && strings.Contains(e.Message, "Readiness probe failed") {
+			f.Fix = fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.containers[?(@.name=="%s")].readinessProbe}'`, p.Name, p.Namespace, e.Container) +
+				"   # " + e.Container + "'s readiness probe fails (events above): correct what it checks (its port, path or command) or the app's endpoint"
+		}
+	}
 	if age < grace(p) {
 		f.Status = Warning
 		f.Evidence += "; it is still within its start (" + grace(p).String() + ")"

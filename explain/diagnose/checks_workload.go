@@ -111,17 +111,29 @@ func workloadShort(in *Input) []Finding {
 			f.Mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
 			f.Evidence += "; the sidecar's resources are set by " + f.Mesh
 			f.Fix = templatePatch(owner, w.Namespace, keys) + "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)"
-		} else if m := limitRangeMax.FindStringSubmatch(text); m != nil && !appHasLimit(t, m[1], m[3]) {
-			// No container of the template has that limit: the injected
-			// sidecar's defaults do.
-			key := "sidecar.istio.io/proxyCPULimit"
-			if m[1] == "memory" {
-				key = "sidecar.istio.io/proxyMemoryLimit"
+		} else {
+			// A LimitRange's maximum that no container of the template
+			// asks for: the injected sidecar's default limits do.
+			var set, said []string
+			seen := map[string]bool{}
+			for _, m := range limitRangeMax.FindAllStringSubmatch(text, -1) {
+				if seen[m[1]] || appHasLimit(t, m[1], m[3]) {
+					continue
+				}
+				seen[m[1]] = true
+				key := "sidecar.istio.io/proxyCPULimit"
+				if m[1] == "memory" {
+					key = "sidecar.istio.io/proxyMemoryLimit"
+				}
+				set = append(set, fmt.Sprintf("%q:%q", key, m[2]))
+				said = append(said, m[1]+" "+m[3]+" (maximum "+m[2]+")")
 			}
-			f.Mesh = "the sidecar's default " + m[1] + " limit (" + m[3] + ", from the mesh's values)"
-			f.Evidence += "; no container of the template has that limit: it is " + f.Mesh
-			f.Fix = fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, w.Namespace, key, m[2]) +
-				"   # the sidecar's " + m[1] + " limit within the namespace's LimitRange maximum (" + m[2] + ")"
+			if len(set) > 0 {
+				f.Mesh = "the sidecar's default limits (" + strings.Join(said, ", ") + ", from the mesh's values)"
+				f.Evidence += "; no container of the template has those limits: they are " + f.Mesh
+				f.Fix = fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%s}}}}}'`, owner, w.Namespace, strings.Join(set, ",")) +
+					"   # the sidecar's limits within the namespace's LimitRange maximum"
+			}
 		}
 	}
 	switch {

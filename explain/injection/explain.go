@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -416,6 +417,11 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if len(refused) > 0 {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
 		r.Fix = annotationFix(refused)
+	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && r.BlockedBy == BlockedAnnotation {
+		// istiod's own refusal, read off the controller's events.
+		r.Reason = "refused at admission: invalid annotation " + m[2]
+		r.Fix = "kubectl patch " + templateRef(w) + " -n " + w.Namespace + ` --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/` +
+			strings.ReplaceAll(strings.ReplaceAll(m[2], "~", "~0"), "/", "~1") + `"}]'   # istiod refuses its value ` + truncate(m[1], 80) + "; or correct it"
 	}
 	if !r.CreationBlocked && w.Pod == nil && r.IsExpected() {
 		// A template's pods will fail in istio-init; a live pod's failure is
@@ -450,12 +456,19 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// deniedAnnotation is istiod's refusal of an annotation's value: the
+// value, the annotation.
+var deniedAnnotation = regexp.MustCompile(`invalid value '(.*?)' for annotation '([^']+)'`)
+
 // RefusalOf tells a FailedCreate event's message that concerns the mesh: an
 // Istio webhook's failure or refusal, PodSecurity refusing an Istio
 // container, or a quota or LimitRange refusing the pod (which counts only
 // when the pod gets a sidecar); "" for any other.
 func RefusalOf(msg string) string {
 	switch {
+	case strings.Contains(msg, "denied the request") && strings.Contains(msg, "istio.io") && deniedAnnotation.MatchString(msg):
+		// istiod was called and refused an annotation's value.
+		return BlockedAnnotation
 	case strings.Contains(msg, "webhook") && strings.Contains(msg, "istio.io"):
 		return BlockedWebhook
 	case strings.Contains(msg, "violates PodSecurity") && (strings.Contains(msg, `"`+istio.InitContainer+`"`) ||

@@ -54,8 +54,13 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Warn(WarnInjectorSkips, "a sidecar is asked for, but istiod never injects this pod: "+skips)
 	} else if !expected && !st.injected && len(calls) == 0 && askedForInjection(w, nsLabels) {
 		msg := "a mistake to fix, not a choice"
-		if strings.HasPrefix(whyNot, revisionGone) {
+		switch {
+		case strings.HasPrefix(whyNot, revisionGone):
 			msg = whyNot // which revisions and tags exist
+		case podAsksWithNamespaceKey(w):
+			msg = istio.LabelInjection + "=enabled is a namespace label: on a pod no webhook reads it (a pod asks with the label " + istio.KeyInject + "=\"true\"); " + whyNot
+		case w.Labels[istio.KeyInject] == "true":
+			msg = "the pod's label " + istio.KeyInject + "=\"true\" is overruled: " + whyNot
 		}
 		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: "+msg)
 	}
@@ -132,7 +137,15 @@ func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	}
 	_, rev := nsLabels[istio.LabelRev]
 	_, injection := nsLabels[istio.LabelInjection]
-	return rev && !injection || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == ""
+	return rev && !injection || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
+		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w)
+}
+
+// podAsksWithNamespaceKey: the pod carries the namespace's injection label
+// (istio-injection=enabled) as a label or annotation of its own, where no
+// webhook reads it.
+func podAsksWithNamespaceKey(w *Workload) bool {
+	return w.Labels[istio.LabelInjection] == "enabled" || w.Annotations[istio.LabelInjection] == "enabled"
 }
 
 // ambientVerdict says what ambient mode makes of a workload it enrolls
