@@ -203,7 +203,7 @@ var checkCases = []checkCase{
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]", LastTransitionTime: at(5)}}
 	}, events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Message: "Readiness probe failed: HTTP probe failed with statuscode: 503", Count: 40, LastTimestamp: at(200),
 		InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}}},
-		now: 5 * time.Minute, status: Fail, evidence: "not Ready for 4m55s (ContainersNotReady: containers with unready status: [app]); events: Unhealthy (40×): Readiness probe failed: HTTP probe failed with statuscode: 503; " + noMeshCause, fix: "describe pod"},
+		now: 5 * time.Minute, status: Fail, evidence: "not Ready for 4m55s (ContainersNotReady: containers with unready status: [app]); events: Unhealthy (40×): Readiness probe failed: HTTP probe failed with statuscode: 503; " + noMeshCause, fix: "app's readiness probe fails"},
 	{code: CodeAmbientWaitZtunnel, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
 		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
