@@ -77,10 +77,11 @@ func (e *Engine) Analyze(ctx context.Context, p *corev1.Pod, events map[string][
 	return r
 }
 
-// initFailing: an init container of the pod (istio-init, istio-validation
-// or the app's) has failed: its log names the cause.
+// initFailing: a container of the pod (istio-init, istio-validation, the
+// app's init containers, the app, the proxy) has failed: its log names the
+// cause.
 func initFailing(p *corev1.Pod) bool {
-	for _, s := range p.Status.InitContainerStatuses {
+	for _, s := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
 			return true
 		}

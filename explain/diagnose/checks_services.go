@@ -40,10 +40,10 @@ func init() {
 		Source:  "istioctl analyze IST0118; Istio docs, application requirements (server first protocols, named service ports)",
 		Planted: "a Service port named db on the pod",
 		run:     protocolUndeclared})
-	register(&Spec{Code: CodeServerFirst, Title: "server-first port without a declared protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeServerFirst, Title: "server-first port not declared as TCP", Stage: CheckConnections, Kind: Static, Status: Warning,
 		Reads:   reads,
 		Means:   "A port that usually carries a server-first protocol (the server speaks first: SMTP, MySQL, NATS, SSH, …) declares no protocol: the proxy's protocol detection, and under PERMISSIVE mTLS its detection of TLS, wait for the client's first bytes, which a server-first client never sends first; connections stall until detection gives up, or fail.",
-		Detects: "The Service ports selecting the pod, their target ports and the app containers' declared ports, against well-known server-first ports (21, 22, 25, 53, 110, 143, 587, 3306, 4222, 27017): a port with no appProtocol and no protocol prefix in its name.",
+		Detects: "The Service ports selecting the pod, their target ports and the app containers' declared ports, against well-known server-first ports (21, 22, 25, 53, 110, 143, 587, 3306, 4222, 27017): a port with no appProtocol and no protocol prefix in its name, or one declared as HTTP, HTTP/2 or gRPC, which the proxy would parse.",
 		Fixes:   "Declare the protocol on the Service port (appProtocol: tcp, or a name tcp-SUFFIX), a kubectl patch of that port; a port no Service targets is declared on a Service (or a Sidecar's ingress listener) for it.",
 		Source:  "Istio docs, protocol selection (protocols incompatible with automatic selection) and application requirements (server first protocols); istio/istio issues on NATS and SSH behind sidecars",
 		Planted: "a Service port named db (3306 → 3306) on the pod, no appProtocol",
@@ -363,6 +363,10 @@ func inboundFix(p *corev1.Pod) string {
 var serverFirstPorts = map[int32]string{21: "FTP", 22: "SSH", 25: "SMTP", 53: "DNS over TCP", 110: "POP3", 143: "IMAP",
 	587: "SMTP submission", 3306: "MySQL", 4222: "NATS", 27017: "MongoDB"}
 
+// httpLike are the declared protocols the proxy parses as HTTP: wrong for
+// a server-first protocol.
+var httpLike = map[string]bool{"http": true, "http2": true, "grpc": true, "grpc-web": true, "http_proxy": true}
+
 // istioTCPByNumber are the Service ports Istio takes as TCP by their
 // number alone when no protocol is declared.
 var istioTCPByNumber = map[int32]bool{25: true, 53: true, 3306: true, 27017: true}
@@ -387,7 +391,8 @@ func serverFirst(in *Input) []Finding {
 			if proto == "" {
 				proto, port = serverFirstPorts[target], target
 			}
-			if proto == "" || protocolOf(sp) != "" {
+			declared := protocolOf(sp)
+			if proto == "" || declared != "" && !httpLike[declared] {
 				continue
 			}
 			name := sp.Name
@@ -395,7 +400,10 @@ func serverFirst(in *Input) []Finding {
 				name = "(unnamed)"
 			}
 			hit := fmt.Sprintf("Service %s port %d → %d (name %s) declares no protocol; port %d usually carries %s", s.Name, sp.Port, target, name, port, proto)
-			if istioTCPByNumber[sp.Port] {
+			if declared != "" {
+				hit = fmt.Sprintf("Service %s port %d → %d (name %s) declares %s, but port %d usually carries %s, which is not %s: the proxy parses its bytes as %s and the connection hangs or fails", s.Name, sp.Port, target, name, strings.ToUpper(declared), port, proto, strings.ToUpper(declared), strings.ToUpper(declared))
+			}
+			if istioTCPByNumber[sp.Port] && declared == "" {
 				hit += fmt.Sprintf(" (Istio falls back to TCP for Service port %d by its number, not by a declaration; its docs ask that server-first protocols be declared)", sp.Port)
 			}
 			hits = append(hits, hit)

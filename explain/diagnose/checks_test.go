@@ -596,3 +596,17 @@ func TestFixesPatchTheTemplate(t *testing.T) {
 		t.Errorf("a pod with no controller: %s", got)
 	}
 }
+
+// A server-first port declared as HTTP is as wrong as one not declared:
+// the proxy parses MySQL's greeting as HTTP.
+func TestServerFirstDeclaredHTTP(t *testing.T) {
+	f := checkCase{services: []corev1.Service{svc("mysql", sport("http-mysql", 3306, 3306))}}.facts()
+	fs := only(Diagnose(f).Findings, CodeServerFirst)
+	if len(fs) != 1 || !strings.Contains(fs[0].Evidence, "declares HTTP, but port 3306 usually carries MySQL") || !strings.Contains(fs[0].Fix, `appProtocol","value":"tcp"`) {
+		t.Errorf("http-mysql on 3306: %+v", fs)
+	}
+	f = checkCase{services: []corev1.Service{svc("mysql", sport("tcp-mysql", 3306, 3306))}}.facts()
+	if fs := only(Diagnose(f).Findings, CodeServerFirst); len(fs) != 0 {
+		t.Errorf("tcp-mysql on 3306: %+v", fs)
+	}
+}
