@@ -192,6 +192,9 @@ func (in *Input) injection() *stageAnswer {
 			ws = append(ws, w.Evidence)
 		}
 		c.Status, c.Evidence, c.Fix, c.Code = Warning, r.Verdict+" ("+strings.Join(ws, "; ")+")", r.Fix, warned[0].Code
+		if c.Fix == "" {
+			c.Fix = warned[0].Fix
+		}
 	default:
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
@@ -273,7 +276,7 @@ func warningFix(r *injection.InjectionReport, code, target string) string {
 	}
 	switch code {
 	case CodeConflictingLabels:
-		return "kubectl label namespace " + r.Namespace + " istio.io/rev-   # keep one of istio-injection and istio.io/rev, then re-create the pods"
+		return "kubectl label namespace " + r.Namespace + " istio-injection-   # istio.io/rev then selects its revision (or remove istio.io/rev to keep istio-injection); then re-create the pods"
 	case CodeOverlapping:
 		return "istioctl tag list; kubectl get mutatingwebhookconfigurations   # remove the duplicate tag or webhook configuration"
 	}

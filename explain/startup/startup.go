@@ -204,7 +204,7 @@ func containerStartup(c corev1.Container, init bool, st *corev1.ContainerStatus)
 }
 
 // validationNoRedirect is istio-validation's known failure (also its exit 126).
-const validationNoRedirect = "istio-validation found no redirection: the Istio CNI plugin had not set up this pod's rules (pod scheduled before istio-cni-node was ready on the node)"
+const validationNoRedirect = "istio-validation found no redirection: the Istio CNI plugin did not set up this pod's rules (it is not installed in the node's CNI chain, or the pod was scheduled before istio-cni-node was ready on the node)"
 
 // Causes of istio-init's failures that a fix can name.
 const (
@@ -578,7 +578,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 			add("istio-init-failed", c.Name, c.FailureSummary()+": "+why, istioInitFix(r, f, c))
 		case RoleIstioValidation:
 			add("validation-failed", c.Name, c.FailureSummary()+": "+why,
-				"check the istio-cni-node pod on node "+r.Node+" (kubectl -n istio-system get pods -l k8s-app=istio-cni-node -o wide); with cni.repair.deletePods=true Istio deletes such pods for you")
+				"kubectl get pods -A -l k8s-app=istio-cni-node -o wide --field-selector spec.nodeName="+r.Node+"   # none: Istio's CNI plugin is not installed on the node (install it, or inject with a revision that uses istio-init); one not ready: once it is, delete this pod (cni.repair.deletePods=true does that for you)")
 		}
 	}
 	// Containers that keep running (the app, the proxy, native sidecars)
