@@ -405,7 +405,7 @@ exit 1`
 		// The namespace's sweep names the ReplicaSet whose events say it.
 		_, doc := diag(t, c, "-n", brokenNS)
 		_, ok := itemOf(doc.all(), brokenNS, "ReplicaSet", "web")
-		k.check(t, doc.Kind == "DiagnosisList" && ok, "diagnose -n %s: kind %q, no ReplicaSet web-… item: %s", brokenNS, doc.Kind, doc.Items)
+		k.check(t, doc.Kind == "DiagnosisList" && ok, "diagnose -n %s: kind %q, no ReplicaSet web-… item: %+v", brokenNS, doc.Kind, doc.Items)
 		k.faults++
 	})
 
