@@ -800,9 +800,22 @@ func TestCheckCatalogue(t *testing.T) {
 				})
 				return err
 			}},
-		{code: "KM-START-014", ns: inj, name: "never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
+		{code: "KM-INIT-010", ns: inj, name: "no-secret", how: "an injected pod whose volume is a Secret that does not exist: FailedMount, no container (istio-init included) runs",
 			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("never-ready", nil, catLean())
+				p := appPod("no-secret", nil, catLean())
+				p.Spec.Volumes = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "no-such-secret"}}}}
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}}
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod = p.Name
+				msg, err := catWaitEvent(ctx, c, inj, "FailedMount", p.Name, `"no-such-secret" not found`)
+				f.state = "FailedMount: " + catShort(msg)
+				return err
+			}},
+		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("app-never-ready", nil, catLean())
 				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 				if err := createPod(ctx, inj, p); err != nil {
 					return err
