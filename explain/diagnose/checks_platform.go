@@ -408,7 +408,7 @@ func podNotReady(in *Input) []Finding {
 // check's rule.
 func isPlatform(f Finding) bool {
 	switch f.Code {
-	case CodeInitContainerFailed, CodeCannotStart, CodePodNotReady, CodeNotRunning, CodeAppFailing, CodeWorkloadShort:
+	case CodeInitContainerFailed, CodeCannotStart, CodePodSetup, CodePodNotReady, CodeNotRunning, CodeAppFailing, CodeWorkloadShort, CodeJobFailed:
 		return f.Mesh == ""
 	}
 	return false

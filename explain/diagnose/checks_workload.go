@@ -10,8 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// CodeWorkloadShort: a workload that wants pods and lacks some.
-const CodeWorkloadShort = "KM-INJ-013"
+// CodeWorkloadShort: a workload that wants pods and lacks some;
+// CodeJobFailed: a Job that gave up.
+const (
+	CodeWorkloadShort = "KM-INJ-013"
+	CodeJobFailed     = "KM-START-015"
+)
 
 // WorkloadState is what a workload's controller reports: how many pods it
 // wants, how many of its pods exist, and its own account of why not.
@@ -45,14 +49,32 @@ func (w *WorkloadState) Short() bool {
 }
 
 func init() {
-	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods, or its Job failed", Stage: CheckInjection, Kind: Static, Status: Fail,
+	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
 		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up. There is no pod to diagnose: the controller's own conditions and events say why.",
 		Detects: "The workloads' desired pods against the pods that exist, and their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
 		Fixes:   "What the controller's message calls for (a ServiceAccount to create, a quota to raise); when the mesh is named (a webhook, istio-init, the sidecar), the mesh's fix.",
 		Source:  "kubectl's own READY column and kubectl describe; istio/istio issues on Deployments with no pods after injection was turned on",
 		Planted: "a Deployment whose ServiceAccount does not exist",
-		run:     workloadShort})
+		run:     func(in *Input) []Finding { return onlyWorkload(in, false) }})
+	register(&Spec{Code: CodeJobFailed, Title: "Job failed", Stage: CheckStart, Kind: Static, Status: Fail,
+		Reads:   []Fact{FactPod, FactOwner},
+		Means:   "A Job gave up (its backoff limit or deadline exceeded): its pods ran and failed, for the reason their own rows give (their exit codes and logs); a pod whose failure a mesh check explains (a classic sidecar, no network at start) says so there.",
+		Detects: "The Job's Failed condition, its reason and message.",
+		Fixes:   "The failed pods' log says why; fix that, then re-create the Job.",
+		Source:  "kubectl's own statuses (Job Failed, BackoffLimitExceeded); istio/istio issues on Jobs in meshed namespaces",
+		Planted: "a Job whose container exits 2, backoffLimit 1",
+		run:     func(in *Input) []Finding { return onlyWorkload(in, true) }})
+}
+
+// onlyWorkload is the workload's finding of one kind: a Job that failed,
+// or a workload short of its pods.
+func onlyWorkload(in *Input, jobFailed bool) []Finding {
+	w := in.Workload
+	if w == nil || (w.Failed != "") != jobFailed {
+		return nil
+	}
+	return workloadShort(in)
 }
 
 var missingSA = regexp.MustCompile(`serviceaccount "([^"]+)" not found`)

@@ -240,7 +240,7 @@ func decide(c *Check, findings []Finding, noPod bool) {
 			if c.Status != NotChecked && worseness[c.Status] >= worseness[status] {
 				return
 			}
-			if noPod && c.Status == NotChecked && f.Code != CodeWorkloadShort {
+			if noPod && c.Status == NotChecked && f.Code != CodeWorkloadShort && f.Code != CodeJobFailed {
 				return // nothing of a pod that does not exist is checked
 			}
 			ev := f.Evidence

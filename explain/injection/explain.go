@@ -372,7 +372,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if kind != "" {
 			add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
 			if blocked == "" {
-				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(ev.Message, 300), kind
+				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
 			}
 		}
 	}

@@ -542,7 +542,11 @@ func initResult(cs []ContainerStartup) string {
 	result := "completed"
 	for _, c := range cs {
 		if c.Role == RoleProxyNative || c.Role == RoleNativeSidecar {
-			// A native sidecar holds back the next containers until it has started.
+			// A native sidecar holds back the next containers until it has
+			// started; once the pod has finished, the kubelet ends it.
+			if c.State == "terminated" && (c.ExitCode == nil || *c.ExitCode == 0 || !c.Failing) {
+				continue
+			}
 			if c.Started == nil || !*c.Started || c.State != "running" {
 				result = "running"
 			}
@@ -578,7 +582,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 			add("istio-init-failed", c.Name, c.FailureSummary()+": "+why, istioInitFix(r, f, c))
 		case RoleIstioValidation:
 			add("validation-failed", c.Name, c.FailureSummary()+": "+why,
-				"kubectl get pods -A -l k8s-app=istio-cni-node -o wide --field-selector spec.nodeName="+r.Node+"   # none: Istio's CNI plugin is not installed on the node (install it, or inject with a revision that uses istio-init); one not ready: once it is, delete this pod (cni.repair.deletePods=true does that for you)")
+				"kubectl get pods -A -l k8s-app=istio-cni-node -o wide --field-selector spec.nodeName="+r.Node+"   # none: Istio's CNI plugin is not installed on the node (install it, or inject with a revision that uses istio-init); one not ready: once it is, delete this pod (cni.repair.deletePods=true does that for you); one ready since before the pod: the plugin is not in the node's CNI chain (its log says which CNI config it wrote), so deleting the pod will not help")
 		}
 	}
 	// Containers that keep running (the app, the proxy, native sidecars)

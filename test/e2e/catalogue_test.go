@@ -813,6 +813,31 @@ func TestCheckCatalogue(t *testing.T) {
 				f.state = "FailedMount: " + catShort(msg)
 				return err
 			}},
+		{code: "KM-START-015", ns: inj, name: "job-fails", workload: true, how: "a Job (native sidecar) whose container exits 2, backoffLimit 0: Failed (BackoffLimitExceeded)",
+			plant: func(ctx context.Context, f *catFault) error {
+				zero := int32(0)
+				tmpl := appPod("job-fails", map[string]string{"app": "job-fails"}, catLean())
+				tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+				tmpl.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo 'migrate: password authentication failed'; exit 2"}
+				j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job-fails"}, Spec: batchv1.JobSpec{BackoffLimit: &zero,
+					Template: corev1.PodTemplateSpec{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}}}
+				if _, err := c.Client.BatchV1().Jobs(inj).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				f.state = "Job Failed"
+				return catPoll(ctx, "job job-fails failed", func(ctx context.Context) (bool, string) {
+					got, err := c.Client.BatchV1().Jobs(inj).Get(ctx, "job-fails", metav1.GetOptions{})
+					if err != nil {
+						return false, err.Error()
+					}
+					for _, cond := range got.Status.Conditions {
+						if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+							return true, ""
+						}
+					}
+					return false, fmt.Sprintf("%+v", got.Status.Conditions)
+				})
+			}},
 		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("app-never-ready", nil, catLean())
@@ -1248,7 +1273,7 @@ exit 1`
 			if !workload && it.WorkloadKind == "Pod" && it.Name == name {
 				return it, true
 			}
-			if workload && (it.WorkloadKind == "Deployment" || it.WorkloadKind == "ReplicaSet") && (it.Name == name || strings.HasPrefix(it.Name, name+"-")) {
+			if workload && (it.WorkloadKind == "Deployment" || it.WorkloadKind == "ReplicaSet" || it.WorkloadKind == "Job") && (it.Name == name || strings.HasPrefix(it.Name, name+"-")) {
 				return it, true
 			}
 		}

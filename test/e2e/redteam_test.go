@@ -26,9 +26,9 @@ import (
 // the fix that is right for it.
 type redFault struct {
 	nn, object string // the item diagnose gives: a pod's app label, or kind/name of a workload
-	code, fix      string
-	rules          bool // diagnose with --rules (a live check)
-	state          func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
+	code, fix  string
+	rules      bool // diagnose with --rules (a live check)
+	state      func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
 }
 
 // redPods are the pods of ns labelled app=app.
@@ -197,7 +197,7 @@ var redFaults = []redFault{
 		return p.Status.Phase == corev1.PodRunning && !podReadyNow(p)
 	}))},
 	{nn: "27", object: "orders", code: "KM-START-012", fix: "nodeSelector", state: anyPod("orders", "unschedulable", unschedulable)},
-	{nn: "28", object: "job/migrate", code: "KM-INJ-013", fix: "kubectl logs job/migrate", state: jobFailed},
+	{nn: "28", object: "job/migrate", code: "KM-START-015", fix: "kubectl logs job/migrate", state: jobFailed},
 	{nn: "29", object: "orders", code: "KM-INIT-008", fix: "db-migrate", state: anyPod("orders", "db-migrate restarted", restarted("db-migrate"))},
 	{nn: "30", object: "orders", code: "KM-START-005", fix: "livenessProbe", state: anyPod("orders", "liveness kill and restart", restarted("app"))},
 	{nn: "31", object: "orders", code: "KM-START-005", fix: "kubectl logs", state: anyPod("orders", "app restarted", restarted("app"))},
