@@ -191,9 +191,9 @@ func (in *Input) initPlatform() []Finding {
 		case c.Role == startup.RoleInit && c.Failing:
 			ev := "init container " + c.FailureSummary()
 			if c.Log != nil {
-				ev += "; " + logEndOf(c)
+				ev += "; " + startup.LogEnd(c)
 			}
-			fix := "kubectl logs " + in.Target + " -c " + c.Name + previousOf(c) + "   # its failed run's log says why; the kubelet retries it by itself once that is fixed"
+			fix := "kubectl logs " + in.Target + " -c " + c.Name + startup.PreviousFlag(c) + "   # its failed run's log says why; the kubelet retries it by itself once that is fixed"
 			f := Finding{Code: CodeInitContainerFailed, Status: Fail, Evidence: ev, Fix: fix}
 			if why := capturedWithoutProxy(s, p, i); why != "" {
 				f.Evidence += ". " + why + ": the likely cause"
@@ -264,35 +264,6 @@ func nativeSidecarFix(p *corev1.Pod, container string) string {
 		return `in the pod's manifest, set the annotation sidecar.istio.io/nativeSidecar: "true", then re-create the pod` + alt
 	}
 	return "kubectl patch " + owner + " -n " + p.Namespace + ` --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'` + alt
-}
-
-// logEndOf is what a failing container's log says last.
-func logEndOf(c startup.ContainerStartup) string {
-	lines, other := c.Log.Previous, c.Log.Current
-	if c.State == "terminated" {
-		lines, other = other, lines
-	}
-	if len(lines) == 0 {
-		lines = other
-	}
-	if len(lines) == 0 && c.Log.Unavailable != "" {
-		return "its log could not be read (" + c.Log.Unavailable + ")"
-	}
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return "its log ends: " + oneLine(l, 200)
-		}
-	}
-	return "its log is empty"
-}
-
-// previousOf is " --previous" when the failed run is the container's last
-// terminated one.
-func previousOf(c startup.ContainerStartup) string {
-	if c.LastTermination != nil && c.State != "terminated" {
-		return " --previous"
-	}
-	return ""
 }
 
 // grace is how long the pod may take to get ready: StartGrace, or longer

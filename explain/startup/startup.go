@@ -575,7 +575,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 		why := c.Failure
 		if why == "" {
-			why = logEnd(c)
+			why = LogEnd(c)
 		}
 		switch c.Role {
 		case RoleIstioInit:
@@ -593,9 +593,9 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 		msg := c.FailureSummary()
 		if c.Log != nil {
-			msg += ": " + logEnd(c)
+			msg += ": " + LogEnd(c)
 		}
-		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name) + previousFlag(c)
+		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name) + PreviousFlag(c)
 		add("container-failing", c.Name, msg, logs+"   # the failed run's log says why it exited")
 	}
 	// A pod on no node has started nothing: it waits for the scheduler, not
@@ -774,9 +774,9 @@ func ambientHazards(r *StartupReport, f StartupFacts, add func(id, container, ms
 	}
 }
 
-// logEnd is what a failing container's log says last: its last line, or
+// LogEnd is what a failing container's log says last: its last line, or
 // where to look when the log was not read.
-func logEnd(c ContainerStartup) string {
+func LogEnd(c ContainerStartup) string {
 	if c.Log == nil {
 		return "its log says why"
 	}
@@ -803,10 +803,10 @@ func logEnd(c ContainerStartup) string {
 	return "its log is empty"
 }
 
-// previousFlag is " --previous" when the failed run is the container's last
+// PreviousFlag is " --previous" when the failed run is the container's last
 // terminated one (it waits in back-off, or runs its next attempt): kubectl
 // logs then reads it; while it is terminated, it is the current one.
-func previousFlag(c ContainerStartup) string {
+func PreviousFlag(c ContainerStartup) string {
 	if c.LastTermination != nil && c.State != "terminated" {
 		return " --previous"
 	}
@@ -830,7 +830,7 @@ func portList(v string) bool {
 // Each runs as pasted: the advice is a comment.
 func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	ns := r.Namespace
-	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + previousFlag(c)
+	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + PreviousFlag(c)
 	switch c.Cause {
 	case CauseOOM:
 		const key = "sidecar.istio.io/proxyMemoryLimit"

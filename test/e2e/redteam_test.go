@@ -55,21 +55,10 @@ func anyPod(app string, what string, cond func(p *corev1.Pod) bool) func(ctx con
 	}
 }
 
-func redStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
-}
-
 // waitingOn: a container waits for reason.
 func waitingOn(container, reason string) func(p *corev1.Pod) bool {
 	return func(p *corev1.Pod) bool {
-		s := redStatus(p, container)
+		s := catStatus(p, container)
 		return s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == reason
 	}
 }
@@ -77,7 +66,7 @@ func waitingOn(container, reason string) func(p *corev1.Pod) bool {
 // restarted: a container failed and was restarted at least once.
 func restarted(container string) func(p *corev1.Pod) bool {
 	return func(p *corev1.Pod) bool {
-		s := redStatus(p, container)
+		s := catStatus(p, container)
 		return s != nil && s.RestartCount >= 1 && s.LastTerminationState.Terminated != nil
 	}
 }
@@ -85,7 +74,7 @@ func restarted(container string) func(p *corev1.Pod) bool {
 // lastEnded: a container's last run ended for reason.
 func lastEnded(container, reason string) func(p *corev1.Pod) bool {
 	return func(p *corev1.Pod) bool {
-		s := redStatus(p, container)
+		s := catStatus(p, container)
 		return s != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.Reason == reason
 	}
 }
@@ -168,16 +157,16 @@ var redFaults = []redFault{
 		return waitingOn("istio-init", "ErrImagePull")(p) || waitingOn("istio-init", "ImagePullBackOff")(p) || waitingOn("istio-init", "ErrImageNeverPull")(p)
 	})},
 	{nn: "09", object: "web", code: "KM-START-003", fix: "istio-proxy", state: anyPod("web", "initialising over 65s", olderThan(65*time.Second, func(p *corev1.Pod) bool {
-		s := redStatus(p, "istio-proxy")
+		s := catStatus(p, "istio-proxy")
 		return p.Status.Phase == corev1.PodPending && s != nil && s.State.Running != nil
 	}))},
 	{nn: "10", object: "report", code: "KM-START-007", fix: "nativeSidecar", state: anyPod("report", "the job's container completed", func(p *corev1.Pod) bool {
-		s := redStatus(p, "app")
+		s := catStatus(p, "app")
 		return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
 	})},
 	{nn: "11", object: "web", code: "KM-INIT-004", fix: "istio-cni-node", state: anyPod("web", "istio-validation restarted", restarted("istio-validation"))},
 	{nn: "12", object: "client", code: "KM-START-001", fix: "holdApplicationUntilProxyStarts", state: anyPod("client", "proxy ready, app started", func(p *corev1.Pod) bool {
-		proxy, app := redStatus(p, "istio-proxy"), redStatus(p, "app")
+		proxy, app := catStatus(p, "istio-proxy"), catStatus(p, "app")
 		return proxy != nil && proxy.Ready && app != nil && (app.State.Running != nil || app.LastTerminationState.Terminated != nil)
 	})},
 	{nn: "13", object: "ledger", code: "KM-CAP-002", fix: "runAsUser", state: anyPod("ledger", "ready", podReadyNow)},
