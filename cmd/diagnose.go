@@ -66,9 +66,12 @@ in the order things happen to a pod, the first failing one and its fix on top.
 
   injection    injected as expected? (a mismatch, refused at admission, the
                wrong revision) — as why-injected answers; --verify adds the
-               proof of a dry-run create
-  init         istio-init, istio-validation or ambient mode's CNI setup
-  start        the proxy started and ready, before the app where it must be
+               proof of a dry-run create; a workload short of its pods
+  init         istio-init, istio-validation or ambient mode's CNI setup; the
+               app's init containers, volumes that cannot be mounted
+  start        the proxy started and ready, before the app where it must be;
+               every container's waiting reason and exit, a pod not Ready
+               past its start, one the scheduler cannot place, a failed Job
   capture      the live rules against what the pod's arguments call for
                (--rules: reads the pod's network namespace)
   connections  live flows that bypass the proxy (--connections)
@@ -77,7 +80,13 @@ Each check is pass, warning, fail, unknown (a fact could not be read; the
 permission that would settle it is named) or not checked. Then, for each
 check that did not pass, the kubectl-mesh command that shows it in full.
 
-For many pods (a workload, -n, -l, -A): one row per pod, worst first,
+A broken pod is never a pass: what Kubernetes reports (the kubelet's and the
+controllers' reasons and messages) is a finding of its own, put down to the
+mesh where the mesh caused it, and said to be the platform's where no mesh
+check explains it.
+
+For many pods (a workload, -n, -l, -A): one row per pod, and one per
+Deployment, StatefulSet, DaemonSet or Job short of its pods, worst first,
 grouped by the first failing check, and a count per check. --rules then
 reads every pod of a node with one short-lived node pod (never an ephemeral
 container per pod).
