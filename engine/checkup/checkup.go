@@ -125,7 +125,13 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
 		case r.Kind != "Pod":
 			// A workload that lacks pods: its controller's account.
-			it, why, more, err := e.workloadItem(ctx, facts, r, pods)
+			failures := podFailures{}
+			for _, pit := range items {
+				if pit.pod != nil {
+					failures.add(pit.pod, pit.facts.Startup)
+				}
+			}
+			it, why, more, err := e.workloadItem(ctx, facts, r, pods, failures)
 			if err != nil {
 				return nil, false, nil, err
 			}
@@ -247,7 +253,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	if e.Inject.Selector == "" {
 		workloads = e.startWorkloads(ctx, ns)
 	}
-	counts := podCounts{}
+	counts, failures := podCounts{}, podFailures{}
 	var refused []*injection.InjectionReport
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
@@ -266,6 +272,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			}
 			it.facts.Startup = e.Starts.Analyze(ctx, p, events, evIncomplete, false)
 			svcs.of(&it.facts, p)
+			failures.add(p, it.facts.Startup)
 		}
 		if keepFacts {
 			if p != nil {
@@ -297,7 +304,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		if why, ok := facts.Unknown[injection.FactEvents]; ok {
 			unread = why
 		}
-		short, err := e.shortItems(ctx, facts, workloads.list, counts, refused, pre.Warnings(), unread)
+		short, err := e.shortItems(ctx, facts, workloads.list, counts, failures, refused, pre.Warnings(), unread)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
 
@@ -39,6 +40,30 @@ func (c podCounts) add(p *corev1.Pod) {
 	}
 }
 
+// podFailures keeps how the failed pods of each Job failed, two a Job.
+type podFailures map[string][]string
+
+func (f podFailures) add(p *corev1.Pod, s *startup.StartupReport) {
+	o := inspect.OwnerOf(p)
+	if o == nil || o.Kind != "Job" || s == nil {
+		return
+	}
+	k := p.Namespace + "/Job/" + o.Name
+	if len(f[k]) >= 2 {
+		return
+	}
+	for _, c := range append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...) {
+		if c.Failing && c.LastFailure != "" {
+			line := p.Name + ": " + c.FailureSummary()
+			if c.Log != nil {
+				line += ": " + startup.LogEnd(c)
+			}
+			f[k] = append(f[k], line)
+			return
+		}
+	}
+}
+
 var rsOf = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
 
 // covers says a report of a workload whose pods admission refuses is
@@ -57,13 +82,14 @@ func covers(r *injection.InjectionReport, w *inspect.Workload) bool {
 // shortItems are the items of the workloads that lack pods (none of them
 // reported already as refused by the mesh): their template's injection
 // answer and their controller's account, with no pod.
-func (e *Engine) shortItems(ctx context.Context, facts *injection.ClusterFacts, list []inspect.Workload, counts podCounts,
+func (e *Engine) shortItems(ctx context.Context, facts *injection.ClusterFacts, list []inspect.Workload, counts podCounts, failures podFailures,
 	refused []*injection.InjectionReport, warnings map[string][]corev1.Event, warningsUnread string) ([]*item, error) {
 	var short []inspect.Workload
 	var namespaces []string
 next:
 	for _, w := range list {
-		w.Pods, w.Now = counts[w.Namespace+"/"+w.Kind+"/"+w.Name], e.Starts.Now()
+		key := w.Namespace + "/" + w.Kind + "/" + w.Name
+		w.Pods, w.Now, w.PodFailures = counts[key], e.Starts.Now(), failures[key]
 		if !w.Short() {
 			continue
 		}
@@ -112,7 +138,7 @@ func noPodOf(w *diagnose.WorkloadState) string {
 // workloadItem is the item of a named workload that lacks pods (pods: the
 // pods read for it), nil when it lacks none; why says why a workload with
 // no pods at all lacks none.
-func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts, r *injection.InjectionReport, pods []*corev1.Pod) (it *item, why string, incomplete []string, err error) {
+func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts, r *injection.InjectionReport, pods []*corev1.Pod, failures podFailures) (it *item, why string, incomplete []string, err error) {
 	w, ok, err := e.Client.Workload(ctx, r.Namespace, r.Kind, r.Name)
 	if err != nil || !ok {
 		return nil, "", nil, err
@@ -132,7 +158,7 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 		unread = "forbidden: the user may not list events in namespace " + r.Namespace
 		incomplete = append(incomplete, "events: "+unread)
 	}
-	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, nil, warnings, unread)
+	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, failures, nil, warnings, unread)
 	if err != nil || len(items) == 0 {
 		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
 	}

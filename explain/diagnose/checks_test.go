@@ -176,8 +176,10 @@ var checkCases = []checkCase{
 		Events:     []string{`FailedCreate (12×): Error creating: pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`}},
 		status: Fail, evidence: `deployment/web wants 2 pods and has 0; ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden`, fix: "kubectl create serviceaccount web-sa -n shop"},
 	{code: CodeJobFailed, workload: &WorkloadState{Kind: "Job", Namespace: "shop", Name: "migrate", Desired: 0, Since: t0,
-		Failed: "Failed (BackoffLimitExceeded): Job has reached the specified backoff limit"},
-		status: Fail, evidence: "job/migrate failed: Failed (BackoffLimitExceeded): Job has reached the specified backoff limit", fix: "kubectl logs job/migrate -n shop"},
+		Failed:      "Failed (BackoffLimitExceeded): Job has reached the specified backoff limit",
+		PodFailures: []string{"migrate-x7k2p: app failed: exit 2 (Error); not restarted yet: its log ends: FATAL: password authentication failed"}},
+		status: Fail, evidence: "job/migrate failed: Failed (BackoffLimitExceeded): Job has reached the specified backoff limit; its pods: migrate-x7k2p: app failed: exit 2 (Error); not restarted yet: its log ends: FATAL: password authentication failed",
+		fix: "kubectl logs job/migrate -n shop"},
 	{code: CodeInitContainerFailed, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "migrate"})
 		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{Name: "migrate", RestartCount: 3,

@@ -36,6 +36,9 @@ type WorkloadState struct {
 	Events []string `json:"events,omitempty"`
 	// EventsUnknown says why its events could not be read.
 	EventsUnknown string `json:"eventsUnknown,omitempty"`
+	// PodFailures are how its failed pods failed (a Job's: pod, container,
+	// exit, the log's last line), as their own rows say, at most two.
+	PodFailures []string `json:"podFailures,omitempty"`
 	// Since is when it last changed (created, a condition moved).
 	Since time.Time `json:"since"`
 	Now   time.Time `json:"-"`
@@ -92,6 +95,9 @@ func workloadShort(in *Input) []Finding {
 	ev := fmt.Sprintf("%s/%s wants %s and has %d", strings.ToLower(w.Kind), w.Name, pods(w.Desired), w.Pods)
 	if w.Failed != "" {
 		ev = fmt.Sprintf("job/%s failed: %s", w.Name, w.Failed)
+		if len(w.PodFailures) > 0 {
+			ev += "; its pods: " + strings.Join(w.PodFailures, "; ")
+		}
 	}
 	// The controller's conditions, then its events that do not repeat them.
 	said := append([]string(nil), w.Conditions...)
