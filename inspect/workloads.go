@@ -19,10 +19,9 @@ import (
 )
 
 // Workload is a controller that wants pods, as its own status reports it,
-// with its pod template.
+// with its pod template (WorkloadState.Template).
 type Workload struct {
 	diagnose.WorkloadState
-	Template *corev1.PodTemplateSpec
 }
 
 // Workloads lists the Deployments, StatefulSets, DaemonSets and Jobs of
@@ -76,9 +75,6 @@ func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workloa
 			out = append(out, JobWorkload(&jobs.Items[i]))
 		}
 	}
-	for i := range out {
-		out[i].WorkloadState.Template = out[i].Template
-	}
 	return out, unread, nil
 }
 
@@ -92,25 +88,25 @@ func (c *Client) Workload(ctx context.Context, namespace, kind, name string) (w 
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get deployments")
 		}
-		return withTemplate(DeploymentWorkload(o)), true, nil
+		return DeploymentWorkload(o), true, nil
 	case "StatefulSet":
 		o, err := c.Kube.AppsV1().StatefulSets(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get statefulsets")
 		}
-		return withTemplate(StatefulSetWorkload(o)), true, nil
+		return StatefulSetWorkload(o), true, nil
 	case "DaemonSet":
 		o, err := c.Kube.AppsV1().DaemonSets(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get daemonsets")
 		}
-		return withTemplate(DaemonSetWorkload(o)), true, nil
+		return DaemonSetWorkload(o), true, nil
 	case "Job":
 		o, err := c.Kube.BatchV1().Jobs(namespace).Get(ctx, name, get)
 		if err != nil {
 			return w, true, ExplainAPIError(err, "get jobs")
 		}
-		return withTemplate(JobWorkload(o)), true, nil
+		return JobWorkload(o), true, nil
 	}
 	return w, false, nil
 }
@@ -149,7 +145,7 @@ func replicas(r *int32) int32 {
 
 // DeploymentWorkload is a Deployment's wants and troubles.
 func DeploymentWorkload(d *appsv1.Deployment) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas)}, Template: &d.Spec.Template}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas), Template: &d.Spec.Template}}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastUpdateTime, c.LastTransitionTime)
@@ -168,7 +164,7 @@ func DeploymentWorkload(d *appsv1.Deployment) Workload {
 
 // StatefulSetWorkload is a StatefulSet's wants and troubles.
 func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas)}, Template: &s.Spec.Template}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template}}
 	var times []metav1.Time
 	for _, c := range s.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -182,7 +178,7 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 
 // DaemonSetWorkload is a DaemonSet's wants: a pod on each node it is to run on.
 func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled}, Template: &d.Spec.Template}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template}}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -197,7 +193,7 @@ func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
 // JobWorkload is a Job's wants: a pod while it is neither finished nor
 // suspended; its Failed condition is a fault of its own.
 func JobWorkload(j *batchv1.Job) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1}, Template: &j.Spec.Template}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1, Template: &j.Spec.Template}}
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.Desired = 0
 	}
@@ -283,10 +279,4 @@ func WorkloadEvents(events map[string][]corev1.Event, namespace, kind, name stri
 // UnknownEvents records the warning events as unread in f.
 func UnknownEvents(f *injection.ClusterFacts, err error) error {
 	return unknown(f, injection.FactEvents, "list events", err)
-}
-
-// withTemplate gives the state the template its fixes patch.
-func withTemplate(w Workload) Workload {
-	w.WorkloadState.Template = w.Template
-	return w
 }

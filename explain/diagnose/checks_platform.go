@@ -258,12 +258,8 @@ func capturedWithoutProxy(s *startup.StartupReport, p *corev1.Pod, i int) string
 
 // nativeSidecarFix starts the proxy before the app's init containers.
 func nativeSidecarFix(p *corev1.Pod, container string) string {
-	owner := templateOwner(p)
-	alt := "   # a native sidecar starts before the app's init containers (Kubernetes 1.28+); or run " + container + " as uid 1337, or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"
-	if owner == "" {
-		return `in the pod's manifest, set the annotation sidecar.istio.io/nativeSidecar: "true", then re-create the pod` + alt
-	}
-	return "kubectl patch " + owner + " -n " + p.Namespace + ` --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'` + alt
+	return specFixAnnotation(p, istio.AnnotationNativeSidecar, "true") +
+		"   # a native sidecar starts before the app's init containers (Kubernetes 1.28+); or run " + container + " as uid 1337, or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"
 }
 
 // grace is how long the pod may take to get ready: StartGrace, or longer
@@ -368,9 +364,9 @@ func podNotReady(in *Input) []Finding {
 				"   # " + e.Container + "'s readiness probe fails (events above): correct what it checks (its port, path or command) or the app's endpoint"
 		}
 	}
-	if age < grace(p) {
+	if g := grace(p); age < g {
 		f.Status = Warning
-		f.Evidence += "; it is still within its start (" + grace(p).String() + ")"
+		f.Evidence += "; it is still within its start (" + g.String() + ")"
 	}
 	return []Finding{f}
 }
@@ -603,12 +599,8 @@ func waitingFix(in *Input, c startup.ContainerStartup, evidence string) string {
 	}
 	if imageReason(c.Reason) || c.Reason == "InvalidImageName" {
 		image := ""
-		if p := in.Pod; p != nil {
-			for _, sc := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-				if sc.Name == c.Name {
-					image = sc.Image
-				}
-			}
+		if spec, _ := in.container(c.Name); spec != nil {
+			image = spec.Image
 		}
 		why := "it cannot be pulled (wrong name or tag, or a registry that needs imagePullSecrets)"
 		if c.Reason == "ErrImageNeverPull" {
