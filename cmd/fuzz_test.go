@@ -41,6 +41,9 @@ func seedFiles(f *testing.F, dir string) {
 		f.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			f.Fatal(err)

@@ -141,6 +141,7 @@ func NoRules(p *corev1.Pod, in capture.CaptureInput) *capture.CaptureReport {
 	}
 	if args, env, src, ok := capture.CaptureArgsFromPod(p); ok {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = args, env, src
+		in.IstioVersion, in.IstioVersionFrom = capture.IstioVersionFromPod(p)
 	}
 	rep, err := capture.ExplainCapture(in)
 	if err != nil {
@@ -344,6 +345,7 @@ func LiveInput(pod *corev1.Pod, res *nsexec.Result) (in capture.CaptureInput, ra
 	}
 	if podHasArgs {
 		in.ExpectArgs, in.ExpectEnv, in.ExpectFrom = podArgs, podEnv, podSource
+		in.IstioVersion, in.IstioVersionFrom = capture.IstioVersionFromPod(pod)
 	}
 	in.Listening = section(last, "sockets")
 	if ct := section(last, "conntrack"); strings.Contains(ct, nsexec.ConntrackMissing) {

@@ -16,7 +16,7 @@ import (
 // not: nothing is known of the rules, and no fix may rest on it.
 func TestLiveInputNoRulesOrUnread(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
-		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init", Args: []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020"}}}}}
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init", Image: "docker.io/istio/proxyv2:1.30.3", Args: []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020"}}}}}
 	dump := func(nft, legacy string) *nsexec.Result {
 		return &nsexec.Result{Sections: []nsexec.Section{
 			{Round: 1, Name: "iptables-nft-save", Text: nft}, {Round: 1, Name: "ip6tables-nft-save", Text: nft},

@@ -33,6 +33,9 @@ type CaptureConfig struct {
 	// NativeNftables: the rules are written as Istio's own nftables tables
 	// (--native-nftables), not through the iptables tools.
 	NativeNftables bool
+	// Model is the Istio release whose istio-iptables writes the rules
+	// (its rule shape); the zero value is the newest.
+	Model RuleModel
 	// PodAddrs are the pod's own addresses, when known: not a flag but a
 	// fact about the pod, set by whoever knows them. istio-iptables decides
 	// from them whether to write IPv6 rules at all (see ipv6Enabled).
@@ -239,9 +242,14 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	for _, vif := range c.VirtInterfaces {
 		insert("nat", "-A PREROUTING -i "+vif+" -j RETURN")
 	}
+	m := c.Model
 	if c.DropInvalid {
-		add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j ISTIO_DROP")
-		add("mangle", "-A ISTIO_DROP -j DROP")
+		if m.dropChain() {
+			add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j ISTIO_DROP")
+			add("mangle", "-A ISTIO_DROP -j DROP")
+		} else {
+			add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j DROP")
+		}
 	}
 	// The HBONE tunnel port is let through in nat's ISTIO_INBOUND, in TPROXY
 	// mode too, where nothing jumps to that chain (what istio-iptables writes).
@@ -312,10 +320,16 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 		out["mangle"] = append(append(rest, ins...), inbound...)
 	}
 
-	add("nat", "-A OUTPUT -j ISTIO_OUTPUT")
+	if m.tcpOutputJump() {
+		add("nat", "-A OUTPUT -p tcp -j ISTIO_OUTPUT")
+	} else {
+		add("nat", "-A OUTPUT -j ISTIO_OUTPUT")
+	}
 	for _, p := range c.ExcludeOutPorts {
 		add("nat", "-A ISTIO_OUTPUT -p tcp -m tcp --dport "+p+" -j RETURN")
-		add("nat", "-A ISTIO_OUTPUT -p udp -m udp --dport "+p+" -j RETURN")
+		if m.udpExcludedPorts() {
+			add("nat", "-A ISTIO_OUTPUT -p udp -m udp --dport "+p+" -j RETURN")
+		}
 	}
 	add("nat", "-A ISTIO_OUTPUT -s "+pass+" -o lo -j RETURN")
 	var servers []string
@@ -333,6 +347,10 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	// zone rules; the jumps and server rules of one family only where it has
 	// a server.
 	dns := c.RedirectDNS && (c.CaptureAllDNS || anyServer)
+	if !m.dnsChain() {
+		// Before 1.25 DNS capture is on with --redirect-dns, servers or not.
+		dns = c.RedirectDNS
+	}
 	familyDNS := dns && (c.CaptureAllDNS || len(servers) > 0)
 	loopbackIncluded := false
 	for _, n := range list(c.IncludeCIDRs) {
@@ -361,7 +379,69 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	}
 	owner("--uid-owner", c.ProxyUIDs)
 	owner("--gid-owner", c.ProxyGIDs)
-	if dns {
+	host := "/32"
+	if v6 {
+		host = "/128"
+	}
+	// dstOf and srcOf match one DNS server ("" under --capture-all-dns: any).
+	dstOf := func(ns string) string {
+		if ns == "" {
+			return ""
+		}
+		return " -d " + ns + host
+	}
+	srcOf := func(ns string) string {
+		if ns == "" {
+			return ""
+		}
+		return " -s " + ns + host
+	}
+	// Releases before 1.25 write DNS capture without chains of its own:
+	// their UDP rules come after everything else (appendUDP).
+	var appendUDP func()
+	if dns && !m.dnsChain() {
+		if c.CaptureAllDNS {
+			servers = []string{""}
+		}
+		rawChain := "ISTIO_OUTPUT"
+		if m.dnsInOutput() {
+			rawChain = "OUTPUT"
+		} else {
+			add("raw", "-A OUTPUT -p udp -j ISTIO_OUTPUT")
+			add("nat", "-A OUTPUT -p udp -j ISTIO_OUTPUT")
+		}
+		for _, u := range c.ProxyUIDs {
+			add("raw", "-A "+rawChain+" -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j CT --zone 1")
+			add("raw", "-A "+rawChain+" -p udp -m udp --sport 15053 -m owner --uid-owner "+u+" -j CT --zone 2")
+		}
+		for _, g := range c.ProxyGIDs {
+			add("raw", "-A "+rawChain+" -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j CT --zone 1")
+			add("raw", "-A "+rawChain+" -p udp -m udp --sport 15053 -m owner --gid-owner "+g+" -j CT --zone 2")
+		}
+		for _, ns := range servers {
+			add("raw", "-A "+rawChain+dstOf(ns)+" -p udp -m udp --dport 53 -j CT --zone 2")
+			add("raw", "-A PREROUTING"+srcOf(ns)+" -p udp -m udp --sport 53 -j CT --zone 1")
+		}
+		for _, ns := range servers {
+			add("nat", "-A ISTIO_OUTPUT"+dstOf(ns)+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
+		}
+		natChain := "ISTIO_OUTPUT"
+		if m.dnsInOutput() {
+			natChain = "OUTPUT"
+		}
+		appendUDP = func() {
+			for _, u := range c.ProxyUIDs {
+				add("nat", "-A "+natChain+" -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j RETURN")
+			}
+			for _, g := range c.ProxyGIDs {
+				add("nat", "-A "+natChain+" -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j RETURN")
+			}
+			for _, ns := range servers {
+				add("nat", "-A "+natChain+dstOf(ns)+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
+			}
+		}
+	}
+	if dns && m.dnsChain() {
 		if familyDNS {
 			add("nat", "-A ISTIO_OUTPUT -j ISTIO_OUTPUT_DNS")
 		}
@@ -380,16 +460,6 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 		if c.CaptureAllDNS {
 			servers = []string{""}
 		}
-		host := "/32"
-		if v6 {
-			host = "/128"
-		}
-		dstOf := func(ns string) string {
-			if ns == "" {
-				return ""
-			}
-			return " -d " + ns + host
-		}
 		// Every server's TCP redirect, then every server's UDP one.
 		for _, ns := range servers {
 			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
@@ -398,12 +468,8 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
 		}
 		for _, ns := range servers {
-			src := ""
-			if ns != "" {
-				src = " -s " + ns + host
-			}
 			add("raw", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j CT --zone 2")
-			add("raw", "-A ISTIO_INBOUND"+src+" -p udp -m udp --sport 53 -j CT --zone 1")
+			add("raw", "-A ISTIO_INBOUND"+srcOf(ns)+" -p udp -m udp --sport 53 -j CT --zone 1")
 		}
 	}
 	add("nat", "-A ISTIO_OUTPUT -d "+lo+" -j RETURN")
@@ -431,6 +497,12 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 				insert("nat", "-A PREROUTING -d "+p.Masked().String()+" -i "+vif+" -j ISTIO_REDIRECT")
 			}
 		}
+		if m.finalReturn() && len(list(c.IncludeCIDRs)) > 0 {
+			add("nat", "-A ISTIO_OUTPUT -j RETURN")
+		}
+	}
+	if appendUDP != nil {
+		appendUDP()
 	}
 	return out
 }

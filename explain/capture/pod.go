@@ -128,3 +128,50 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 		flag("dual-stack", "ISTIO_DUAL_STACK"), flag("drop-invalid", "INVALID_DROP"))
 	return args, map[string]string{}, fmt.Sprintf("pod annotations and istio-proxy's settings, derived as Istio's CNI plugin does (no istio-init: the plugin wrote the rules), proxy uid %s gid %s", uid, gid), true
 }
+
+// IstioVersionFromPod reads the Istio release whose istio-iptables wrote a
+// pod's rules from the tag of the image that ran it: istio-init's (its
+// istio-iptables wrote them), else istio-validation's or istio-proxy's (the
+// proxy's release, with the CNI plugin or a native sidecar). from says
+// which; version is "" when no such container's tag is a version (a digest,
+// "latest"), and from then says what was found.
+func IstioVersionFromPod(p *corev1.Pod) (version, from string) {
+	var seen []string
+	try := func(cs []corev1.Container, name string) (string, string, bool) {
+		for _, c := range cs {
+			if c.Name != name {
+				continue
+			}
+			tag := imageTag(c.Image)
+			if _, _, err := ParseIstioVersion(tag); err == nil {
+				return tag, "image tag of " + name + " (" + c.Image + ")", true
+			}
+			seen = append(seen, name+" "+c.Image)
+		}
+		return "", "", false
+	}
+	for _, n := range []string{istio.InitContainer, istio.ValidationContainer, istio.ProxyContainer} {
+		if v, f, ok := try(p.Spec.InitContainers, n); ok {
+			return v, f
+		}
+		if v, f, ok := try(p.Spec.Containers, n); ok {
+			return v, f
+		}
+	}
+	if len(seen) == 0 {
+		return "", "no Istio container to read a version from"
+	}
+	return "", "no image tag is an Istio version: " + strings.Join(seen, ", ")
+}
+
+// imageTag returns an image reference's tag ("" for none, or a digest only).
+func imageTag(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		return image[i+1:]
+	}
+	return ""
+}

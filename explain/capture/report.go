@@ -16,8 +16,14 @@ type CaptureReport struct {
 	Drift  *Drift     `json:"drift,omitempty"`
 	Traces []*Trace   `json:"traces"`
 	// Expected tells where the expected rules came from ("" when none were given).
-	Expected string   `json:"expected,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	// RuleModel is the Istio release whose istio-iptables the rules were
+	// compared with, and where its version was read; nil when nothing was
+	// compared. NoRuleModel says why the rules were not compared when the
+	// release is outside the model or unknown.
+	RuleModel   *RuleModelUse `json:"ruleModel,omitempty"`
+	NoRuleModel string        `json:"noRuleModel,omitempty"`
+	Notes       []string      `json:"notes,omitempty"`
 	// Live says where a live pod's rules were read.
 	Live *LiveSource `json:"live,omitempty"`
 	// Connections are the pod's live flows, classified (--connections), and
@@ -51,6 +57,13 @@ type CaptureInput struct {
 	ExpectArgs []string // istio-iptables arguments, nil for no comparison
 	ExpectEnv  map[string]string
 	ExpectFrom string
+	// IstioVersion is the Istio release whose istio-iptables wrote the
+	// rules, and IstioVersionFrom where it was read: the rules are compared
+	// with that release's model. "" with IstioVersionFrom "" (a dump given
+	// as a file, no version given): the newest release's; "" with a
+	// IstioVersionFrom: the version could not be read (it says why), so
+	// nothing is compared.
+	IstioVersion, IstioVersionFrom string
 	// Ambient, for a pod in ambient mode (no sidecar), is what istio-cni
 	// writes its in-pod rules from (AmbientConfigFor): the dumps are
 	// compared with ExpectedAmbientRules. nil: no comparison.
@@ -122,6 +135,28 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 			return nil, err
 		}
 		cfg.PodAddrs = in.PodIPs
+		use, why, err := ruleModelOf(in)
+		if err != nil {
+			return nil, err
+		}
+		if use == nil {
+			// A release outside the model, or one that could not be read:
+			// the rules are explained and traced, not compared.
+			rep.NoRuleModel = why
+			rep.Notes = append([]string{why}, rep.Notes...)
+			in.ExpectArgs = nil
+		} else {
+			cfg.Model = use.RuleModel
+			rep.RuleModel = use
+		}
+	}
+	if in.ExpectArgs != nil && in.Ambient == nil {
+		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.PodAddrs = in.PodIPs
+		cfg.Model = rep.RuleModel.RuleModel
 		nativeDump := false
 		for _, d := range in.Dumps {
 			nativeDump = nativeDump || d.Backend == BackendNative
@@ -131,7 +166,7 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 				return nil, err
 			}
 		} else {
-			rep.Expected = in.ExpectFrom
+			rep.Expected = in.ExpectFrom + ", as " + rep.RuleModel.String() + " writes them"
 			rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
 			for _, d := range in.Dumps {
 				want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
@@ -260,4 +295,34 @@ func compareNative(rep *CaptureReport, in CaptureInput, cfg *CaptureConfig, nati
 		addOnce(&rep.Drift.Reordered, dr.Reordered)
 	}
 	return nil
+}
+
+// RuleModelUse is the rule model a report compared with, and where the
+// release's version was read.
+type RuleModelUse struct {
+	RuleModel
+	// From says where the version was read ("--istio-version", "image tag
+	// of istio-init", …), or that none was given and the newest was taken.
+	From string `json:"from"`
+}
+
+// ruleModelOf picks the rule model for in's release: nil and the reason
+// when the release is outside the model or could not be read; an error for
+// a version string that is not a version.
+func ruleModelOf(in CaptureInput) (*RuleModelUse, string, error) {
+	switch {
+	case in.IstioVersion == "" && in.IstioVersionFrom == "":
+		return &RuleModelUse{RuleModel: NewestRuleModel(), From: fmt.Sprintf("no Istio version given: the newest modelled release, 1.%d (--istio-version for another)", NewestModelled)}, "", nil
+	case in.IstioVersion == "":
+		return nil, "the Istio release that wrote these rules is unknown (" + in.IstioVersionFrom + "): the rules are explained and traced, not compared", nil
+	}
+	m, err := RuleModelFor(in.IstioVersion)
+	var none *NoModelError
+	switch {
+	case errors.As(err, &none):
+		return nil, none.Error(), nil
+	case err != nil:
+		return nil, "", err
+	}
+	return &RuleModelUse{RuleModel: m, From: in.IstioVersionFrom}, "", nil
 }

@@ -1,0 +1,165 @@
+package capture
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// releaseSet is one line of testdata/releases/sets.tsv.
+type releaseSet struct {
+	name        string
+	addrs       []netip.Addr
+	nameservers []string
+	args        []string
+}
+
+func readReleaseSets(t *testing.T) []releaseSet {
+	t.Helper()
+	b, err := os.ReadFile("testdata/releases/sets.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []releaseSet
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("sets.tsv: %q: want 4 tab-separated fields", line)
+		}
+		s := releaseSet{name: f[0]}
+		for _, a := range strings.Split(f[1], ",") {
+			s.addrs = append(s.addrs, netip.MustParseAddr(a))
+		}
+		if f[2] != "-" {
+			s.nameservers = strings.Split(f[2], ",")
+		}
+		if s.args, err = SplitShell(f[3]); err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, s)
+	}
+	return sets
+}
+
+// TestRuleModelPerRelease: for every Istio release under testdata/releases
+// (each the real istio-iptables of that release, run with every argument
+// set of sets.tsv in a fresh network namespace), the model of that release
+// predicts exactly the rules the binary wrote: both families of iptables,
+// and the native nftables tables where the release has them.
+func TestRuleModelPerRelease(t *testing.T) {
+	sets := readReleaseSets(t)
+	dirs, err := filepath.Glob("testdata/releases/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases, dumps, rules, agree := 0, 0, 0, 0
+	perRelease := map[string]int{}
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		release := filepath.Base(dir)
+		model := NewestRuleModel()
+		if release != "current" {
+			if model, err = RuleModelFor(release); err != nil {
+				t.Errorf("%s: %v", release, err)
+				continue
+			}
+		}
+		releases++
+		for _, s := range sets {
+			base := filepath.Join(dir, s.name)
+			if _, err := os.Stat(base + ".refused"); err == nil {
+				t.Errorf("%s %s: the real binary refused the set (see %s.refused)", release, s.name, base)
+				continue
+			}
+			cfg, err := ParseCaptureArgs(s.args, nil)
+			if err != nil {
+				t.Errorf("%s %s: %v", release, s.name, err)
+				continue
+			}
+			cfg.PodAddrs, cfg.Model = s.addrs, model
+			if strings.HasPrefix(s.name, "native-") {
+				raw, err := os.ReadFile(base + ".nft")
+				if os.IsNotExist(err) {
+					continue // the release has no native nftables
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				v4, v6, ok, err := ParseNftRuleset(raw)
+				if err != nil || !ok {
+					t.Errorf("%s %s: %v (istio tables: %v)", release, s.name, err, ok)
+					continue
+				}
+				want4, want6, err := ExpectedNftRules(cfg, s.nameservers)
+				if err != nil {
+					t.Errorf("%s %s: the model refuses what the binary wrote: %v", release, s.name, err)
+					continue
+				}
+				for _, v := range []struct {
+					rs   *Ruleset
+					want map[string][]*Rule
+				}{{v4, want4}, {v6, want6}} {
+					dumps++
+					rules += v.rs.RuleCount()
+					d := CompareNftRules(v.rs, v.want)
+					if n := len(d.Missing) + len(d.Extra) + len(d.Reordered); n > 0 {
+						t.Errorf("%s %s (%s, nft): missing %q extra %q reordered %q", release, s.name, v.rs.Family, d.Missing, d.Extra, d.Reordered)
+						continue
+					}
+					agree++
+					perRelease[release]++
+				}
+				continue
+			}
+			for _, fam := range []string{"v4", "v6"} {
+				raw, err := os.ReadFile(base + "." + fam + ".save")
+				if err != nil {
+					t.Errorf("%s %s: %v", release, s.name, err)
+					continue
+				}
+				var rs *Ruleset
+				if len(strings.TrimSpace(string(raw))) == 0 {
+					// Before 1.25 a pod without IPv6 gets no ip6tables
+					// tables at all: the dump is empty.
+					rs = &Ruleset{Family: map[string]string{"v4": "ipv4", "v6": "ipv6"}[fam]}
+				} else if rs, err = ParseSave(raw); err != nil {
+					t.Errorf("%s %s.%s: %v", release, s.name, fam, err)
+					continue
+				}
+				dumps++
+				rules += rs.RuleCount()
+				d, err := CompareRules(rs, ExpectedRules(cfg, fam == "v6", s.nameservers))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(d.Missing) + len(d.Extra) + len(d.Reordered); n > 0 {
+					t.Errorf("%s %s.%s: missing %q extra %q reordered %q", release, s.name, fam, d.Missing, d.Extra, d.Reordered)
+					continue
+				}
+				agree++
+				perRelease[release]++
+			}
+		}
+	}
+	var per []string
+	for r, n := range perRelease {
+		per = append(per, r+" "+strconv.Itoa(n))
+	}
+	sort.Strings(per)
+	testreport.Count(t, "rule model per Istio release: %d of %d real dumps (%d releases, %d rules) predicted exactly [%s]",
+		agree, dumps, releases, rules, strings.Join(per, ", "))
+	if releases < 7 {
+		t.Errorf("only %d releases under testdata/releases: want at least 7 (1.20 to current)", releases)
+	}
+}
