@@ -46,6 +46,9 @@ type IptablesOptions struct {
 	FromFiles   []string
 	PodIPs      []string
 	ExpectArgs  string
+	// IstioVersion is the Istio release whose istio-iptables wrote the
+	// rules (--istio-version): the rules are compared with its model.
+	IstioVersion string
 	expectSet   bool
 	Nameservers []string
 	Traces      []string
@@ -103,6 +106,12 @@ without counters; - for standard input), or the output of
 inet istio-proxy-* tables, both families, annotated, traced and compared
 with what the arguments call for in that mode).
 
+The rules istio-iptables writes differ by Istio release: they are compared
+with the rules of the release that wrote them, read from the pod's
+istio-init (or proxy) image tag, or given with --istio-version. Istio 1.20
+to the current release are modelled; for any other release the rules are
+explained and traced, not compared (drift unknown).
+
 Trace SPEC:
   out:IP:PORT[/tcp|udp][,uid=N][,gid=N][,mark=N]  a connection the pod opens (default uid 0; mark: its
                                                   socket's SO_MARK, e.g. 0x539 for ztunnel's own)
@@ -116,8 +125,8 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
   nsenter -t "$PID" -n iptables-save -c > pod.rules
   kubectl mesh iptables --from-file pod.rules --pod-ip 10.1.2.3
 
-  # Are they the rules istio-init's arguments call for?
-  kubectl mesh iptables --from-file pod.rules \
+  # Are they the rules istio-init's arguments call for, in Istio 1.24?
+  kubectl mesh iptables --from-file pod.rules --istio-version 1.24 \
     --expect-args '-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -x "" -b "*" -d 15090,15021,15020'
 
   # Where does a connection to 10.96.0.10:53/udp go? And one into port 8080?
@@ -159,6 +168,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "iptables-save output to read (- for standard input); give it twice for the IPv4 and IPv6 dumps")
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace, and for --expect-args: they decide whether istio-iptables writes IPv6 rules)")
 	c.Flags().StringVar(&o.ExpectArgs, "expect-args", "", "istio-iptables arguments to compare the rules with, shell-quoted as in a pod spec")
+	c.Flags().StringVar(&o.IstioVersion, "istio-version", "", "the Istio release that wrote the rules (e.g. 1.24.6): they are compared with what its istio-iptables writes; default: a POD's proxy image tag, else the newest modelled release")
 	c.Flags().StringArrayVar(&o.Nameservers, "nameserver", nil, "The pod's DNS servers, for DNS capture rules (repeatable)")
 	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")

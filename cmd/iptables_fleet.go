@@ -72,7 +72,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 	}
 	p := render.NewPrinter(o.Out)
 	rows := make([][]string, 0, len(lines))
-	drifted, failed := 0, 0
+	drifted, failed, unmodelled := 0, 0, 0
 	for _, l := range lines {
 		drift := "-"
 		switch {
@@ -94,6 +94,9 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 			drift = p.Paint("blocks", strings.Join(parts, ", "))
 		case l.Drift != nil:
 			drift = "none"
+		case l.NoRuleModel != "":
+			unmodelled++
+			drift = "unknown"
 		}
 		hazards := l.HazardText()
 		if l.Error != "" {
@@ -102,8 +105,12 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		rows = append(rows, []string{render.Escape(l.Namespace), render.Escape(l.Pod), render.Escape(l.Mesh), render.Escape(render.Dash(l.Backend)), fmt.Sprint(l.Rules), drift,
 			portOf(l.Inbound), portOf(l.Outbound), portOf(l.DNS), render.Escape(render.Dash(hazards))})
 	}
-	p.Para("", fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
-		len(lines), nodes, nodes, drifted, failed))
+	summary := fmt.Sprintf("%d pods on %d nodes read with %d node pods (no ephemeral container): %d with drift, %d unreadable",
+		len(lines), nodes, nodes, drifted, failed)
+	if unmodelled > 0 {
+		summary += fmt.Sprintf(", %d not compared (no rule model for their Istio release)", unmodelled)
+	}
+	p.Para("", summary)
 	fmt.Fprintln(p.Out)
 	p.Table([]string{"NAMESPACE", "POD", "MESH", "BACKEND", "RULES", "DRIFT", "INBOUND", "OUTBOUND", "DNS", "HAZARDS"}, rows)
 	p.Para("", "INBOUND, OUTBOUND, DNS: the proxy port a connection to the app's port, to an outside address and to the DNS server goes to, or no (not captured)")

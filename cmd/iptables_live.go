@@ -62,6 +62,7 @@ func (o *IptablesOptions) readLive(ctx context.Context) error {
 	o.input.Context, o.input.PodIPs, o.input.Nameservers = in.Context, in.PodIPs, in.Nameservers
 	if in.ExpectArgs != nil {
 		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = in.ExpectArgs, in.ExpectEnv, in.ExpectFrom
+		o.input.IstioVersion, o.input.IstioVersionFrom = in.IstioVersion, in.IstioVersionFrom
 	}
 	o.input.Conntrack, o.input.Sockets, o.input.ConntrackRead = in.Conntrack, in.Sockets, in.ConntrackRead
 	o.input.Ambient = in.Ambient

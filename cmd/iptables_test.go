@@ -121,6 +121,9 @@ func TestIptablesBadInput(t *testing.T) {
 		{"two v4 dumps", []string{"iptables", "--from-file", dumpFile, "--from-file", dumpFile}, "both ipv4"},
 		{"POD and --from-file", []string{"iptables", "mypod", "--from-file", dumpFile}, "give either a POD or --from-file"},
 		{"bad --via", []string{"iptables", "mypod", "--via", "ssh"}, `--via "ssh": ephemeral or node`},
+		{"--istio-version not a version", []string{"iptables", "--from-file", dumpFile, "--istio-version", "banana"}, `"banana" is not an Istio version`},
+		{"--istio-version half a version", []string{"iptables", "mypod", "--istio-version", "1.x"}, `"1.x" is not an Istio version`},
+		{"--istio-version for an audit", []string{"iptables", "-A", "--istio-version", "1.24"}, "--istio-version is for one POD or --from-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.args...)
@@ -172,4 +175,69 @@ func TestIptablesValidateFlagsBeforeAnyRequest(t *testing.T) {
 			t.Errorf("%+v (fleet %v): %v, want a usage error", b.o, b.fleet, err)
 		}
 	}
+}
+
+// The rules of each Istio release are compared with that release's model:
+// a healthy 1.24 pod has no drift against 1.24 (and would against the
+// newest release), and Istio 1.6, outside the model, is unknown: explained
+// and traced, never drift. Both dumps were written by the real binaries
+// (explain/capture/testdata, hack/testdata/istio-releases.sh).
+func TestIptablesIstioRelease(t *testing.T) {
+	const args = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`
+	dump124 := "../explain/capture/testdata/releases/1.24/05-dns.v4.save"
+	dump16 := "../explain/capture/testdata/outside/1.6/default.v4.save"
+	checked := 0
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want      []string
+		wantDrift string // JSON: "none", "drift" or "unknown"
+	}{
+		{"1.24 against 1.24", []string{"--from-file", dump124, "--istio-version", "1.24.6", "--nameserver", "10.96.0.10", "--expect-args", args + " --redirect-dns"},
+			[]string{"Drift: none", "in Istio 1.24.6 (--istio-version)"}, "none"},
+		{"1.24 against the newest", []string{"--from-file", dump124, "--nameserver", "10.96.0.10", "--expect-args", args + " --redirect-dns"},
+			[]string{"missing", "no version given: the newest modelled release"}, "drift"},
+		{"1.6: no model", []string{"--from-file", dump16, "--istio-version", "1.6.0", "--pod-ip", "10.250.0.2", "--expect-args", args, "--trace", "in:8080"},
+			[]string{"Drift: unknown: no rule model for Istio 1.6.0", "explained and traced, not compared", "to port 22", "Trace in:8080: inbound TCP to 10.250.0.2:8080 is redirected to port 15006"}, "unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, append([]string{"iptables"}, tc.args...)...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range tc.want {
+				checked++
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			code, js, errOut := run(t, append([]string{"iptables", "-o", "json"}, tc.args...)...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var doc struct {
+				Drift *struct {
+					Missing []string `json:"missing"`
+					Extra   []string `json:"extra"`
+				} `json:"drift"`
+				RuleModel   *struct{ Minor int } `json:"ruleModel"`
+				NoRuleModel string               `json:"noRuleModel"`
+			}
+			if err := json.Unmarshal([]byte(js), &doc); err != nil {
+				t.Fatal(err)
+			}
+			got := "unknown"
+			switch {
+			case doc.Drift != nil && len(doc.Drift.Missing)+len(doc.Drift.Extra) == 0:
+				got = "none"
+			case doc.Drift != nil:
+				got = "drift"
+			}
+			checked++
+			if got != tc.wantDrift || (got == "unknown") != (doc.NoRuleModel != "" && doc.RuleModel == nil) {
+				t.Errorf("JSON drift %s (noRuleModel %q, ruleModel %v), want %s", got, doc.NoRuleModel, doc.RuleModel, tc.wantDrift)
+			}
+		})
+	}
+	t.Logf("%d answers checked", checked)
 }

@@ -47,6 +47,14 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 			return usageErrorf("-o raw and --connections are for one POD")
 		}
 	}
+	if o.IstioVersion != "" {
+		if fleet {
+			return usageErrorf("--istio-version is for one POD or --from-file; the audit reads each pod's release from its images")
+		}
+		if _, _, err := capture.ParseIstioVersion(o.IstioVersion); err != nil {
+			return usageErrorf("--istio-version: %v", err)
+		}
+	}
 	var ips []netip.Addr
 	for _, s := range o.PodIPs {
 		a, err := netip.ParseAddr(s)
@@ -160,6 +168,9 @@ func (o *IptablesOptions) validateCommon() error {
 	}
 	if len(o.Nameservers) > 0 || o.live == nil {
 		o.input.Nameservers = o.Nameservers
+	}
+	if o.IstioVersion != "" {
+		o.input.IstioVersion, o.input.IstioVersionFrom = o.IstioVersion, "--istio-version"
 	}
 	if o.expectSet {
 		args, err := capture.SplitShell(o.ExpectArgs)

@@ -21,12 +21,18 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 	}
 	drifted := rep.Drift != nil && len(rep.Drift.Missing)+len(rep.Drift.Extra)+len(rep.Drift.Reordered) > 0
 	if rep.Drift != nil {
+		release := ""
+		if m := rep.RuleModel; m != nil {
+			release = " in " + strings.TrimSuffix(m.String(), "'s istio-iptables") + " (" + m.From + ")"
+		}
 		if drifted {
 			p.Para(p.Bold("Drift:")+" ", p.Paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",
-				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against "+Escape(rep.Expected)+" (the rules are below)")
+				len(rep.Drift.Missing), len(rep.Drift.Extra), len(rep.Drift.Reordered)))+" against what "+Escape(rep.Expected)+" call for"+Escape(release)+"; the rules are below")
 		} else {
-			p.Para(p.Bold("Drift:")+" ", "none: the rules are exactly those "+Escape(rep.Expected)+" call for")
+			p.Para(p.Bold("Drift:")+" ", "none: the rules are exactly those "+Escape(rep.Expected)+" call for"+Escape(release))
 		}
+	} else if rep.NoRuleModel != "" {
+		p.Para(p.Bold("Drift:")+" ", p.Paint(injection.EffectUnknown, "unknown")+": "+Escape(rep.NoRuleModel))
 	}
 	for _, tr := range rep.Traces {
 		p.Para(p.Bold("Trace")+" "+Escape(tr.Spec)+": ", Escape(tr.Summary))
@@ -65,6 +71,9 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 		}
 	}
 	for _, n := range rep.Notes {
+		if n == rep.NoRuleModel {
+			continue // said on the drift line
+		}
 		p.Para(p.Effect(injection.EffectWarning)+": ", Escape(n))
 	}
 	if rep.Live != nil || rep.Drift != nil || len(rep.Traces) > 0 || len(rep.Notes) > 0 || rep.ConnectionsSummary != "" {

@@ -16,6 +16,11 @@ type AuditSummary struct {
 	Drift   *bool `json:"drift"`
 	Missing int   `json:"missing"`
 	Extra   int   `json:"extra"`
+	// Release is the Istio release whose rules the pod's were compared
+	// with; NoRuleModel why they were not (a release outside the model, or
+	// one that could not be read): the drift is then unknown.
+	Release     string `json:"release,omitempty"`
+	NoRuleModel string `json:"noRuleModel,omitempty"`
 	// Inbound, Outbound and DNS say where the audit traces go: "captured
 	// (15006)", "not captured", or "-" when not traced.
 	Inbound  string   `json:"inbound"`
@@ -39,6 +44,13 @@ func Summarize(rep *CaptureReport, traces AuditTraces, backend string) AuditSumm
 		drift := s.Missing+s.Extra+len(rep.Drift.Reordered) > 0
 		s.Drift = &drift // the drift column says it; not a hazard line too
 	}
+	if rep.RuleModel != nil {
+		s.Release = rep.RuleModel.Release
+		if s.Release == "" {
+			s.Release = "1." + itoa(rep.RuleModel.Minor)
+		}
+	}
+	s.NoRuleModel = rep.NoRuleModel
 	where := func(tr *Trace) string {
 		if tr.Verdict == "redirect" || tr.Verdict == "tproxy" {
 			return "captured (" + itoa(tr.Port) + ")"

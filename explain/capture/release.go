@@ -77,7 +77,7 @@ func shapeOf(minor int) string {
 type VersionError struct{ Version, Why string }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("%q is not an Istio version (%s): give MAJOR.MINOR, e.g. 1.24 or 1.24.6", e.Version, e.Why)
+	return fmt.Sprintf("%q is not an Istio version (%s): give MAJOR.MINOR[.PATCH], e.g. 1.24 or 1.24.6", e.Version, e.Why)
 }
 
 // NoModelError is a real Istio version whose rules the model does not
@@ -106,7 +106,7 @@ func ParseIstioVersion(s string) (major, minor int, err error) {
 	}
 	parts := strings.Split(v[:end], ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, 0, &VersionError{s, "want MAJOR.MINOR[.PATCH]"}
+		return 0, 0, &VersionError{s, "not numbers separated by dots"}
 	}
 	nums := make([]int, len(parts))
 	for i, p := range parts {

@@ -166,7 +166,7 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 				return nil, err
 			}
 		} else {
-			rep.Expected = in.ExpectFrom + ", as " + rep.RuleModel.String() + " writes them"
+			rep.Expected = in.ExpectFrom
 			rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
 			for _, d := range in.Dumps {
 				want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
@@ -312,7 +312,7 @@ type RuleModelUse struct {
 func ruleModelOf(in CaptureInput) (*RuleModelUse, string, error) {
 	switch {
 	case in.IstioVersion == "" && in.IstioVersionFrom == "":
-		return &RuleModelUse{RuleModel: NewestRuleModel(), From: fmt.Sprintf("no Istio version given: the newest modelled release, 1.%d (--istio-version for another)", NewestModelled)}, "", nil
+		return &RuleModelUse{RuleModel: NewestRuleModel(), From: "no version given: the newest modelled release; --istio-version for another"}, "", nil
 	case in.IstioVersion == "":
 		return nil, "the Istio release that wrote these rules is unknown (" + in.IstioVersionFrom + "): the rules are explained and traced, not compared", nil
 	}

@@ -60,14 +60,17 @@ func captureCheck(f Facts, target string) Check {
 	case r == nil:
 		c.Status, c.Evidence = NotChecked, "not checked: the pod's rules were not read"
 		c.Detail = "kubectl mesh diagnose " + target + " --rules"
+	case r.Drift == nil && r.NoRuleModel != "":
+		// A release outside the model (or unread): unknown, never drift.
+		c.Status, c.Evidence, c.Code = Unknown, "the rules were read; "+r.NoRuleModel, CodeRulesDrift
 	case r.Drift == nil:
 		c.Status, c.Evidence, c.Code = Unknown, "the rules were read, but what they should be is not known: "+strings.Join(r.Notes, "; "), CodeRulesDrift
 	case len(r.Drift.Missing)+len(r.Drift.Extra)+len(r.Drift.Reordered) > 0:
 		c.Status, c.Code = Fail, CodeRulesDrift
-		c.Evidence = fmt.Sprintf("%d rules missing, %d extra, %d chains reordered against %s", len(r.Drift.Missing), len(r.Drift.Extra), len(r.Drift.Reordered), r.Expected)
+		c.Evidence = fmt.Sprintf("%d rules missing, %d extra, %d chains reordered against %s%s", len(r.Drift.Missing), len(r.Drift.Extra), len(r.Drift.Reordered), r.Expected, releaseOf(r))
 		c.Fix = "re-create the pod so that its rules are written again: kubectl delete pod " + target
 	default:
-		c.Status, c.Evidence = Pass, "the rules are exactly those "+r.Expected+" call for"
+		c.Status, c.Evidence = Pass, "the rules are exactly those "+r.Expected+" call for"+releaseOf(r)
 	}
 	if r == nil {
 		return c
@@ -122,4 +125,12 @@ func connectionsCheck(f Facts, target string) Check {
 	}
 	c.Status, c.Evidence = Pass, r.ConnectionsSummary
 	return c
+}
+
+// releaseOf names the Istio release whose rules a report was compared with.
+func releaseOf(r *capture.CaptureReport) string {
+	if r.RuleModel == nil {
+		return ""
+	}
+	return " in " + strings.TrimSuffix(r.RuleModel.String(), "'s istio-iptables") + " (" + r.RuleModel.From + ")"
 }
