@@ -43,16 +43,16 @@ type IptablesOptions struct {
 	// Connections classifies the pod's live flows (captured or bypassing).
 	Connections bool
 
-	FromFiles   []string
-	PodIPs      []string
-	ExpectArgs  string
+	FromFiles  []string
+	PodIPs     []string
+	ExpectArgs string
 	// IstioVersion is the Istio release whose istio-iptables wrote the
 	// rules (--istio-version): the rules are compared with its model.
 	IstioVersion string
-	expectSet   bool
-	Nameservers []string
-	Traces      []string
-	Output      string
+	expectSet    bool
+	Nameservers  []string
+	Traces       []string
+	Output       string
 
 	raw         [][]byte
 	live        *nsexec.Result
