@@ -63,6 +63,10 @@ func NewDiagnoseCmd(configFlags *genericclioptions.ConfigFlags, streams generici
 		Short: "Walk a pod's data-plane setup in the order it happens and stop at the first thing that broke",
 		Long: `Answer "what is wrong with this pod?": every check of its data-plane setup,
 in the order things happen to a pod, the first failing one and its fix on top.
+It only reads, except with --rules or --connections: for one pod they add an
+ephemeral container to it (it can never be removed), for many pods they create
+one privileged node pod per node in --node-namespace (default "default",
+deleted when done); each is announced on stderr before it is made.
 
   injection    injected as expected? (a mismatch, refused at admission, the
                wrong revision) — as why-injected answers; --verify adds the
@@ -175,7 +179,8 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 		Progress: func(nodes, pods int) (func(int), func()) {
 			pr := render.NewProgress(o.ErrOut, "reading capture rules (pods)", pods)
 			return pr.Add, pr.Finish
-		}}
+		},
+		Announce: announcer(o.ErrOut)}
 	return nil
 }
 

@@ -78,6 +78,12 @@ PREROUTING and OUTPUT with packet counters; the drift from the rules the pod's
 istio-init arguments (or, in CNI mode, its annotations) call for; and where
 given connections go (--trace).
 
+What it changes: a POD read adds an ephemeral container to the pod (it can
+never be removed; --via node instead creates a privileged node pod, deleted
+when done); -n, -l and -A (the fleet audit, no POD) create one privileged
+node pod per node in --node-namespace (default "default"). Each is announced
+on stderr before it is made. --from-file changes nothing.
+
 POD: the rules are dumped from the running pod, both backends (nft, legacy)
 and both families, with counters:
   --via ephemeral (default)  an ephemeral debug container in the pod (image:

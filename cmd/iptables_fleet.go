@@ -49,7 +49,7 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 		return nil
 	}
 	progress := render.NewProgress(o.ErrOut, fmt.Sprintf("reading capture rules (%d nodes, one node pod each): pods", len(byNode)), selected)
-	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, Done: progress.Add})
+	lines, nodes, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, Done: progress.Add, Announce: announcer(o.ErrOut)})
 	progress.Finish()
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (o *IptablesOptions) readLive(ctx context.Context) error {
 		}
 	}
 	read, err := rules.ReadPod(ctx, ic, rules.Request{Pod: pod, Container: o.Container, Image: o.Image, Via: o.Via,
-		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, Force: o.Force, Connections: o.Connections})
+		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, Force: o.Force, Connections: o.Connections, Announce: announcer(o.ErrOut)})
 	var input *engine.InputError
 	switch {
 	case errors.Is(err, context.Canceled):

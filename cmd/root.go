@@ -193,3 +193,9 @@ func validateOutput(format string, extra ...string) error {
 	allowed := append([]string{render.JSON, render.YAML}, extra...)
 	return usageErrorf("unsupported output format %q: use one of %v", format, allowed)
 }
+
+// announcer says on w, one line each, what a command is about to create in
+// the cluster (an ephemeral container, node pods), as kubectl debug does.
+func announcer(w io.Writer) func(string) {
+	return func(s string) { fmt.Fprintln(w, s) }
+}

@@ -65,6 +65,15 @@ type Result struct {
 // Runner runs dumps with a client.
 type Runner struct {
 	Client kubernetes.Interface
+	// Announce, when set, is told what is about to be created, just before
+	// the request that creates it (as kubectl debug says it on stderr).
+	Announce func(string)
+}
+
+func (r *Runner) announce(format string, args ...any) {
+	if r.Announce != nil {
+		r.Announce(fmt.Sprintf(format, args...))
+	}
 }
 
 const marker = "### kubectl-mesh "
@@ -280,6 +289,7 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	if err != nil {
 		return nil, err
 	}
+	r.announce("adding ephemeral container %s (image %s, NET_ADMIN and NET_RAW) to pod %s/%s: it cannot be removed and stays in the pod's spec until the pod is deleted", name, req.Image, p.Namespace, p.Name)
 	if _, err := r.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers"); err != nil {
 		switch {
 		case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "ephemeralcontainers"):
@@ -471,6 +481,7 @@ func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, ti
 			return false, nil
 		})
 	}()
+	r.announce("creating pod %s/%s on node %s (privileged, hostPID, hostNetwork, tolerates every taint): it is deleted when the read ends, also on error or Ctrl-C", ns, name, node)
 	if _, createErr = r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); createErr != nil {
 		if strings.Contains(createErr.Error(), "PodSecurity") {
 			return "", "", fmt.Errorf("namespace %q refuses the privileged node pod (%v): give a namespace that allows it with --node-namespace", ns, createErr)

@@ -43,6 +43,9 @@ type Engine struct {
 	// read of; it returns what to tell as each node is done, and what to
 	// do once all are.
 	Progress func(nodes, pods int) (done func(pods int), finish func())
+	// Announce, when set, is told what the rules' reading is about to
+	// create (an ephemeral container, node pods), before it does.
+	Announce func(string)
 }
 
 // dash is s, or "-" when it is empty.
@@ -375,7 +378,7 @@ func (e *Engine) readRules(ctx context.Context, items []*item, one bool) error {
 		defer finish()
 	}
 	lines, _, err := rules.Audit(ctx, e.Client, byNode, rules.AuditOptions{Image: e.Image, NodeNamespace: e.NodeNamespace, Timeout: e.Timeout,
-		Connections: e.Connections, Listeners: true, Done: done})
+		Connections: e.Connections, Listeners: true, Done: done, Announce: e.Announce})
 	if err != nil {
 		return err
 	}
@@ -401,7 +404,7 @@ func (e *Engine) readRules(ctx context.Context, items []*item, one bool) error {
 // readOne reads one pod's rules the way `kubectl mesh iptables POD` does.
 func (e *Engine) readOne(ctx context.Context, it *item) error {
 	read, err := rules.ReadPod(ctx, e.Client, rules.Request{Pod: it.pod, Via: e.Via, Image: e.Image, NodeNamespace: e.NodeNamespace,
-		Timeout: e.Timeout, Connections: e.Connections})
+		Timeout: e.Timeout, Connections: e.Connections, Announce: e.Announce})
 	var rep *capture.CaptureReport
 	if err == nil {
 		rep, err = capture.ExplainCapture(read.Input)

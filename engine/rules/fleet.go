@@ -52,6 +52,9 @@ type AuditOptions struct {
 	// Parallel is how many pods of a node are read at once (0: as many as
 	// the node has CPUs).
 	Parallel int
+	// Announce, when set, is told once, before any is created, how many
+	// node pods the audit creates, where and how.
+	Announce func(string)
 }
 
 // Audit reads the rules of the pods of each node of byNode with one node
@@ -79,6 +82,21 @@ func Audit(ctx context.Context, client *inspect.Client, byNode map[string][]*cor
 		}
 	}
 
+	if opts.Announce != nil && len(nodes) > 0 {
+		ns := opts.NodeNamespace
+		if ns == "" {
+			ns = "default"
+		}
+		pods := 0
+		for _, n := range nodes {
+			pods += len(byNode[n])
+		}
+		s := "s"
+		if len(nodes) == 1 {
+			s = ""
+		}
+		opts.Announce(fmt.Sprintf("reading %d pods with %d node pod%s (one per node, in namespace %s; privileged, hostPID, hostNetwork, tolerating every taint): each is deleted when its node is read, also on error or Ctrl-C; no ephemeral container is added", pods, len(nodes), s, ns))
+	}
 	runner := &nsexec.Runner{Client: client.Kube}
 	var mu sync.Mutex
 	var lines []*AuditLine
