@@ -104,8 +104,12 @@ unknown; 1 error; 2 usage error.`,
   # ... its live rules and connections too
   kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections
 
-  # Every pod of the cluster, worst first; fail a CI gate on any problem
-  kubectl mesh diagnose -A || echo "exit $?"`,
+  # Every pod of the cluster, worst first
+  kubectl mesh diagnose -A
+
+  # A CI gate: the step fails (exit 4) when any check fails, or warns too
+  kubectl mesh diagnose -n shop
+  kubectl mesh diagnose -n shop --fail-on warning`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.viaSet = c.Flags().Changed("via")
 			if o.viaSet {

@@ -166,7 +166,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Without a POD: audit the running pods matching this label selector (one node pod per node)")
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the debug container (default: the pod's proxy image)")
 	c.Flags().DurationVar(&o.Interval, "interval", 0, "Dump twice, this long apart, and show each rule's counter deltas")
-	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pod of --via node")
+	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods: --via node's and the fleet audit's")
 	c.Flags().BoolVar(&o.Force, "force", false, "Add an ephemeral container even to a pod that is not Running")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for the dump")
 	c.Flags().IntVar(&o.Parallel, "parallel", 0, "Without a POD: how many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")

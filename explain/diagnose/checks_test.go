@@ -615,3 +615,42 @@ func TestServerFirstDeclaredHTTP(t *testing.T) {
 		t.Errorf("tcp-mysql on 3306: %+v", fs)
 	}
 }
+
+// One ambient fault, one finding: redirection "pending" (istio-cni wrote the
+// pod's rules, ztunnel has not taken it) is KM-START-013 alone, even when
+// why-injected says the pod is not captured; an annotation istio-cni never
+// wrote is KM-CAP-006 alone.
+func TestAmbientFaultHasOneFinding(t *testing.T) {
+	for _, tc := range []struct {
+		redirection string
+		capture     string
+		want        string
+	}{
+		{"pending", injection.AmbientPending, CodeAmbientWaitZtunnel},
+		{"", injection.AmbientNotSetUp, CodeAmbientNotCaptured},
+	} {
+		c := checkCase{pod: func(p *corev1.Pod) {
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+			p.Annotations = map[string]string{}
+			if tc.redirection != "" {
+				p.Annotations["ambient.istio.io/redirection"] = tc.redirection
+			}
+			p.Labels = map[string]string{"istio.io/dataplane-mode": "ambient"}
+		}, inj: func(r *injection.InjectionReport) {
+			no := false
+			r.Injected, r.Expected, r.Ambient, r.AmbientCapture = &no, &no, true, tc.capture
+			r.Verdict, r.Fix = "Enrolled in ambient mode, not captured", "kubectl delete pod web-1 -n shop"
+		}}
+		d := Diagnose(c.facts())
+		var codes []string
+		for _, f := range d.Findings {
+			if f.Status == Fail || f.Status == Warning {
+				codes = append(codes, f.Code)
+			}
+		}
+		if len(codes) != 1 || codes[0] != tc.want {
+			t.Errorf("redirection %q: findings %v, want only %s", tc.redirection, codes, tc.want)
+		}
+	}
+}

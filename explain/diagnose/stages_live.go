@@ -48,9 +48,10 @@ func captureCheck(f Facts, target string) Check {
 	r, inj := f.Capture, f.Injection
 	c := Check{Name: CheckCapture, Detail: "kubectl mesh iptables " + target}
 	switch {
-	case inj != nil && inj.Ambient && (inj.AmbientCapture == injection.AmbientPending || inj.AmbientCapture == injection.AmbientNotSetUp):
-		// What istio-cni wrote on the pod says so, rules read or not: the
-		// rules may be right, ztunnel is what is missing.
+	case inj != nil && inj.Ambient && inj.AmbientCapture == injection.AmbientNotSetUp:
+		// What istio-cni wrote on the pod says so, rules read or not: it has
+		// not set the pod up. (Redirection "pending" means it has, and
+		// ztunnel has not taken the pod: one finding, KM-START-013.)
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, inj.Verdict, inj.Fix, CodeAmbientNotCaptured
 		c.Detail = "kubectl mesh why-injected " + target
 	case f.CaptureUnknown != "":

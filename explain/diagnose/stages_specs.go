@@ -127,11 +127,11 @@ func init() {
 		run:     captureOf(CodeRulesDrift)})
 	register(&Spec{Code: CodeAmbientNotCaptured, Title: "ambient pod not captured", Stage: CheckCapture, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactMesh},
-		Means:   "The pod is enrolled in ambient mode but istio-cni has not set up its capture (redirection pending or absent): its traffic bypasses the mesh.",
-		Detects: "The ambient.istio.io/redirection annotation against the pod's enrollment.",
+		Means:   "The pod is enrolled in ambient mode but istio-cni has not set it up: no ambient.istio.io/redirection annotation (or a value istio-cni never writes), so no in-pod rules and no ztunnel: its traffic bypasses the mesh. (Redirection \"pending\" is another fault: istio-cni wrote the rules and ztunnel has not taken the pod, KM-START-013.)",
+		Detects: "The ambient.istio.io/redirection annotation, absent or not a value istio-cni writes, on a pod enrolled in ambient mode.",
 		Fixes:   "What why-injected says: the node's istio-cni and ztunnel, then re-create the pod.",
 		Source:  "Istio docs, ambient mode troubleshooting",
-		Planted: "ambient pods with redirection pending and without it",
+		Planted: "an ambient pod never annotated with ambient.istio.io/redirection",
 		run:     captureOf(CodeAmbientNotCaptured)})
 	register(&Spec{Code: CodeBypassing, Title: "connections bypass the proxy", Stage: CheckConnections, Kind: Live, Status: Fail,
 		Reads:   []Fact{FactPod, FactRules, FactConntrack},
