@@ -1,0 +1,342 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// The docs cannot drift from the code: every relative link and anchor of
+// README.md and docs/*.md resolves; every KM- code they name is in the
+// registry, with the registry's title wherever a title is given beside it;
+// every `kubectl mesh …` invocation they show parses with that command's
+// own flags; and so does every example of every command's --help.
+func TestDocsDoNotDrift(t *testing.T) {
+	docs := docFiles(t)
+	root := NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
+	var problems []string
+	links, codes, invocations := 0, 0, 0
+	for _, path := range docs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		p, n := brokenLinks(path, text)
+		problems, links = append(problems, p...), links+n
+		p, n = codeDrift(path, text)
+		problems, codes = append(problems, p...), codes+n
+		p, n = invocationDrift(root, path, text)
+		problems, invocations = append(problems, p...), invocations+n
+		p, n = proseFlagDrift(root, path, text)
+		problems, invocations = append(problems, p...), invocations+n
+	}
+	examples := 0
+	for _, c := range root.Commands() {
+		p, n := invocationDrift(root, "kubectl mesh "+c.Name()+" --help", "```\n"+c.Example+"\n```")
+		problems, examples = append(problems, p...), examples+n
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	testreport.Count(t, "docs against the code: %d files, %d links and anchors, %d KM- codes, %d invocations in the docs, %d help examples checked; %d problems",
+		len(docs), links, codes, invocations, examples, len(problems))
+	if links == 0 || codes == 0 || invocations == 0 || examples == 0 {
+		t.Errorf("nothing of some kind was checked: the checker is broken")
+	}
+}
+
+// The checker itself fails on each planted fault.
+func TestDocsDriftCheckerCatchesPlantedFaults(t *testing.T) {
+	root := NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "other.md"), []byte("# Other\n\n## A real heading\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(dir, "doc.md")
+	for _, tc := range []struct {
+		name, text string
+		check      func(path, text string) ([]string, int)
+		want       string
+	}{
+		{"missing file", "see [x](nowhere.md)", brokenLinks, "nowhere.md"},
+		{"missing anchor", "see [x](other.md#no-such-heading)", brokenLinks, "#no-such-heading"},
+		{"missing local anchor", "# Doc\nsee [x](#gone)", brokenLinks, "#gone"},
+		{"unknown code", "KM-CAP-999 does not exist", codeDrift, "KM-CAP-999"},
+		{"code with another title", "| KM-CAP-001 | capture | rules redirect to nothing |", codeDrift, "KM-CAP-001"},
+		{"unknown flag", "```\nkubectl mesh diagnose -A --frobnicate\n```", func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }, "--frobnicate"},
+		{"flag of another command", "```\nkubectl mesh startup web --rules\n```", func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }, "--rules"},
+		{"unknown flag in prose", "give `--frobnicate` to see more", func(p, s string) ([]string, int) { return proseFlagDrift(root, p, s) }, "--frobnicate"},
+		{"unknown command", "```\nkubectl mesh diagnoze web\n```", func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }, "diagnoze"},
+	} {
+		got, _ := tc.check(doc, tc.text)
+		if len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), tc.want) {
+			t.Errorf("%s: the checker said %q, want a problem naming %q", tc.name, got, tc.want)
+		}
+	}
+	// And says nothing of what is right.
+	ok := "# Doc\n\n## Part one\n\n[o](other.md#a-real-heading) [p](#part-one) KM-CAP-001 · capture rules differ from the annotations\n\n```\nkubectl mesh iptables web -n shop --via node --trace in:8080\n```\n"
+	for _, check := range []func(string, string) ([]string, int){brokenLinks, codeDrift, func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }} {
+		if got, _ := check(doc, ok); len(got) > 0 {
+			t.Errorf("a correct doc drew %q", got)
+		}
+	}
+}
+
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"../README.md"}
+	more, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(more)
+	return append(files, more...)
+}
+
+var (
+	mdLinkRE  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
+	anchorRE  = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
+	fenceRE   = regexp.MustCompile("(?s)```.*?```")
+)
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped
+// but for hyphens and underscores, spaces as hyphens.
+func slug(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	var b strings.Builder
+	for _, r := range h {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the anchors a markdown text defines: its headings' slugs
+// (numbered as GitHub numbers repeats) and explicit <a id> or <a name>.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	text = fenceRE.ReplaceAllString(text, "")
+	seen := map[string]int{}
+	for _, m := range headingRE.FindAllStringSubmatch(text, -1) {
+		s := slug(m[1])
+		if n := seen[s]; n > 0 {
+			out[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	for _, m := range anchorRE.FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// brokenLinks lists the relative links of a doc whose file or anchor does
+// not exist, and how many were checked.
+func brokenLinks(path, text string) ([]string, int) {
+	var out []string
+	n := 0
+	for _, m := range mdLinkRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(text, ""), -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		n++
+		file, frag, _ := strings.Cut(target, "#")
+		full := path
+		if file != "" {
+			full = filepath.Join(filepath.Dir(path), file)
+			if _, err := os.Stat(full); err != nil {
+				out = append(out, fmt.Sprintf("%s: link %q: no file %s", path, target, full))
+				continue
+			}
+		}
+		if frag == "" {
+			continue
+		}
+		if !strings.HasSuffix(full, ".md") {
+			out = append(out, fmt.Sprintf("%s: link %q: an anchor into a file that is not markdown", path, target))
+			continue
+		}
+		b, err := os.ReadFile(full)
+		if file == "" {
+			b, err = []byte(text), nil
+		}
+		if err != nil || !anchors(string(b))[frag] {
+			out = append(out, fmt.Sprintf("%s: link %q: no heading or anchor #%s in %s", path, target, frag, full))
+		}
+	}
+	return out, n
+}
+
+var codeRE = regexp.MustCompile(`KM-[A-Z]+-\d{3}`)
+
+// codeDrift lists the KM- codes of a doc that the registry does not have,
+// and those shown beside another title than the registry's: in a table row
+// or after "·" or "—", the line must carry the registry's title.
+func codeDrift(path, text string) ([]string, int) {
+	var out []string
+	n := 0
+	for i, line := range strings.Split(text, "\n") {
+		for _, code := range codeRE.FindAllString(line, -1) {
+			n++
+			spec, ok := diagnose.Lookup(code)
+			if !ok {
+				out = append(out, fmt.Sprintf("%s:%d: %s is not a check of the registry", path, i+1, code))
+				continue
+			}
+			// A table row whose first cell is the code, or a "CODE · Title"
+			// line, shows its title.
+			first := strings.TrimSpace(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(line), "|"), "|", 2)[0])
+			titled := strings.HasPrefix(strings.TrimSpace(line), "|") && (first == code || strings.HasPrefix(first, "["+code+"]")) ||
+				strings.Contains(line, code+" ·") || strings.Contains(line, code+" —")
+			if titled && !strings.Contains(line, spec.Title) {
+				out = append(out, fmt.Sprintf("%s:%d: %s shown with another title than the registry's %q: %s", path, i+1, code, spec.Title, strings.TrimSpace(line)))
+			}
+		}
+	}
+	return out, n
+}
+
+// invocationDrift parses every `kubectl mesh …` (or kubectl-mesh …)
+// invocation of a text — a line of a code block or of inline code, with its
+// continuation lines — with the command's own flags, as cobra would.
+func invocationDrift(root *cobra.Command, where, text string) ([]string, int) {
+	var out []string
+	n := 0
+	for _, inv := range invocations(text) {
+		args, err := capture.SplitShell(inv)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %q: %v", where, inv, err))
+			continue
+		}
+		n++
+		if err := parseInvocation(root, args); err != nil {
+			out = append(out, fmt.Sprintf("%s: `kubectl mesh %s`: %v", where, inv, err))
+		}
+	}
+	return out, n
+}
+
+var (
+	invocationRE = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:kubectl mesh|kubectl-mesh)((?: +[^\x60|;&><#]+)*)`)
+	placeholder  = regexp.MustCompile(`[A-Z][A-Z_]+|…|\.\.\.|\[|\]`)
+)
+
+// invocations finds `kubectl mesh ARGS` in code: fenced blocks, console
+// transcripts ("$ kubectl mesh …") and inline code. Shell operators end an
+// invocation; a trailing backslash continues it. Synopses with
+// placeholders (POD, [flags], …) are skipped: they are not invocations.
+func invocations(text string) []string {
+	var code []string
+	for _, block := range fenceRE.FindAllString(text, -1) {
+		code = append(code, strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n")...)
+	}
+	inline := regexp.MustCompile("`([^`\n]+)`")
+	for _, m := range inline.FindAllStringSubmatch(fenceRE.ReplaceAllString(text, ""), -1) {
+		code = append(code, m[1])
+	}
+	var out []string
+	for _, line := range code {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "$"))
+		if i := strings.Index(line, " #"); i >= 0 {
+			line = line[:i] // a shell comment
+		}
+		for _, m := range invocationRE.FindAllStringSubmatch(line, -1) {
+			args := strings.TrimSpace(m[1])
+			if args == "" || placeholder.MatchString(stripQuoted(args)) {
+				continue
+			}
+			out = append(out, args)
+		}
+	}
+	return out
+}
+
+// stripQuoted drops quoted strings (their content is a value, not syntax).
+func stripQuoted(s string) string {
+	return regexp.MustCompile(`'[^']*'|"[^"]*"`).ReplaceAllString(s, "")
+}
+
+// parseInvocation finds the command args name and parses the rest with its
+// flags; an unknown command, flag or argument count is an error.
+func parseInvocation(root *cobra.Command, args []string) error {
+	c, rest, err := root.Find(args)
+	if err != nil {
+		return err
+	}
+	if c == root {
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+			return fmt.Errorf("unknown command %q", rest[0])
+		}
+	}
+	c.InitDefaultHelpFlag()
+	if err := c.ParseFlags(rest); err != nil {
+		return err
+	}
+	if c.Args != nil {
+		if err := c.Args(c, c.Flags().Args()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var proseFlagRE = regexp.MustCompile("`(--[a-z][a-z0-9-]*)(?:[ =][^`]*)?`")
+
+// iptablesOptions are iptables' own options that the docs name in
+// explaining rules: not kubectl-mesh's.
+var iptablesOptions = map[string]bool{"--uid-owner": true, "--gid-owner": true, "--dport": true, "--sport": true, "--to-ports": true}
+
+// proseFlagDrift lists the flags a doc names alone in inline code
+// (`--fail-on`) that no kubectl-mesh command has, unless they are
+// istio-iptables' (as --expect-args takes them) or iptables' own.
+func proseFlagDrift(root *cobra.Command, path, text string) ([]string, int) {
+	var out []string
+	n := 0
+	known := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.InitDefaultHelpFlag()
+		for _, fs := range []interface {
+			VisitAll(func(*pflag.Flag))
+		}{c.Flags(), c.PersistentFlags(), c.InheritedFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { known["--"+f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, m := range proseFlagRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(text, ""), -1) {
+		flag := m[1]
+		n++
+		if known[flag] || iptablesOptions[flag] {
+			continue
+		}
+		if _, err := capture.ParseCaptureArgs([]string{flag + "=1"}, nil); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+			continue // an istio-iptables flag
+		}
+		out = append(out, fmt.Sprintf("%s: `%s` is not a flag of any kubectl mesh command", path, flag))
+	}
+	return out, n
+}
