@@ -21,8 +21,9 @@ func (c *Client) DryRunCreate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod
 // CanCreatePods asks the apiserver whether the user may create pods in
 // namespace (a dry run needs the same permission as a real create).
 func (c *Client) CanCreatePods(ctx context.Context, namespace string) (bool, error) {
+	attrs := DryRunPermission(namespace)
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods"}}}
+		ResourceAttributes: &attrs}}
 	res, err := c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return false, err
@@ -85,4 +86,10 @@ func ownerErr(err error, verb, ns string) error {
 		return fmt.Errorf("forbidden: the user may not %s in namespace %s", verb, ns)
 	}
 	return err
+}
+
+// DryRunPermission is what a server-side dry-run create of a pod in
+// namespace takes: the same as a real create.
+func DryRunPermission(namespace string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods"}
 }

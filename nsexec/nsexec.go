@@ -266,10 +266,7 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	if p.Status.Phase != corev1.PodRunning && !req.AllowNotRunning {
 		return nil, fmt.Errorf("pod %s/%s is %s, not Running: an ephemeral container cannot be removed once added; give --force to add one anyway, or --via node", p.Namespace, p.Name, p.Status.Phase)
 	}
-	if err := r.check(ctx,
-		authorizationv1.ResourceAttributes{Namespace: p.Namespace, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
-		authorizationv1.ResourceAttributes{Namespace: p.Namespace, Verb: "get", Resource: "pods", Subresource: "log"},
-	); err != nil {
+	if err := r.check(ctx, EphemeralPermissions(p.Namespace)...); err != nil {
 		return nil, err
 	}
 	name := "mesh-dump-" + rand.String(5)
@@ -430,11 +427,40 @@ func containerID(p *corev1.Pod) string {
 
 // checkNode asks whether the user may run a node pod in namespace ns.
 func (r *Runner) checkNode(ctx context.Context, ns string) error {
-	return r.check(ctx,
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"},
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"},
-		authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
-	)
+	return r.check(ctx, NodePodPermissions(ns)...)
+}
+
+// NodePodPermissions are what running a node pod in namespace ns takes
+// (checked before it is created).
+func NodePodPermissions(ns string) []authorizationv1.ResourceAttributes {
+	return []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "create", Resource: "pods"},
+		{Namespace: ns, Verb: "delete", Resource: "pods"},
+		{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
+	}
+}
+
+// EphemeralPermissions are what adding a debug container to a pod of
+// namespace ns and reading its output take (checked before it is added).
+func EphemeralPermissions(ns string) []authorizationv1.ResourceAttributes {
+	return []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
+		{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"},
+	}
+}
+
+// Describe says a list of permissions as RBAC rules read: "patch
+// pods/ephemeralcontainers, get pods/log".
+func Describe(attrs []authorizationv1.ResourceAttributes) string {
+	var out []string
+	for _, a := range attrs {
+		what := a.Resource
+		if a.Subresource != "" {
+			what += "/" + a.Subresource
+		}
+		out = append(out, a.Verb+" "+what)
+	}
+	return strings.Join(out, ", ")
 }
 
 // runNodePod runs cmd in a short-lived privileged pod on node (host PID and

@@ -1,0 +1,73 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
+)
+
+// touch is what one way of running a command does to a cluster.
+type touch struct {
+	invocations []string
+	changes     string
+	rbac        string
+}
+
+// touches are the commands and flags, by what they do to the cluster; the
+// permissions come from the checks the code makes before it acts, the
+// reads from the facts the checks read. README's "What it touches" is
+// rendered from them (TestReadmeWhatItTouches).
+func touches() []touch {
+	nodePod := fmt.Sprintf("one pod, privileged, hostPID and hostNetwork, tolerating every taint, on the node in `--node-namespace` (default %q); deleted when the read ends, on error and on Ctrl-C", "default")
+	return []touch{
+		{[]string{"why-injected", "startup", "diagnose", "iptables --from-file", "version", "completion"},
+			"nothing: reads only", reads()},
+		{[]string{"why-injected --verify", "diagnose --verify"},
+			"server-side dry-run creates (`dryRun=All`), one per pod template: the admission chain runs, nothing is stored",
+			"reads, and " + nsexec.Describe([]authorizationv1.ResourceAttributes{inspect.DryRunPermission("NS")}) + " in the template's namespace"},
+		{[]string{"iptables POD", "iptables POD --interval D", "diagnose POD --rules", "diagnose POD --connections"},
+			"adds an **ephemeral container** to POD (the pod's proxy image, root, NET_ADMIN and NET_RAW, not privileged). **It can never be removed**: it stays in the pod's spec, terminated, until the pod is deleted",
+			nsexec.Describe(nsexec.EphemeralPermissions("NS")) + " in the pod's namespace"},
+		{[]string{"iptables POD --via node", "diagnose POD --rules --via node"},
+			nodePod, nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
+		{[]string{"iptables -n NS / -l SEL / -A (fleet audit)", "diagnose -n / -l / -A / a workload, with --rules or --connections"},
+			"the same node pod, one per node that runs a selected pod; never an ephemeral container. `-n` is the scope of the pods read, not where the node pods go",
+			nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
+	}
+}
+
+// reads lists what the read-only commands read, from the facts diagnose's
+// checks read (the live ones aside).
+func reads() string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range []diagnose.Fact{diagnose.FactPod, diagnose.FactMesh, diagnose.FactBackends, diagnose.FactOwner,
+		diagnose.FactEvents, diagnose.FactLogs, diagnose.FactServices} {
+		for _, p := range strings.Split(f.Permission, ", ") {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return strings.Join(out, ", ") + "; a sweep also lists nodes and the workloads (deployments, statefulsets, daemonsets, jobs). Anything refused is unknown, with the permission named"
+}
+
+// WhatItTouchesMarkdown is README's "What it touches" table.
+func WhatItTouchesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| command | what it changes in the cluster | RBAC it needs |\n|---|---|---|\n")
+	for _, t := range touches() {
+		var inv []string
+		for _, i := range t.invocations {
+			inv = append(inv, "`"+i+"`")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.Join(inv, "<br>"), t.changes, t.rbac)
+	}
+	return b.String()
+}
