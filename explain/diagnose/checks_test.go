@@ -485,6 +485,28 @@ func TestInjectionUnknownRelease(t *testing.T) {
 	}
 }
 
+// The fixes that start the proxy first suggest the pod annotation
+// sidecar.istio.io/nativeSidecar only where the release that injected the
+// pod (its proxy image) reads it: Istio 1.22 does not, and the fix says so.
+func TestNativeSidecarFixByRelease(t *testing.T) {
+	for _, tc := range []struct {
+		image, want, not string
+	}{
+		{"docker.io/istio/proxyv2:1.28.1", `"sidecar.istio.io/nativeSidecar":"true"`, "Istio 1.24"},
+		{"docker.io/istio/proxyv2:1.22.3", "Istio 1.22 (this pod's proxy image 1.22.3) does not read sidecar.istio.io/nativeSidecar", "kubectl patch"},
+		{"", "the annotation is read by istiod from Istio 1.24", ""},
+	} {
+		p := pod(func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8", Controller: func() *bool { b := true; return &b }()}}
+			p.Spec.Containers[0].Image = tc.image
+		})
+		fix := nativeSidecarFix(p, "migrate")
+		if !strings.Contains(fix, tc.want) || tc.not != "" && strings.Contains(fix, tc.not) || !strings.Contains(fix, "uid 1337") {
+			t.Errorf("image %q: fix %q; want %q, not %q", tc.image, fix, tc.want, tc.not)
+		}
+	}
+}
+
 // dnsRules capture DNS to 10.96.0.10 only, as istio-iptables writes them
 // for a pod whose resolv.conf named it at init.
 func dnsRules() []*capture.Ruleset {
