@@ -799,7 +799,7 @@ func nativeSidecarIn(f *ClusterFacts, r *istioRevision, w *Workload, rel istio.R
 		return sidecarKind{kind: "classic", why: annotation + "ENABLE_NATIVE_SIDECARS=" + quote(mode) + ": not a value istiod knows (\"true\", \"false\" or \"auto\"): native sidecars off"}
 	}
 	auto := annotation + "ENABLE_NATIVE_SIDECARS=auto" + modeFrom
-	min := fmt.Sprintf("1.%d", rel.NativeMinKubelet)
+	minKubelet := fmt.Sprintf("1.%d", rel.NativeMinKubelet)
 	if why, unknown := f.Unknown[FactNodes]; unknown {
 		return sidecarKind{why: auto + " decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
 	}
@@ -825,9 +825,9 @@ func nativeSidecarIn(f *ClusterFacts, r *istioRevision, w *Workload, rel istio.R
 	for _, n := range names {
 		v := f.KubeletVersions[n]
 		if pv, err := version.ParseGeneric(v); err != nil {
-			old = append(old, n+" "+quoteIfOdd(v)+" (not a version: counts as below "+min+")")
+			old = append(old, n+" "+quoteIfOdd(v)+" (not a version: counts as below "+minKubelet+")")
 		} else if pv.Major() == 1 && pv.Minor() < uint(rel.NativeMinKubelet) {
-			old = append(old, n+" "+v+" (below "+min+")")
+			old = append(old, n+" "+v+" (below "+minKubelet+")")
 		}
 	}
 	scope := "every node"
@@ -836,14 +836,14 @@ func nativeSidecarIn(f *ClusterFacts, r *istioRevision, w *Workload, rel istio.R
 	}
 	if len(old) > 0 {
 		nodes := listSome(old, 3)
-		return sidecarKind{kind: "classic", why: auto + ": " + scope + " must run kubelet " + min + " or newer: " + nodes, nodes: nodes}
+		return sidecarKind{kind: "classic", why: auto + ": " + scope + " must run kubelet " + minKubelet + " or newer: " + nodes, nodes: nodes}
 	}
 	var all []string
 	for _, n := range names {
 		all = append(all, n+" "+f.KubeletVersions[n])
 	}
-	return sidecarKind{kind: "native", why: auto + ": " + scope + " runs kubelet " + min + " or newer",
-		nodes: listSome(all, 3) + ": " + min + " or newer"}
+	return sidecarKind{kind: "native", why: auto + ": " + scope + " runs kubelet " + minKubelet + " or newer",
+		nodes: listSome(all, 3) + ": " + minKubelet + " or newer"}
 }
 
 // quoteIfOdd quotes a version string that is empty or not printable as is.
