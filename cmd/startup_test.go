@@ -24,7 +24,7 @@ func TestStartupGolden(t *testing.T) {
 	slow := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-7d4b9-x2x8z", CreationTimestamp: mt(0)},
 		Spec: corev1.PodSpec{NodeName: "node-1", InitContainers: []corev1.Container{{Name: "istio-init"}},
-			Containers: []corev1.Container{{Name: "app"}, {Name: "istio-proxy"}}},
+			Containers: []corev1.Container{{Name: "app"}, {Name: "istio-proxy", Image: "docker.io/istio/proxyv2:1.28.1"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "istio-init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: mt(1), FinishedAt: mt(2)}}}},
 			ContainerStatuses: []corev1.ContainerStatus{

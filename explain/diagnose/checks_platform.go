@@ -256,10 +256,21 @@ func capturedWithoutProxy(s *startup.StartupReport, p *corev1.Pod, i int) string
 	return by + ", and the classic sidecar starts only after every init container: its connections are redirected to port 15001, where nothing listens yet"
 }
 
-// nativeSidecarFix starts the proxy before the app's init containers.
+// nativeSidecarFix starts the proxy before the app's init containers,
+// where the Istio release that injected the pod reads the pod annotation;
+// else it names the other ways.
 func nativeSidecarFix(p *corev1.Pod, container string) string {
+	others := "run " + container + " as uid 1337, or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"
+	a := startup.NativeSidecarAdvice(p)
+	if !a.Annotation {
+		return others + "   # a native sidecar would start before it, but " + a.Note
+	}
+	note := ""
+	if a.Note != "" {
+		note = "; " + a.Note
+	}
 	return specFixAnnotation(p, istio.AnnotationNativeSidecar, "true") +
-		"   # a native sidecar starts before the app's init containers (Kubernetes 1.28+); or run " + container + " as uid 1337, or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"
+		"   # a native sidecar starts before the app's init containers (Kubernetes 1.29+" + note + "); or " + others
 }
 
 // grace is how long the pod may take to get ready: StartGrace, or longer

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -220,8 +221,16 @@ func shutdownOrder(in *Input) []Finding {
 	if len(hooked) == 0 {
 		return nil
 	}
+	exit := `proxy.istio.io/config: '{"proxyMetadata":{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS":"true"}}'`
+	fix := `add the annotation sidecar.istio.io/nativeSidecar: "true" to the pod template (the kubelet stops a native sidecar last), or ` + exit
+	switch a := startup.NativeSidecarAdvice(p); {
+	case !a.Annotation:
+		fix = "add the annotation " + exit + " to the pod template (the proxy then waits for the app's connections to end); a native sidecar, which the kubelet stops last: " + a.Note
+	case a.Note != "":
+		fix = `add the annotation sidecar.istio.io/nativeSidecar: "true" to the pod template (the kubelet stops a native sidecar last; ` + a.Note + `), or ` + exit
+	}
 	return []Finding{{Evidence: "classic sidecar: istio-proxy gets SIGTERM with container " + quoteList(hooked) + ", which has a preStop hook and goes on working while the proxy drains and exits",
-		Fix: `add the annotation sidecar.istio.io/nativeSidecar: "true" to the pod template (the kubelet stops a native sidecar last), or proxy.istio.io/config: '{"proxyMetadata":{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS":"true"}}'`}}
+		Fix: fix}}
 }
 
 func dnsPolicy(in *Input) []Finding {

@@ -431,6 +431,82 @@ func TestRevisionNotFoundFinding(t *testing.T) {
 	}
 }
 
+// A pod whose injection depends on the Istio release (istiod reads
+// sidecar.istio.io/inject="enabled" as unset from 1.27, as "do not inject"
+// before), under a revision whose version cannot be read: the injection
+// check is unknown, says why, builds no fix, and makes the diagnosis
+// unknown rather than failed. The same pod under a known release is decided.
+func TestInjectionUnknownRelease(t *testing.T) {
+	fail := admissionv1.Fail
+	hook := admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector", Labels: map[string]string{"istio.io/rev": "default"}},
+		Webhooks: []admissionv1.MutatingWebhook{{Name: "namespace.sidecar-injector.istio.io", FailurePolicy: &fail,
+			ClientConfig: admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: "istio-system", Name: "istiod"}},
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"istio-injection": "enabled"}},
+			ObjectSelector:    &metav1.LabelSelector{}}}}
+	run := func(tag string) (*injection.InjectionReport, *Diagnosis) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"kubernetes.io/metadata.name": "shop", "istio-injection": "enabled"}}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istio-sidecar-injector"},
+			Data: map[string]string{"config": "policy: enabled", "values": `{"global": {"tag": "` + tag + `"}}`}}
+		f := &injection.ClusterFacts{Webhooks: []admissionv1.MutatingWebhookConfiguration{hook}, Namespaces: map[string]*corev1.Namespace{"shop": ns},
+			ConfigMaps:      map[string]*corev1.ConfigMap{"istio-system/istio-sidecar-injector": cm},
+			Services:        map[string]*corev1.Service{"istio-system/istiod": {ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istiod"}}},
+			EndpointSlices:  map[string][]discoveryv1.EndpointSlice{"istio-system/istiod": {{Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.9"}}}}}},
+			KubeletVersions: map[string]string{"node-1": "v1.34.1"}, Unknown: map[string]string{}}
+		p := pod(func(p *corev1.Pod) {
+			p.Labels = map[string]string{"sidecar.istio.io/inject": "enabled"}
+			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+			p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		})
+		w := &injection.Workload{Kind: "Pod", Namespace: "shop", Name: p.Name, Labels: p.Labels, Spec: p.Spec, Pod: p, NamespaceSource: injection.NamespaceFromCluster,
+			Owner: &injection.Owner{Kind: "Deployment", Name: "web"}}
+		r := injection.Istio{}.Explain(f, w)
+		return r, Diagnose(Facts{Injection: r, Pod: p})
+	}
+	r, d := run("latest")
+	c := d.Checks[0]
+	if r.Expected != nil || c.Name != CheckInjection || c.Status != Unknown || c.Fix != "" || len(c.Needs) == 0 || d.Status != Unknown ||
+		!strings.Contains(c.Evidence, `the Istio version of revision "default" is unknown`) {
+		t.Errorf("unknown release: expected %v, check %+v, diagnosis %s", r.Expected, c, d.Status)
+	}
+	for _, f := range d.Findings {
+		if f.Fix != "" && f.Code == CodeSidecarMissing {
+			t.Errorf("a fix built on the unknown: %+v", f)
+		}
+	}
+	// 1.26 reads "enabled" as do not inject: no sidecar, none expected.
+	if r, d := run("1.26.3"); r.Expected == nil || *r.Expected || d.Checks[0].Status == Unknown {
+		t.Errorf("1.26: expected %v, check %+v", r.Expected, d.Checks[0])
+	}
+	// 1.28 reads it as unset: the policy injects, and the pod has no sidecar.
+	if r, d := run("1.28.1"); r.Expected == nil || !*r.Expected || d.Checks[0].Status != Fail {
+		t.Errorf("1.28: expected %v, check %+v", r.Expected, d.Checks[0])
+	}
+}
+
+// The fixes that start the proxy first suggest the pod annotation
+// sidecar.istio.io/nativeSidecar only where the release that injected the
+// pod (its proxy image) reads it: Istio 1.22 does not, and the fix says so.
+func TestNativeSidecarFixByRelease(t *testing.T) {
+	for _, tc := range []struct {
+		image, want, not string
+	}{
+		{"docker.io/istio/proxyv2:1.28.1", `"sidecar.istio.io/nativeSidecar":"true"`, "Istio 1.24"},
+		{"docker.io/istio/proxyv2:1.22.3", "Istio 1.22 (this pod's proxy image 1.22.3) does not read sidecar.istio.io/nativeSidecar", "kubectl patch"},
+		{"", "the annotation is read by istiod from Istio 1.24", ""},
+	} {
+		p := pod(func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8", Controller: func() *bool { b := true; return &b }()}}
+			p.Spec.Containers[0].Image = tc.image
+		})
+		fix := nativeSidecarFix(p, "migrate")
+		if !strings.Contains(fix, tc.want) || tc.not != "" && strings.Contains(fix, tc.not) || !strings.Contains(fix, "uid 1337") {
+			t.Errorf("image %q: fix %q; want %q, not %q", tc.image, fix, tc.want, tc.not)
+		}
+	}
+}
+
 // dnsRules capture DNS to 10.96.0.10 only, as istio-iptables writes them
 // for a pod whose resolv.conf named it at init.
 func dnsRules() []*capture.Ruleset {

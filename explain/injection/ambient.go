@@ -28,6 +28,7 @@ const (
 	ambientEnabledKey   = "AMBIENT_ENABLED"
 	ambientSelectorKey  = "AMBIENT_ENABLEMENT_SELECTOR"
 	ambientExcludeKey   = "EXCLUDE_NAMESPACES"
+	ambientVersionKey   = "CURRENT_AGENT_VERSION"
 	istioUseWaypoint    = "istio.io/use-waypoint"
 	ambientCNIAppLabel  = "k8s-app"
 	ambientCNIAppValue  = "istio-cni-node"
@@ -58,9 +59,36 @@ type ambientConfig struct {
 	source    string // "configmap <namespace>/<name>"
 	enabled   bool
 	selectors []ambientSelector
-	exclude   []string
-	err       string // the selectors could not be read: ambient unknown
+	// selectorsFrom, when set, says the selectors are not the ConfigMap's
+	// but the agent's built-in rule (istio-cni before 1.27).
+	selectorsFrom string
+	exclude       []string
+	err           string // the selectors could not be read: ambient unknown
 }
+
+// where names where the selectors come from, for the rows.
+func (c *ambientConfig) where() string { return c.source + c.selectorsFrom }
+
+// ambientBuiltIn is the rule istio-cni's agent had before its enablement
+// selectors (1.27): the dataplane-mode label ambient on the pod, or on its
+// namespace unless the pod's says none. It is the selectors' default.
+const ambientBuiltIn = ambientSelectors
+
+// ambientSelectors is the default of the istio-cni chart's
+// ambient.enablementSelectors, as it renders them.
+const ambientSelectors = `- podSelector:
+    matchLabels:
+      istio.io/dataplane-mode: ambient
+- namespaceSelector:
+    matchLabels:
+      istio.io/dataplane-mode: ambient
+  podSelector:
+    matchExpressions:
+    - key: istio.io/dataplane-mode
+      operator: NotIn
+      values:
+      - none
+`
 
 type ambientSelector struct {
 	pod, ns         labels.Selector
@@ -114,11 +142,32 @@ func parseAmbientConfig(f *ClusterFacts) (*ambientConfig, string) {
 			c.exclude = append(c.exclude, ns)
 		}
 	}
+	selectors, set := cm.Data[ambientSelectorKey]
+	if !set {
+		// No selectors: the agent's release decides what that means (its
+		// chart renders the key from 1.27 on).
+		v, known := istio.ParseVersion(cm.Data[ambientVersionKey])
+		rel, modelled := istio.Defaults(v)
+		release := "istio-cni " + quote(cm.Data[ambientVersionKey]) + " (its " + ambientVersionKey + ")"
+		switch {
+		case !known:
+			c.err = "it has no " + ambientSelectorKey + ", and what that means depends on istio-cni's release (before 1.27 the dataplane-mode labels enroll pods; from 1.27 no selector enrolls none), which its " + ambientVersionKey + " " + quote(cm.Data[ambientVersionKey]) + " does not name"
+			return c, ""
+		case !modelled || rel.AmbientEnrollment == "":
+			c.err = "it has no " + ambientSelectorKey + ", and " + release + " is a release whose ambient mode kubectl-mesh does not model"
+			return c, ""
+		case rel.AmbientEnrollment == istio.AmbientByLabels:
+			selectors = ambientBuiltIn
+			c.selectorsFrom = " (no " + ambientSelectorKey + ": " + release + " enrolls by the dataplane-mode labels)"
+		default:
+			c.selectorsFrom = " (no " + ambientSelectorKey + ": " + release + " enrolls no pod without selectors)"
+		}
+	}
 	var raw []struct {
 		PodSelector       *metav1.LabelSelector `json:"podSelector"`
 		NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data[ambientSelectorKey]), &raw); err != nil {
+	if err := yaml.Unmarshal([]byte(selectors), &raw); err != nil {
 		c.err = "its " + ambientSelectorKey + " cannot be read: " + err.Error()
 		return c, ""
 	}
@@ -292,15 +341,15 @@ func explainAmbient(f *ClusterFacts, w *Workload, nsLabels map[string]string, si
 			for _, s := range cfg.selectors {
 				texts = append(texts, "pod "+s.podText+" in namespace "+s.nsText)
 			}
-			add("ambient enablement selectors", "no match", effectIf(out.asked, EffectBlocks), cfg.source+": "+strings.Join(texts, "; "))
+			add("ambient enablement selectors", "no match", effectIf(out.asked, EffectBlocks), cfg.where()+": "+strings.Join(texts, "; "))
 			if out.asked {
-				out.excluded = "none of istio-cni's enablement selectors matches it (" + cfg.source + ")"
+				out.excluded = "none of istio-cni's enablement selectors matches it (" + cfg.where() + ")"
 			}
 		}
 		return out
 	}
 	out.enrolled = true
-	add("ambient enablement selector", "pod "+matched.podText+" in namespace "+matched.nsText, EffectInject, cfg.source+": istio-cni enrolls the pod")
+	add("ambient enablement selector", "pod "+matched.podText+" in namespace "+matched.nsText, EffectInject, cfg.where()+": istio-cni enrolls the pod")
 	if w.Pod == nil {
 		out.capture, out.why = AmbientWillCapture, "istio-cni enrolls its pods ("+cfg.source+")"
 		return out

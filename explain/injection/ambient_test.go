@@ -8,22 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ambientSelectors is AMBIENT_ENABLEMENT_SELECTOR as Istio's istio-cni chart
-// renders its default enablementSelectors (toYaml).
-const ambientSelectors = `- podSelector:
-    matchLabels:
-      istio.io/dataplane-mode: ambient
-- namespaceSelector:
-    matchLabels:
-      istio.io/dataplane-mode: ambient
-  podSelector:
-    matchExpressions:
-    - key: istio.io/dataplane-mode
-      operator: NotIn
-      values:
-      - none
-`
-
 // withAmbientCNI installs istio-cni with ambient mode on, as the chart's
 // defaults do, and its agents (ready) on node-1.
 func withAmbientCNI(f *ClusterFacts) {
@@ -114,6 +98,19 @@ func TestAmbientCapture(t *testing.T) {
 		{name: "selectors unreadable", nsLabels: ambientNS, facts: func(f *ClusterFacts) {
 			f.ConfigMaps["istio-system/istio-cni-config"].Data["AMBIENT_ENABLEMENT_SELECTOR"] = "- podSelector: [oops"
 		}, ambient: true, capture: EffectUnknown, mismatch: "null", factor: "ambient enablement selectors", effect: EffectUnknown},
+		// Without AMBIENT_ENABLEMENT_SELECTOR the agent's release decides:
+		// before 1.27 the dataplane-mode labels enroll pods, from 1.27 no
+		// selector enrolls none; a release it does not name is unknown.
+		{name: "istio-cni 1.25: no selectors, its built-in rule enrolls by the labels", nsLabels: ambientNS, pod: redirection("enabled"),
+			facts: noSelectors("1.25.2"), ambient: true, capture: AmbientCaptured, mismatch: "false", factor: "ambient enablement selector", effect: EffectInject},
+		{name: "istio-cni 1.25: the pod's none still opts out", nsLabels: ambientNS, pod: func(p *corev1.Pod) { p.Labels = map[string]string{"istio.io/dataplane-mode": "none"} },
+			facts: noSelectors("1.25.2"), mismatch: "false", factor: "ambient enablement selectors", effect: EffectInfoOnly},
+		{name: "istio-cni 1.28 with no selectors enrolls nothing", nsLabels: ambientNS, facts: noSelectors("1.28.1"),
+			mismatch: "false", factor: "ambient enablement selectors", effect: EffectBlocks, warning: "enrolls no pod without selectors"},
+		{name: "no selectors and istio-cni's release unknown: capture unknown, no fix", nsLabels: ambientNS, pod: redirection("enabled"), facts: noSelectors("latest"),
+			ambient: true, capture: EffectUnknown, mismatch: "null", verdict: "whether ztunnel captures it is unknown", factor: "ambient enablement selectors", effect: EffectUnknown},
+		{name: "no selectors and istio-cni 1.22, whose ambient mode is not modelled", nsLabels: ambientNS, facts: noSelectors("1.22.1"),
+			ambient: true, capture: EffectUnknown, mismatch: "null", factor: "ambient enablement selectors", effect: EffectUnknown},
 		{name: "use-waypoint has no part in capture", nsLabels: ambientNS, pod: func(p *corev1.Pod) {
 			p.Labels = map[string]string{"istio.io/use-waypoint": "waypoint"}
 			redirection("enabled")(p)
@@ -161,6 +158,16 @@ func TestAmbientCapture(t *testing.T) {
 		})
 	}
 	t.Logf("%d ambient cases checked", checked)
+}
+
+// noSelectors makes istio-cni's ConfigMap one of a release whose chart
+// renders no AMBIENT_ENABLEMENT_SELECTOR, with its CURRENT_AGENT_VERSION.
+func noSelectors(version string) func(f *ClusterFacts) {
+	return func(f *ClusterFacts) {
+		cm := f.ConfigMaps["istio-system/istio-cni-config"]
+		delete(cm.Data, "AMBIENT_ENABLEMENT_SELECTOR")
+		cm.Data["CURRENT_AGENT_VERSION"] = version
+	}
 }
 
 func redirection(v string) func(p *corev1.Pod) {

@@ -92,8 +92,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	for _, e := range matched {
 		rev := revs[e.revision]
 		if rev == nil {
-			rev = &istioRevision{name: e.revision, configMap: "(not found)", config: istioInjectorConfig{Policy: "enabled"},
-				configUnknown: f.Unknown[FactConfigMaps]}
+			rev = missingRevision(f, e.revision)
 		}
 		c := webhookCall{e: e, rev: rev, d: injectRequired(rev, w)}
 		if c.d.unknown != "" {
@@ -341,7 +340,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			if has := kindOf(st.native); r.Sidecar != "" && r.Sidecar != has {
 				add("sidecar kind now", has+" → "+r.Sidecar, EffectWarning, "the pod has a "+has+" sidecar; created now it would get a "+r.Sidecar+" one (see sidecar kind)")
 			}
-			if want := revs[st.revision]; want != nil && want.version != "" && !strings.HasSuffix(st.image, ":"+want.version) {
+			if want := revs[st.revision]; want != nil && want.version != "" && istio.ImageTag(st.image) != want.version {
 				add("proxy version", st.image, EffectWarning, "revision "+st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
 			}
 		} else {

@@ -3,7 +3,6 @@ package injection
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,14 +53,25 @@ func isIstioWebhook(name string) bool { return strings.HasSuffix(name, "sidecar-
 
 // istioRevision is one revision's injector, from its ConfigMap.
 type istioRevision struct {
-	name          string
-	configMap     string // namespace/name
-	config        istioInjectorConfig
-	values        istioInjectorValues
+	name      string
+	configMap string // namespace/name
+	config    istioInjectorConfig
+	values    istioInjectorValues
+	// version is the tag it runs, as read (values.global.tag, or the
+	// istiod image's), and versionSource where.
 	version       string
 	versionSource string
-	minor         int // Istio 1.<minor>; 0 when unknown
-	err           error
+	// ver is the Istio release read from version, or else from the
+	// revision's name ("1-24-6"); verKnown says one was read, verFrom
+	// where. release is ver's row of istio's table of defaults; modelled
+	// says there is one, and unmodelled, when there is none, why.
+	ver        istio.Version
+	verKnown   bool
+	verFrom    string
+	release    istio.ReleaseDefaults
+	modelled   bool
+	unmodelled string
+	err        error
 	// policyGuessed: the config could not be read, its policy is assumed.
 	policyGuessed bool
 	// configUnknown, when set, says why the revision's configuration could
@@ -96,17 +106,6 @@ type istioInjectorValues struct {
 	SidecarInjectorWebhook struct {
 		EnableNamespacesByDefault bool `json:"enableNamespacesByDefault"`
 	} `json:"sidecarInjectorWebhook"`
-}
-
-var istioMinorRE = regexp.MustCompile(`^v?1\.(\d+)(\.|$|-)`)
-
-func istioMinor(v string) int {
-	m := istioMinorRE.FindStringSubmatch(v)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
 }
 
 // istioRevisions reads every injector ConfigMap (istio-sidecar-injector and
@@ -152,27 +151,63 @@ func istioRevisions(f *ClusterFacts) map[string]*istioRevision {
 		}
 		revs[name] = r
 	}
+	for _, r := range revs {
+		r.readRelease(f)
+	}
+	return revs
+}
+
+// missingRevision is a revision webhooks call that has no injector
+// ConfigMap: its policy is taken as "enabled" (the caller says so), its
+// version read from its istiod Deployment or its name.
+func missingRevision(f *ClusterFacts, name string) *istioRevision {
+	r := &istioRevision{name: name, configMap: "(not found)", config: istioInjectorConfig{Policy: "enabled"},
+		configUnknown: f.Unknown[FactConfigMaps]}
+	r.readRelease(f)
+	return r
+}
+
+// readRelease reads the revision's Istio release from its version, or from
+// its name, and finds the release's defaults; when it cannot, unmodelled
+// says why.
+func (r *istioRevision) readRelease(f *ClusterFacts) {
 	// The istiod image is the better witness of the version: prefer it.
 	for _, d := range f.ControlPlanes {
-		rev := d.Labels[istio.LabelRev]
-		if rev == "" {
-			rev = "default"
-		}
-		r := revs[rev]
-		if r == nil {
+		if rev := d.Labels[istio.LabelRev]; rev != r.name && (rev != "" || r.name != "default") {
 			continue
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if i := strings.LastIndex(c.Image, ":"); i > 0 && !strings.Contains(c.Image[i:], "/") && istioMinor(c.Image[i+1:]) > 0 {
-				r.version = c.Image[i+1:]
+			if _, ok := istio.ImageVersion(c.Image); ok {
+				r.version = istio.ImageTag(c.Image)
 				r.versionSource = "Deployment " + d.Namespace + "/" + d.Name + " image " + c.Image
 			}
 		}
 	}
-	for _, r := range revs {
-		r.minor = istioMinor(r.version)
+	if v, ok := istio.ParseVersion(r.version); ok {
+		r.ver, r.verKnown, r.verFrom = v, true, r.version+" from "+r.versionSource
+	} else if v, ok := istio.RevisionVersion(r.name); ok && r.name != "default" {
+		r.ver, r.verKnown, r.verFrom = v, true, "from the revision's name "+quote(r.name)
 	}
-	return revs
+	if r.verKnown {
+		if r.release, r.modelled = istio.Defaults(r.ver); !r.modelled {
+			r.unmodelled = fmt.Sprintf("revision %s runs Istio %s (%s), a release kubectl-mesh does not model (it models %s)",
+				quote(r.name), r.ver.MinorString(), r.verFrom, istio.ModelledRange())
+		}
+		return
+	}
+	var why []string
+	if r.version != "" {
+		why = append(why, r.versionSource+" is "+quote(r.version)+", not a release")
+	} else if r.configMap != "(not found)" {
+		why = append(why, "ConfigMap "+r.configMap+" has no values.global.tag")
+	}
+	if unread, unknown := f.Unknown[FactControlPlanes]; unknown {
+		why = append(why, "the istiod Deployments could not be read ("+unread+")")
+	} else {
+		why = append(why, "no istiod Deployment of the revision has a versioned image")
+	}
+	why = append(why, "its name carries none")
+	r.unmodelled = "the Istio version of revision " + quote(r.name) + " is unknown: " + strings.Join(why, ", ")
 }
 
 // webhookEval is one Istio webhook evaluated against a namespace and a pod.
@@ -404,7 +439,76 @@ type istioDecision struct {
 // for revision r, in its order: hostNetwork, ignored namespaces, the pod's
 // sidecar.istio.io/inject (label over annotation, parsed per version), the
 // never/always selectors, the policy.
-func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
+//
+// How istiod reads the pod's sidecar.istio.io/inject depends on its
+// release (istio.ReleaseDefaults.InjectValue). For a revision whose
+// release is not modelled (unknown, or outside the table) the value is read
+// by each rule of the modelled releases: the decision stands when they
+// agree, and is unknown when they do not.
+func injectRequired(r *istioRevision, w *Workload) istioDecision {
+	if r.modelled {
+		rule := "Istio " + r.release.Minor + " rule: " + injectRuleText(r.release.InjectValue) + " (version " + r.verFrom + ")"
+		return injectRequiredBy(r, w, r.release.InjectValue, rule)
+	}
+	value, present := w.Annotations[istio.KeyInject]
+	from := "annotation"
+	if v, ok := w.Labels[istio.KeyInject]; ok {
+		value, present, from = v, true, "label"
+	}
+	if !present || value == "" || value == "true" || value == "false" {
+		return injectRequiredBy(r, w, istio.InjectValueTrueFalse, "every modelled release reads this value the same ("+r.unmodelled+")")
+	}
+	newer := injectRequiredBy(r, w, istio.InjectValueTrueFalse, "Istio 1.27+ rule: "+injectRuleText(istio.InjectValueTrueFalse)+" ("+r.unmodelled+")")
+	older := injectRequiredBy(r, w, istio.InjectValueYAMLBool, "")
+	if newer.inject == older.inject && newer.unknown == older.unknown {
+		newer.factors = replaceSource(newer.factors, "sidecar.istio.io/inject (injector)", func(f *Factor) {
+			f.Source += "; Istio before 1.27 (" + injectRuleText(istio.InjectValueYAMLBool) + ") comes to the same decision here"
+		})
+		return newer
+	}
+	// The releases disagree: which one runs decides. A dry run through the
+	// real admission chain settles it.
+	d := newer
+	d.inject, d.reason = false, ""
+	d.unknown = r.releaseUnknown() + ", and how istiod reads sidecar.istio.io/inject=" + quote(value) + " depends on it: use --verify"
+	d.factors = replaceSource(d.factors, "sidecar.istio.io/inject (injector)", func(f *Factor) {
+		f.Effect = EffectUnknown
+		f.Source = "pod " + from + "; " + r.unmodelled +
+			"; the releases' rules disagree here (1.27+: " + injectRuleText(istio.InjectValueTrueFalse) + "; before 1.27: " + injectRuleText(istio.InjectValueYAMLBool) + ")"
+	})
+	return d
+}
+
+// releaseUnknown says in a few words why the revision's release is not
+// modelled, for a verdict.
+func (r *istioRevision) releaseUnknown() string {
+	if r.verKnown {
+		return "revision " + quote(r.name) + " runs Istio " + r.ver.MinorString() + ", a release kubectl-mesh does not model"
+	}
+	return "the Istio version of revision " + quote(r.name) + " is unknown"
+}
+
+// injectRuleText says how a release reads sidecar.istio.io/inject.
+func injectRuleText(rule string) string {
+	if rule == istio.InjectValueYAMLBool {
+		return "y/yes/true/on inject, any other non-empty value means do not inject"
+	}
+	return "only \"true\" and \"false\"; anything else means the default policy"
+}
+
+// replaceSource applies change to the factors called name.
+func replaceSource(fs []Factor, name string, change func(*Factor)) []Factor {
+	for i := range fs {
+		if fs[i].Factor == name {
+			change(&fs[i])
+		}
+	}
+	return fs
+}
+
+// injectRequiredBy is injectRequired with the pod's value read by rule
+// (istio.InjectValue*), which ruleText describes for the factor row.
+func injectRequiredBy(r *istioRevision, w *Workload, rule, ruleText string) (d istioDecision) {
 	src := "ConfigMap " + r.configMap
 	add := func(factor, value, effect, source string) {
 		d.factors = append(d.factors, Factor{Factor: factor, Value: value, Effect: effect, Source: source})
@@ -433,16 +537,7 @@ func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
 		}
 		value, from, present = v, "label", true
 	}
-	strict := r.minor == 0 || r.minor >= 27
-	rule := "Istio 1.27+ rule: only \"true\" and \"false\"; anything else means the default policy"
-	if !strict {
-		rule = fmt.Sprintf("Istio 1.%d rule: y/yes/true/on inject, any other non-empty value means do not inject", r.minor)
-	}
-	if r.minor == 0 {
-		rule += " (Istio version unknown: assumed 1.27+)"
-	} else {
-		rule += " (version " + r.version + " from " + r.versionSource + ")"
-	}
+	strict := rule == istio.InjectValueTrueFalse
 	useDefault, inject := true, false
 	defer func() {
 		// Only an explicit "no" from the pod is decided without the
@@ -484,9 +579,9 @@ func injectRequired(r *istioRevision, w *Workload) (d istioDecision) {
 		case !useDefault:
 			effect = EffectSkip
 		}
-		note := "read by istiod: " + rule
+		note := "read by istiod: " + ruleText
 		if useDefault && value != "" {
-			note = "invalid value, ignored: " + rule
+			note = "invalid value, ignored: " + ruleText
 			effect = EffectWarning
 		}
 		add("sidecar.istio.io/inject (injector)", from+" "+quote(value), effect, "pod "+from+"; "+note)
@@ -616,40 +711,97 @@ func kindOf(native bool) string {
 	return "classic"
 }
 
-// minNativeKubelet is the kubelet minor from which Istio's
-// ENABLE_NATIVE_SIDECARS=auto adds a native sidecar (native sidecars are GA in
-// Kubernetes 1.33).
-const minNativeKubelet = 33
-
-// nativeSidecar predicts whether revision r adds the proxy as a native sidecar.
-// In auto mode istiod looks at Node objects: the pod's node when it is bound to
-// one that exists, else every node, each of whose kubelet must be 1.33 or newer
-// (a version it cannot parse counts as older; no node at all means classic).
+// nativeSidecar predicts whether revision r adds the proxy as a native
+// sidecar, by the rules of its Istio release (istio.ReleaseDefaults: the
+// ENABLE_NATIVE_SIDECARS default, whether "auto" exists and the kubelet it
+// needs, what the pod annotation sidecar.istio.io/nativeSidecar does). For a
+// revision whose release is not modelled (unknown, or outside the table),
+// the answer is given only when every modelled release gives the same;
+// otherwise the kind is unknown, and the row says why.
 func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
+	if r.modelled {
+		return nativeSidecarIn(f, r, w, r.release, "Istio "+r.release.Minor)
+	}
+	rels := istio.Releases()
+	kinds := make([]sidecarKind, len(rels))
+	agree := true
+	for i, rel := range rels {
+		kinds[i] = nativeSidecarIn(f, r, w, rel, "Istio "+rel.Minor)
+		agree = agree && kinds[i].kind != "" && kinds[i].kind == kinds[0].kind
+	}
+	last := kinds[len(kinds)-1]
+	if agree {
+		return sidecarKind{kind: last.kind, nodes: last.nodes,
+			why: r.unmodelled + "; every modelled release (" + istio.ModelledRange() + ") adds a " + last.kind + " sidecar here (" + rels[len(rels)-1].Minor + ": " + last.why + ")"}
+	}
+	// Which releases give what, in runs: "1.20–1.23: classic; 1.24–1.32: native".
+	var runs []string
+	for i := 0; i < len(kinds); {
+		j := i
+		for j+1 < len(kinds) && kinds[j+1].kind == kinds[i].kind {
+			j++
+		}
+		span := rels[i].Minor
+		if j > i {
+			span += "–" + rels[j].Minor
+		}
+		k := kinds[i].kind
+		if k == "" {
+			k = "unknown"
+		}
+		runs = append(runs, span+": "+k)
+		i = j + 1
+	}
+	return sidecarKind{why: r.unmodelled + "; the sidecar kind depends on the release here (" + strings.Join(runs, "; ") + ")"}
+}
+
+// nativeSidecarIn is nativeSidecar by the rules of release rel (named
+// release in the rows). In auto mode istiod looks at Node objects: the
+// pod's node when it is bound to one that exists, else every node, each of
+// whose kubelet must be new enough (a version it cannot parse counts as
+// older; no node at all means classic).
+func nativeSidecarIn(f *ClusterFacts, r *istioRevision, w *Workload, rel istio.ReleaseDefaults, release string) sidecarKind {
+	annotation := ""
 	if v, ok := w.Annotations[istio.AnnotationNativeSidecar]; ok {
-		return sidecarKind{kind: kindOf(v == "true"), why: "pod annotation " + istio.AnnotationNativeSidecar + "=" + quote(v)}
+		set := "pod annotation " + istio.AnnotationNativeSidecar + "=" + quote(v)
+		odd := v != "true" && v != "false"
+		switch rel.NativeAnnotation {
+		case istio.NativeAnnotationTrueOnly:
+			if odd {
+				set += " (" + release + " reads only \"true\" as native)"
+			}
+			return sidecarKind{kind: kindOf(v == "true"), why: set}
+		case istio.NativeAnnotationNotFalse:
+			if v != "" {
+				if odd {
+					set += " (" + release + " reads any value but \"false\" as native)"
+				}
+				return sidecarKind{kind: kindOf(v != "false"), why: set}
+			}
+			annotation = set + " is empty: the mode decides; "
+		default:
+			annotation = set + " is not read by " + release + " (istiod reads it from 1.24); "
+		}
 	}
 	mode, modeFrom := "", ""
 	if v, ok := r.values.Pilot.Env["ENABLE_NATIVE_SIDECARS"]; ok {
-		mode = strings.ToLower(fmt.Sprint(v))
+		mode = fmt.Sprint(v)
 	}
 	if mode == "" {
-		// Istio's default: auto from 1.27, off before. An Istio version that
-		// cannot be read is taken as the newest behaviour, and said.
-		switch {
-		case r.minor == 0:
-			mode, modeFrom = "auto", " (the default; Istio version unknown: assumed 1.27+)"
-		case r.minor >= 27:
-			mode, modeFrom = "auto", " (the default of Istio 1."+strconv.Itoa(r.minor)+")"
-		default:
-			mode, modeFrom = "false", " (the default of Istio 1."+strconv.Itoa(r.minor)+")"
-		}
+		mode, modeFrom = rel.NativeSidecars, " (the default of "+release+")"
 	}
-	if mode != "auto" {
-		return sidecarKind{kind: kindOf(mode == "true"), why: "ENABLE_NATIVE_SIDECARS=" + mode + modeFrom}
+	switch {
+	case mode == "true", mode == "false":
+		return sidecarKind{kind: kindOf(mode == "true"), why: annotation + "ENABLE_NATIVE_SIDECARS=" + mode + modeFrom}
+	case mode == "auto" && !rel.NativeSidecarsAuto:
+		return sidecarKind{kind: "classic", why: annotation + "ENABLE_NATIVE_SIDECARS=auto: " + release + " has no auto mode (only \"true\" turns native sidecars on)"}
+	case mode != "auto":
+		return sidecarKind{kind: "classic", why: annotation + "ENABLE_NATIVE_SIDECARS=" + quote(mode) + ": not a value istiod knows (\"true\", \"false\" or \"auto\"): native sidecars off"}
 	}
+	auto := annotation + "ENABLE_NATIVE_SIDECARS=auto" + modeFrom
+	minKubelet := fmt.Sprintf("1.%d", rel.NativeMinKubelet)
 	if why, unknown := f.Unknown[FactNodes]; unknown {
-		return sidecarKind{why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + " decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
+		return sidecarKind{why: auto + " decides from the nodes' kubelet versions, which could not be read (" + why + ")"}
 	}
 	names := make([]string, 0, len(f.KubeletVersions))
 	for n := range f.KubeletVersions {
@@ -667,15 +819,15 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 		names = []string{nodeName}
 	}
 	if len(names) == 0 {
-		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + " and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
+		return sidecarKind{kind: "classic", why: auto + " and the cluster has no node: istiod adds a classic sidecar", nodes: "no node"}
 	}
 	var old []string
 	for _, n := range names {
 		v := f.KubeletVersions[n]
 		if pv, err := version.ParseGeneric(v); err != nil {
-			old = append(old, n+" "+quoteIfOdd(v)+" (not a version: counts as below 1.33)")
-		} else if pv.Major() == 1 && pv.Minor() < minNativeKubelet {
-			old = append(old, n+" "+v+" (below 1.33)")
+			old = append(old, n+" "+quoteIfOdd(v)+" (not a version: counts as below "+minKubelet+")")
+		} else if pv.Major() == 1 && pv.Minor() < uint(rel.NativeMinKubelet) {
+			old = append(old, n+" "+v+" (below "+minKubelet+")")
 		}
 	}
 	scope := "every node"
@@ -684,14 +836,14 @@ func nativeSidecar(f *ClusterFacts, r *istioRevision, w *Workload) sidecarKind {
 	}
 	if len(old) > 0 {
 		nodes := listSome(old, 3)
-		return sidecarKind{kind: "classic", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " must run kubelet 1.33 or newer: " + nodes, nodes: nodes}
+		return sidecarKind{kind: "classic", why: auto + ": " + scope + " must run kubelet " + minKubelet + " or newer: " + nodes, nodes: nodes}
 	}
 	var all []string
 	for _, n := range names {
 		all = append(all, n+" "+f.KubeletVersions[n])
 	}
-	return sidecarKind{kind: "native", why: "ENABLE_NATIVE_SIDECARS=auto" + modeFrom + ": " + scope + " runs kubelet 1.33 or newer",
-		nodes: listSome(all, 3) + ": 1.33 or newer"}
+	return sidecarKind{kind: "native", why: auto + ": " + scope + " runs kubelet " + minKubelet + " or newer",
+		nodes: listSome(all, 3) + ": " + minKubelet + " or newer"}
 }
 
 // quoteIfOdd quotes a version string that is empty or not printable as is.

@@ -626,25 +626,166 @@ func TestSidecarKindChangedSinceCreation(t *testing.T) {
 }
 
 // ENABLE_NATIVE_SIDECARS unset: Istio's default for the revision's version
-// (auto from 1.27, off before); a version that cannot be read is taken as the
-// newest behaviour, and the row says so.
+// (auto from 1.27, off before). The version is read from the istiod image
+// when values.global.tag names no release ("latest", a digest's tag), and
+// from the revision's name ("1-24-6") when neither does.
 func TestNativeSidecarDefaultByIstioVersion(t *testing.T) {
 	for _, tc := range []struct {
-		tag, sidecar, why string
+		tag, image, sidecar, why string
 	}{
-		{"1.28.1", "native", "(the default of Istio 1.28)"},
-		{"1.26.3", "classic", "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.26)"},
-		{"latest", "native", "(the default; Istio version unknown: assumed 1.27+)"},
-		{"sha256-3f2a", "native", "Istio version unknown"},
+		{"1.28.1", "", "native", "(the default of Istio 1.28)"},
+		{"1.26.3", "", "classic", "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.26)"},
+		{"1.22.8", "", "classic", "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.22)"},
+		{"latest", "docker.io/istio/pilot:1.29.2", "native", "ENABLE_NATIVE_SIDECARS=auto (the default of Istio 1.29)"},
+		{"sha256-3f2a", "docker.io/istio/pilot:1.27.0-distroless@sha256:3f2a", "native", "(the default of Istio 1.27)"},
+		{"latest", "docker.io/istio/pilot:1.24.6", "classic", "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.24)"},
 	} {
 		f := withNamespace(meshFacts(), "app", map[string]string{"istio-injection": "enabled"})
 		f.ConfigMaps["istio-system/istio-sidecar-injector"] = injectorCM("default", tc.tag, "policy: enabled")
 		f.ControlPlanes = nil
+		if tc.image != "" {
+			f.ControlPlanes = []appsv1.Deployment{istiod("default", tc.image)}
+		}
 		r := Istio{}.Explain(f, template("app", nil, nil))
 		k := factor(r, "sidecar kind")
 		if r.Sidecar != tc.sidecar || k == nil || !strings.Contains(k.Source, tc.why) {
-			t.Errorf("tag %s: sidecar %q, row %+v; want %s with %q", tc.tag, r.Sidecar, k, tc.sidecar, tc.why)
+			t.Errorf("tag %s, image %q: sidecar %q, row %+v; want %s with %q", tc.tag, tc.image, r.Sidecar, k, tc.sidecar, tc.why)
 		}
+	}
+}
+
+func istiod(rev, image string) appsv1.Deployment {
+	name := "istiod"
+	if rev != "default" {
+		name += "-" + rev
+	}
+	return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: name, Labels: map[string]string{"istio.io/rev": rev}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "discovery", Image: image}}}}}}
+}
+
+// The sidecar kind by release: the mode's default, whether "auto" exists,
+// and what the pod annotation sidecar.istio.io/nativeSidecar does (ignored
+// before 1.24, only "true" from 1.24 to 1.26, anything but "false" from
+// 1.27). A release that is unknown or outside the table answers only what
+// every modelled release agrees on; else the kind is unknown, with why.
+func TestNativeSidecarByRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tag        string
+		env        string // ENABLE_NATIVE_SIDECARS in values.pilot.env ("" unset)
+		annotation string // sidecar.istio.io/nativeSidecar ("-" unset)
+		oldNode    bool   // a 1.32 node beside the 1.34 one
+		sidecar    string
+		why        string
+	}{
+		{name: "1.22: classic by default", tag: "1.22.8", annotation: "-", sidecar: "classic", why: "ENABLE_NATIVE_SIDECARS=false (the default of Istio 1.22)"},
+		{name: "1.22: the annotation is not read", tag: "1.22.8", annotation: "true", sidecar: "classic", why: "is not read by Istio 1.22 (istiod reads it from 1.24); ENABLE_NATIVE_SIDECARS=false"},
+		{name: "1.22: the mode set to true", tag: "1.22.8", env: "true", annotation: "-", sidecar: "native", why: "ENABLE_NATIVE_SIDECARS=true"},
+		{name: "1.22: auto is not a mode yet", tag: "1.22.8", env: "auto", annotation: "-", sidecar: "classic", why: "Istio 1.22 has no auto mode"},
+		{name: "1.24: the annotation asks for native", tag: "1.24.6", annotation: "true", sidecar: "native", why: `sidecar.istio.io/nativeSidecar="true"`},
+		{name: "1.24: only true is native", tag: "1.24.6", env: "true", annotation: "yes", sidecar: "classic", why: `Istio 1.24 reads only "true" as native`},
+		{name: "1.28: auto, every node new enough", tag: "1.28.1", annotation: "-", sidecar: "native", why: "ENABLE_NATIVE_SIDECARS=auto (the default of Istio 1.28): every node runs kubelet 1.33 or newer"},
+		{name: "1.28: auto, an old node", tag: "1.28.1", annotation: "-", oldNode: true, sidecar: "classic", why: "must run kubelet 1.33 or newer"},
+		{name: "1.28: anything but false is native", tag: "1.28.1", annotation: "yes", oldNode: true, sidecar: "native", why: `Istio 1.28 reads any value but "false" as native`},
+		{name: "1.28: an empty annotation leaves it to the mode", tag: "1.28.1", annotation: "", oldNode: true, sidecar: "classic", why: "is empty: the mode decides"},
+		{name: "1.28: a mode value istiod does not know", tag: "1.28.1", env: "True", annotation: "-", sidecar: "classic", why: "not a value istiod knows"},
+		{name: "unknown version, unset mode: the releases disagree", tag: "latest", annotation: "-", sidecar: "",
+			why: `the Istio version of revision "default" is unknown: ConfigMap istio-system/istio-sidecar-injector values.global.tag is "latest", not a release`},
+		{name: "unknown version: which releases give what", tag: "latest", annotation: "-", sidecar: "", why: "(1.20–1.26: classic; 1.27–1.32: native)"},
+		{name: "unknown version, the mode set to true: every release agrees", tag: "latest", env: "true", annotation: "-", sidecar: "native",
+			why: "every modelled release (1.20–1.32) adds a native sidecar here"},
+		{name: "unknown version, the annotation true: 1.20-1.23 ignore it", tag: "latest", annotation: "true", sidecar: "", why: "1.20–1.23: classic; 1.24–1.32: native"},
+		{name: "unknown version, the annotation false and the mode unset: classic everywhere", tag: "latest", annotation: "false", sidecar: "classic", why: "every modelled release"},
+		{name: "unknown version, auto: releases before 1.27 have no auto", tag: "latest", env: "auto", annotation: "-", sidecar: "", why: "1.20–1.26: classic; 1.27–1.32: native"},
+		{name: "1.19: outside the table", tag: "1.19.9", annotation: "-", sidecar: "", why: "runs Istio 1.19 (1.19.9 from ConfigMap istio-system/istio-sidecar-injector values.global.tag), a release kubectl-mesh does not model (it models 1.20–1.32)"},
+		{name: "1.33: outside the table, the mode false: every release agrees", tag: "1.33.0", env: "false", annotation: "-", sidecar: "classic", why: "a release kubectl-mesh does not model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withNamespace(meshFacts(), "app", map[string]string{"istio-injection": "enabled"})
+			cm := injectorCM("default", tc.tag, "policy: enabled")
+			if tc.env != "" {
+				cm.Data["values"] = `{"global": {"tag": "` + tc.tag + `"}, "pilot": {"env": {"ENABLE_NATIVE_SIDECARS": "` + tc.env + `"}}}`
+			}
+			f.ConfigMaps["istio-system/istio-sidecar-injector"] = cm
+			if tc.oldNode {
+				f.KubeletVersions["old"] = "v1.32.4"
+			}
+			var ann map[string]string
+			if tc.annotation != "-" {
+				ann = map[string]string{"sidecar.istio.io/nativeSidecar": tc.annotation}
+			}
+			r := Istio{}.Explain(f, template("app", nil, ann))
+			if r.Expected == nil || !*r.Expected {
+				t.Fatalf("not expected to be injected: %s", r.Verdict)
+			}
+			k := factor(r, "sidecar kind")
+			if r.Sidecar != tc.sidecar || k == nil || !strings.Contains(k.Source, tc.why) {
+				t.Errorf("sidecar %q, row %+v; want %q with %q", r.Sidecar, k, tc.sidecar, tc.why)
+			}
+			if wantEffect := map[bool]string{true: EffectUnknown, false: EffectInfoOnly}[tc.sidecar == ""]; k != nil && k.Effect != wantEffect {
+				t.Errorf("sidecar kind row effect %q, want %q", k.Effect, wantEffect)
+			}
+			if tc.sidecar == "" && strings.Contains(r.Verdict, "sidecar, as a") {
+				t.Errorf("an unknown kind named in the verdict: %s", r.Verdict)
+			}
+		})
+	}
+}
+
+// A revision's version read from its name when nothing else names one.
+func TestIstioVersionFromRevisionName(t *testing.T) {
+	f := withNamespace(meshFacts(), "app", map[string]string{"istio.io/rev": "1-22-3"})
+	f.Webhooks = append(f.Webhooks, mwc("istio-sidecar-injector-1-22-3", map[string]string{"istio.io/rev": "1-22-3"}, revHooks("1-22-3", "istiod-1-22-3")))
+	f.Services["istio-system/istiod-1-22-3"] = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istiod-1-22-3"}}
+	f.EndpointSlices["istio-system/istiod-1-22-3"] = ready()
+	cm := injectorCM("1-22-3", "latest", "policy: enabled")
+	f.ConfigMaps[cm.Namespace+"/"+cm.Name] = cm
+	r := Istio{}.Explain(f, template("app", map[string]string{"sidecar.istio.io/inject": "yes"}, nil))
+	k := factor(r, "sidecar kind")
+	if r.Revision != "1-22-3" || r.Sidecar != "classic" || k == nil || !strings.Contains(k.Source, "the default of Istio 1.22") {
+		t.Errorf("revision %q sidecar %q row %+v", r.Revision, r.Sidecar, k)
+	}
+	// 1.22 reads "yes" as inject (y/yes/true/on).
+	if inj := factor(r, "sidecar.istio.io/inject (injector)"); inj == nil || inj.Effect != EffectInject || !strings.Contains(inj.Source, `from the revision's name "1-22-3"`) {
+		t.Errorf("inject row %+v", inj)
+	}
+}
+
+// How istiod reads sidecar.istio.io/inject depends on the release; with the
+// release unknown, a value the rules read differently decides only when
+// both rules lead to the same decision.
+func TestInjectValueUnknownRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, policy string
+		expected            string // "yes", "no", "unknown"
+	}{
+		{"true: every release injects", "true", "enabled", "yes"},
+		{"false: every release skips", "false", "enabled", "no"},
+		{"enabled under policy enabled: 1.27+ injects (the policy), earlier releases skip", "enabled", "enabled", "unknown"},
+		{"enabled under policy disabled: neither injects", "enabled", "disabled", "no"},
+		{"yes under policy enabled: both inject", "yes", "enabled", "yes"},
+		{"yes under policy disabled: 1.27+ skips (the policy), earlier releases inject", "yes", "disabled", "unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withNamespace(meshFacts(), "app", map[string]string{"istio-injection": "enabled"})
+			f.ConfigMaps["istio-system/istio-sidecar-injector"] = injectorCM("default", "latest", "policy: "+tc.policy)
+			// The annotation: the label "false" would keep every webhook from calling istiod.
+			r := Istio{}.Explain(f, template("app", nil, map[string]string{"sidecar.istio.io/inject": tc.value}))
+			got := "unknown"
+			if r.Expected != nil {
+				got = map[bool]string{true: "yes", false: "no"}[*r.Expected]
+			}
+			if got != tc.expected {
+				t.Fatalf("expected %s, want %s: %s", got, tc.expected, r.Verdict)
+			}
+			inj := factor(r, "sidecar.istio.io/inject (injector)")
+			if inj == nil || !strings.Contains(inj.Source, `the Istio version of revision "default" is unknown`) {
+				t.Errorf("inject row does not say the version is unknown: %+v", inj)
+			}
+			if got == "unknown" && (inj.Effect != EffectUnknown || r.Fix != "" || len(r.Needs) == 0 || !strings.Contains(r.Verdict, "depends on it: use --verify") || !strings.Contains(inj.Source, "rules disagree")) {
+				t.Errorf("unknown answer: row %+v, fix %q, needs %v, verdict %s", inj, r.Fix, r.Needs, r.Verdict)
+			}
+		})
 	}
 }
 

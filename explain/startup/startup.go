@@ -651,20 +651,28 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 	if cni {
 		capturedFrom = 0
 	}
+	native := NativeSidecarAdvice(f.Pod)
 	if !r.Native && capturedFrom >= 0 {
 		for i, c := range r.InitContainers {
 			if i > capturedFrom && c.Role == RoleInit || cni && c.Role == RoleInit {
 				add("init-after-capture", c.Name,
 					fmt.Sprintf("init container %s runs after the capture rules are in place but before any proxy: its outbound connections are redirected to 15001, where nothing listens yet", c.Name),
-					"run it as uid 1337 (runAsUser: 1337), or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts), or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
+					"run it as uid 1337 (runAsUser: 1337), or exclude what it calls (traffic.sidecar.istio.io/excludeOutboundIPRanges or excludeOutboundPorts)"+native.nativeOption(", "))
 			}
 		}
 	}
 	if proxy.Role == RoleProxy {
 		if f.OwnerKind == "Job" || f.Pod.Labels["job-name"] != "" || f.Pod.Labels["batch.kubernetes.io/job-name"] != "" {
-			add("job-with-classic-sidecar", proxy.Name, "this Job's pod has a classic istio-proxy container: it keeps running after the job's own containers finish, so the Job never completes",
-				"use a native sidecar (annotation sidecar.istio.io/nativeSidecar: \"true\", Kubernetes 1.28+), or have the job call POST http://localhost:15020/quitquitquit when it is done")
+			fix := "use a native sidecar (annotation " + istio.AnnotationNativeSidecar + ": \"true\", Kubernetes 1.29+), or have the job call POST http://localhost:15020/quitquitquit when it is done"
+			switch {
+			case !native.Annotation:
+				fix = "have the job call POST http://localhost:15020/quitquitquit when it is done; or a native sidecar: " + native.Note + " (Kubernetes 1.29+)"
+			case native.Note != "":
+				fix = "use a native sidecar (annotation " + istio.AnnotationNativeSidecar + ": \"true\", Kubernetes 1.29+; " + native.Note + "), or have the job call POST http://localhost:15020/quitquitquit when it is done"
+			}
+			add("job-with-classic-sidecar", proxy.Name, "this Job's pod has a classic istio-proxy container: it keeps running after the job's own containers finish, so the Job never completes", fix)
 		}
+		hold := "hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}')" + native.nativeOption(" ")
 		if !r.Hold {
 			for _, c := range r.Containers {
 				if c.Role != RoleApp || c.FirstStartedAt == nil {
@@ -674,15 +682,15 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 				switch {
 				case ready != nil && c.FirstStartedAt.Before(*ready):
 					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started %s before istio-proxy was ready: its first connections can fail", c.Name, ready.Sub(*c.FirstStartedAt).Round(time.Second)),
-						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
+						hold)
 				case ready != nil && c.FirstStartedAt.Equal(*ready):
 					// The kubelet's times have a resolution of one second, and
 					// without the hold nothing makes it wait for the proxy.
 					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started within the second istio-proxy became ready, with no hold configured: nothing made it wait, so its first connections can fail", c.Name),
-						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
+						hold)
 				case ready == nil && proxy.FirstStartedAt != nil && !c.FirstStartedAt.After(*proxy.FirstStartedAt):
 					add("app-before-proxy-ready", c.Name, fmt.Sprintf("%s started before istio-proxy (and no hold is configured): its first connections can fail", c.Name),
-						"hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}') or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\")")
+						hold)
 				}
 			}
 		}
@@ -811,6 +819,51 @@ func PreviousFlag(c ContainerStartup) string {
 		return " --previous"
 	}
 	return ""
+}
+
+// NativeAdvice is how a pod could get a native sidecar, by the Istio
+// release that injected it (its istio-proxy image's tag, read against
+// internal/istio's table): istiod reads the pod annotation
+// sidecar.istio.io/nativeSidecar from 1.24; before, native sidecars are
+// only mesh-wide (ENABLE_NATIVE_SIDECARS=true in istiod's environment).
+type NativeAdvice struct {
+	// Annotation: the annotation gives it a native sidecar, or may (when
+	// the release is not known, Note says from which release it does).
+	Annotation bool
+	// Note qualifies the advice: "" when the annotation is known to work.
+	Note string
+}
+
+// NativeSidecarAdvice is NativeAdvice for pod p.
+func NativeSidecarAdvice(p *corev1.Pod) NativeAdvice {
+	image := ""
+	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		if c.Name == istio.ProxyContainer {
+			image = c.Image
+		}
+	}
+	v, ok := istio.ImageVersion(image)
+	rel, modelled := istio.Defaults(v)
+	switch {
+	case !ok || !modelled:
+		return NativeAdvice{Annotation: true, Note: "the annotation is read by istiod from Istio 1.24"}
+	case rel.NativeAnnotation == istio.NativeAnnotationIgnored:
+		return NativeAdvice{Note: "Istio " + rel.Minor + " (this pod's proxy image " + istio.ImageTag(image) + ") does not read " + istio.AnnotationNativeSidecar +
+			" (1.24+ does): there native sidecars are mesh-wide, ENABLE_NATIVE_SIDECARS=true in istiod's environment"}
+	}
+	return NativeAdvice{Annotation: true}
+}
+
+// nativeOption is the advice's "or use native sidecars" clause for a fix,
+// after sep.
+func (a NativeAdvice) nativeOption(sep string) string {
+	switch {
+	case !a.Annotation:
+		return "; native sidecars: " + a.Note
+	case a.Note != "":
+		return sep + "or use native sidecars (" + istio.AnnotationNativeSidecar + ": \"true\"; " + a.Note + ")"
+	}
+	return sep + "or use native sidecars (" + istio.AnnotationNativeSidecar + ": \"true\")"
 }
 
 // portList: a comma-separated list of port numbers.

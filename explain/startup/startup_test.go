@@ -403,3 +403,46 @@ func TestStoppedContainersAreNotFailing(t *testing.T) {
 		t.Errorf("a Failed pod's app that exited 1 is not failing")
 	}
 }
+
+// The fixes that suggest a native sidecar follow the Istio release that
+// injected the pod (its proxy image): the pod annotation from 1.24; before,
+// native sidecars are mesh-wide only; a release not known keeps the
+// annotation and says from which release istiod reads it.
+func TestNativeSidecarAdviceByRelease(t *testing.T) {
+	for _, tc := range []struct {
+		image      string
+		annotation bool   // the fixes suggest the annotation
+		note       string // in every fix that mentions native sidecars
+	}{
+		{"docker.io/istio/proxyv2:1.28.1", true, ""},
+		{"docker.io/istio/proxyv2:1.24.6-distroless", true, ""},
+		{"docker.io/istio/proxyv2:1.22.3", false, "Istio 1.22 (this pod's proxy image 1.22.3) does not read sidecar.istio.io/nativeSidecar (1.24+ does): there native sidecars are mesh-wide, ENABLE_NATIVE_SIDECARS=true"},
+		{"docker.io/istio/proxyv2:latest", true, "the annotation is read by istiod from Istio 1.24"},
+		{"docker.io/istio/proxyv2:1.19.5", true, "the annotation is read by istiod from Istio 1.24"},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			proxy := c("istio-proxy")
+			proxy.Image = tc.image
+			for _, p := range []podShape{
+				// app-before-proxy-ready and init-after-capture
+				{inits: []corev1.Container{c("istio-init"), c("fetch-config")}, containers: []corev1.Container{c("app"), proxy},
+					initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), done("fetch-config", 2, 3, 0, "")},
+					st:     []corev1.ContainerStatus{running("app", 3, true), running("istio-proxy", 3.5, true)}},
+				// job-with-classic-sidecar
+				{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{proxy, c("job")},
+					initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+					st:     []corev1.ContainerStatus{running("istio-proxy", 3, true), done("job", 5, 20, 0, "")}, labels: map[string]string{"job-name": "nightly"}},
+			} {
+				r := AnalyzeStartup(StartupFacts{Pod: shape(p), Events: []corev1.Event{unhealthy("istio-proxy", 12, "Startup")}, Now: t0.Add(10 * time.Minute)})
+				if len(r.Hazards) == 0 {
+					t.Fatalf("no hazard")
+				}
+				for _, h := range r.Hazards {
+					if strings.Contains(h.Fix, `sidecar.istio.io/nativeSidecar: "true"`) != tc.annotation || !strings.Contains(h.Fix, tc.note) {
+						t.Errorf("%s: fix %q; want the annotation %v, note %q", h.ID, h.Fix, tc.annotation, tc.note)
+					}
+				}
+			}
+		})
+	}
+}

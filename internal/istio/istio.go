@@ -1,6 +1,8 @@
 // Package istio is the one place for the names Istio gives things that
 // kubectl-mesh reads: its containers, labels and annotations, the proxy's
-// identity and ports. Every package names them from here.
+// identity and ports — and the defaults of each Istio release the answers
+// depend on (releases.go), with the parsing of the versions a cluster shows
+// (version.go). Every package names them from here.
 package istio
 
 // The containers Istio's injector adds.
