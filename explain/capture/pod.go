@@ -142,7 +142,7 @@ func IstioVersionFromPod(p *corev1.Pod) (version, from string) {
 			if c.Name != name {
 				continue
 			}
-			tag := imageTag(c.Image)
+			tag := istio.ImageTag(c.Image)
 			if _, _, err := ParseIstioVersion(tag); err == nil {
 				return tag, "image tag of " + name + " (" + c.Image + ")", true
 			}
@@ -162,16 +162,4 @@ func IstioVersionFromPod(p *corev1.Pod) (version, from string) {
 		return "", "no Istio container to read a version from"
 	}
 	return "", "no image tag is an Istio version: " + strings.Join(seen, ", ")
-}
-
-// imageTag returns an image reference's tag ("" for none, or a digest only).
-func imageTag(image string) string {
-	if i := strings.Index(image, "@"); i >= 0 {
-		image = image[:i]
-	}
-	slash := strings.LastIndex(image, "/")
-	if i := strings.LastIndex(image, ":"); i > slash {
-		return image[i+1:]
-	}
-	return ""
 }

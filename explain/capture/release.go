@@ -2,8 +2,9 @@ package capture
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Istio's istio-iptables has written its rules in four shapes over the
@@ -88,35 +89,15 @@ func (e *NoModelError) Error() string {
 	return fmt.Sprintf("no rule model for Istio %s (the model knows 1.%d to 1.%d); the rules are explained and traced, not compared", e.Version, OldestModelled, NewestModelled)
 }
 
-// ParseIstioVersion reads an Istio version as users and clusters give it:
-// "1.24", "1.24.6", "v1.24.6", an image tag ("1.24.6-distroless",
-// "1.31-dev", "1.22.3-debug"). It returns the major and minor.
+// ParseIstioVersion reads an Istio version as users and clusters give it
+// ("1.24", "1.24.6", "v1.24.6", an image tag such as "1.24.6-distroless" or
+// "1.31-dev", read by internal/istio): its major and minor.
 func ParseIstioVersion(s string) (major, minor int, err error) {
-	v := strings.TrimPrefix(strings.TrimSpace(s), "v")
-	if v == "" {
-		return 0, 0, &VersionError{s, "empty"}
+	v, ok := istio.ParseVersion(s)
+	if !ok {
+		return 0, 0, &VersionError{s, "want 1.MINOR or 1.MINOR.PATCH, with an optional -suffix"}
 	}
-	// Drop a suffix after the numbers: -distroless, -dev, -debug, +build.
-	end := len(v)
-	for i, r := range v {
-		if r == '-' || r == '+' || r == '_' {
-			end = i
-			break
-		}
-	}
-	parts := strings.Split(v[:end], ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return 0, 0, &VersionError{s, "not numbers separated by dots"}
-	}
-	nums := make([]int, len(parts))
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
-			return 0, 0, &VersionError{s, fmt.Sprintf("%q is not a number", p)}
-		}
-		nums[i] = n
-	}
-	return nums[0], nums[1], nil
+	return 1, v.Minor, nil
 }
 
 // RuleModelFor picks the rule model for an Istio version. A string that is
