@@ -43,6 +43,16 @@ func TestDocsDoNotDrift(t *testing.T) {
 		p, n = proseFlagDrift(root, path, text)
 		problems, invocations = append(problems, p...), invocations+n
 	}
+	// README's count of istioctl analyze messages no check reports is the
+	// number docs/checks.md lists.
+	if b, err := os.ReadFile("../docs/checks.md"); err == nil {
+		_, after, _ := strings.Cut(string(b), "## istioctl analyze messages that no check reports")
+		rows := regexp.MustCompile(`(?m)^\| IST\d{4} \|`).FindAllString(after, -1)
+		readme, _ := os.ReadFile("../README.md")
+		if want := fmt.Sprintf("but the %d that [docs/checks.md]", len(rows)); len(rows) == 0 || !strings.Contains(string(readme), want) {
+			problems = append(problems, fmt.Sprintf("README.md: docs/checks.md lists %d istioctl analyze messages no check reports; README should say %q", len(rows), want))
+		}
+	}
 	examples := 0
 	for _, c := range root.Commands() {
 		p, n := invocationDrift(root, "kubectl mesh "+c.Name()+" --help", "```\n"+c.Example+"\n```")

@@ -23,7 +23,7 @@ type touch struct {
 // reads from the facts the checks read. README's "What it touches" is
 // rendered from them (TestReadmeWhatItTouches).
 func touches() []touch {
-	nodePod := fmt.Sprintf("one pod, privileged, hostPID and hostNetwork, tolerating every taint, on the node in `--node-namespace` (default %q); deleted when the read ends, on error and on Ctrl-C", "default")
+	nodePod := "creates one pod on the POD's node, privileged (hostPID, hostNetwork) and tolerating every taint, in `--node-namespace` (default `default`); deleted when the read ends, on error and on Ctrl-C"
 	return []touch{
 		{[]string{"why-injected", "startup", "diagnose", "iptables --from-file", "version", "completion"},
 			"nothing: reads only", reads()},
@@ -36,7 +36,7 @@ func touches() []touch {
 		{[]string{"iptables POD --via node", "diagnose POD --rules --via node"},
 			nodePod, nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
 		{[]string{"iptables -n NS / -l SEL / -A (fleet audit)", "diagnose -n / -l / -A / a workload, with --rules or --connections"},
-			"the same node pod, one per node that runs a selected pod; never an ephemeral container. `-n` is the scope of the pods read, not where the node pods go",
+			"creates such a pod on every node that runs a selected pod, never an ephemeral container; `-n` is the scope of the pods read, not where the node pods go",
 			nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
 	}
 }
