@@ -53,6 +53,11 @@ func TestDocsDoNotDrift(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("README.md: docs/checks.md lists %d istioctl analyze messages no check reports; README should say %q", len(rows), want))
 		}
 	}
+	// The console blocks keep the renderers' shape: every table header in
+	// them is one the code prints, and a block spliced from the demo
+	// (<!-- demo: ARGS -->) shows that command.
+	p, n := consoleShape(t, docs)
+	problems = append(problems, p...)
 	examples := 0
 	for _, c := range root.Commands() {
 		p, n := invocationDrift(root, "kubectl mesh "+c.Name()+" --help", "```\n"+c.Example+"\n```")
@@ -61,8 +66,8 @@ func TestDocsDoNotDrift(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	testreport.Count(t, "docs against the code: %d files, %d links and anchors, %d KM- codes, %d invocations in the docs, %d help examples checked; %d problems",
-		len(docs), links, codes, invocations, examples, len(problems))
+	testreport.Count(t, "docs against the code: %d files, %d links and anchors, %d KM- codes, %d invocations in the docs, %d console tables and demo blocks, %d help examples checked; %d problems",
+		len(docs), links, codes, invocations, n, examples, len(problems))
 	if links == 0 || codes == 0 || invocations == 0 || examples == 0 {
 		t.Errorf("nothing of some kind was checked: the checker is broken")
 	}
@@ -95,6 +100,15 @@ func TestDocsDriftCheckerCatchesPlantedFaults(t *testing.T) {
 		if len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), tc.want) {
 			t.Errorf("%s: the checker said %q, want a problem naming %q", tc.name, got, tc.want)
 		}
+	}
+	// A console table with a header no renderer prints, and a demo block
+	// showing another command than its marker.
+	shape := filepath.Join(dir, "shape.md")
+	if err := os.WriteFile(shape, []byte("```console\nNAMESPACE  POD  COLOUR\n```\n\n<!-- demo: diagnose -A -->\n```console\n$ kubectl mesh startup -A\n```\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := consoleShape(t, []string{shape}); len(got) != 2 {
+		t.Errorf("consoleShape on a wrong header and a wrong demo block: %q, want 2 problems", got)
 	}
 	// And says nothing of what is right.
 	ok := "# Doc\n\n## Part one\n\n[o](other.md#a-real-heading) [p](#part-one) KM-CAP-001 · capture rules differ from the annotations\n\n```\nkubectl mesh iptables web -n shop --via node --trace in:8080\n```\n"
@@ -347,6 +361,82 @@ func proseFlagDrift(root *cobra.Command, path, text string) ([]string, int) {
 			continue // an istio-iptables flag
 		}
 		out = append(out, fmt.Sprintf("%s: `%s` is not a flag of any kubectl mesh command", path, flag))
+	}
+	return out, n
+}
+
+var (
+	headerLineRE = regexp.MustCompile(`^[A-Z][A-Z]+(?:  +[A-Z][A-Z ]*[A-Z])+\s*$`)
+	sourceHeadRE = regexp.MustCompile(`\[\]string\{((?:"[A-Z][A-Z ]*"(?:, )?)+)\}`)
+	demoMarkerRE = regexp.MustCompile("(?m)^<!-- demo: (.+?)(?: \\| lines=\\d+)? -->\n```console\n(.*)\n")
+	consoleRE    = regexp.MustCompile("(?s)```console\n(.*?)```")
+	spacesRE     = regexp.MustCompile(`  +`)
+	quotedCapsRE = regexp.MustCompile(`"([A-Z][A-Z ]*)"`)
+)
+
+// consoleShape checks the console blocks of the docs against the code:
+// each table header line must start with a header the renderers print
+// (its further columns printed names too, as -o wide adds), and each block
+// spliced from the demo must run the command its marker names.
+func consoleShape(t *testing.T, docs []string) ([]string, int) {
+	t.Helper()
+	var heads [][]string
+	names := map[string]bool{}
+	for _, dir := range []string{"../render", "."} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range sourceHeadRE.FindAllStringSubmatch(string(b), -1) {
+				var h []string
+				for _, q := range quotedCapsRE.FindAllStringSubmatch(m[1], -1) {
+					h = append(h, q[1])
+				}
+				heads = append(heads, h)
+			}
+			for _, q := range quotedCapsRE.FindAllStringSubmatch(string(b), -1) {
+				names[q[1]] = true
+			}
+		}
+	}
+	var out []string
+	n := 0
+	for _, path := range docs {
+		b, _ := os.ReadFile(path)
+		text := string(b)
+		for _, block := range consoleRE.FindAllStringSubmatch(text, -1) {
+			for _, line := range strings.Split(block[1], "\n") {
+				if !headerLineRE.MatchString(line) {
+					continue
+				}
+				n++
+				cols := spacesRE.Split(strings.TrimSpace(line), -1)
+				ok := false
+				for _, h := range heads {
+					if len(h) <= len(cols) && len(h) >= 2 && strings.Join(cols[:len(h)], "|") == strings.Join(h, "|") {
+						ok = true
+						for _, c := range cols[len(h):] {
+							ok = ok && names[c]
+						}
+					}
+				}
+				if !ok {
+					out = append(out, fmt.Sprintf("%s: table header %q is not one kubectl-mesh prints", path, strings.TrimSpace(line)))
+				}
+			}
+		}
+		for _, m := range demoMarkerRE.FindAllStringSubmatch(text, -1) {
+			n++
+			pat := regexp.MustCompile(`^\$ kubectl mesh ` + strings.ReplaceAll(regexp.QuoteMeta(m[1]), `\*`, `[a-z0-9.-]+`) + `(\s+#.*)?$`)
+			if !pat.MatchString(m[2]) {
+				out = append(out, fmt.Sprintf("%s: the block marked <!-- demo: %s --> shows %q (hack/demo/readme.sh splices the demo's run in)", path, m[1], m[2]))
+			}
+		}
 	}
 	return out, n
 }
