@@ -148,6 +148,8 @@ type fleetFacts struct {
 }
 
 func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opts AuditOptions, node string, pods []*corev1.Pod) []*AuditLine {
+	// The node's istio-cni release, read once, for its ambient pods.
+	var agentRelease, agentFrom string
 	image := opts.Image
 	ambient := false
 	for _, p := range pods {
@@ -215,6 +217,10 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 		if _, ok := p.Annotations[istio.AnnotationRedirection]; ok && in.ExpectArgs == nil {
 			if fleet.cni != nil {
 				in.Ambient = AmbientExpectation(fleet.cni, p)
+				if agentFrom == "" && agentRelease == "" {
+					agentRelease, agentFrom = AgentRelease(ctx, fleet.client, node, fleet.cni)
+				}
+				in.Ambient.Release, in.Ambient.ReleaseFrom = agentRelease, agentFrom
 			} else {
 				in.Notes = append(in.Notes, fleet.cniUnread+": the in-pod rules are not compared")
 			}

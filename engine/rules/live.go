@@ -128,6 +128,7 @@ func expectAmbient(ctx context.Context, ic *inspect.Client, pod *corev1.Pod, in 
 		in.Notes = append(in.Notes, unread+": the in-pod rules are not compared")
 	default:
 		in.Ambient = AmbientExpectation(cm, pod)
+		in.Ambient.Release, in.Ambient.ReleaseFrom = AgentRelease(ctx, ic, pod.Spec.NodeName, cm)
 	}
 	return nil
 }
@@ -169,6 +170,34 @@ func AgentImage(ctx context.Context, ic *inspect.Client, node string) (string, e
 		return "", err
 	}
 	return agent.Spec.Containers[0].Image, nil
+}
+
+// AgentRelease is the release of the istio-cni agent that writes a node's
+// in-pod rules: its image tag, else the ConfigMap's CURRENT_AGENT_VERSION;
+// "" and why when neither is a version.
+func AgentRelease(ctx context.Context, ic *inspect.Client, node string, cm *corev1.ConfigMap) (release, from string) {
+	image, err := AgentImage(ctx, ic, node)
+	var tried []string
+	switch {
+	case err != nil:
+		tried = append(tried, "the istio-cni agent on node "+node+" could not be read: "+inspect.ExplainAPIError(err, "list pods -l "+injection.AmbientCNISelector).Error())
+	case image == "":
+		tried = append(tried, "no istio-cni agent pod on node "+node)
+	default:
+		tag := istio.ImageTag(image)
+		if _, ok := istio.ParseVersion(tag); ok {
+			return tag, "image tag of the istio-cni agent on node " + node + " (" + image + ")"
+		}
+		tried = append(tried, "the istio-cni agent's image "+image+" names no version")
+	}
+	if cm != nil {
+		v := cm.Data["CURRENT_AGENT_VERSION"]
+		if _, ok := istio.ParseVersion(v); ok {
+			return v, "CURRENT_AGENT_VERSION of ConfigMap " + cm.Namespace + "/" + cm.Name
+		}
+		tried = append(tried, fmt.Sprintf("CURRENT_AGENT_VERSION %q is not a version", v))
+	}
+	return "", strings.Join(tried, "; ")
 }
 
 // CNIConfig reads istio-cni's ConfigMap, what ambient pods' in-pod

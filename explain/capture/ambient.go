@@ -56,6 +56,13 @@ type AmbientConfig struct {
 	NativeNftables bool `json:"nativeNftables,omitempty"`
 	// Source says where each setting came from.
 	Source string `json:"source"`
+	// Release is the istio-cni release that writes the rules, and
+	// ReleaseFrom where it was read. Only the in-pod rules of the release
+	// the model was checked against (NewestModelled) are compared: another
+	// release, or one unread (Release "", ReleaseFrom saying why), is not.
+	// Both empty: taken to be the newest.
+	Release     string `json:"release,omitempty"`
+	ReleaseFrom string `json:"releaseFrom,omitempty"`
 }
 
 // AmbientConfigFor reads the in-pod rules' settings from istio-cni's

@@ -163,3 +163,36 @@ func TestRuleModelPerRelease(t *testing.T) {
 		t.Errorf("only %d releases under testdata/releases: want at least 7 (1.20 to current)", releases)
 	}
 }
+
+// Ambient mode's in-pod rules are compared only for the istio-cni release
+// whose rule writer the model was checked against; another release, or an
+// unread one, is not compared (drift unknown, the reason said).
+func TestAmbientRulesOnlyForTheModelledRelease(t *testing.T) {
+	dump, err := os.ReadFile("testdata/istio-default.nft.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		release, from string
+		compared      bool
+	}{
+		{"", "", true},
+		{"1.31-dev", "image tag of the istio-cni agent", true},
+		{"1.24.6", "image tag of the istio-cni agent", false},
+		{"", "no istio-cni agent pod on node n1", false},
+	} {
+		rs, err := ParseSave(dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := AmbientConfigFor(nil, nil)
+		a.Release, a.ReleaseFrom = tc.release, tc.from
+		rep, err := ExplainCapture(CaptureInput{Dumps: []*Ruleset{rs}, Ambient: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if compared := rep.Drift != nil; compared != tc.compared || (!compared && rep.NoRuleModel == "") {
+			t.Errorf("istio-cni %q (%s): compared %v (noRuleModel %q), want %v", tc.release, tc.from, compared, rep.NoRuleModel, tc.compared)
+		}
+	}
+}
