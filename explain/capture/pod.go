@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -158,8 +159,23 @@ func IstioVersionFromPod(p *corev1.Pod) (version, from string) {
 			return v, f
 		}
 	}
+	// The revision that injected the pod, when it is named after its
+	// release (1-24-6), as Istio's canary upgrades name them.
+	var status struct {
+		Revision string `json:"revision"`
+	}
+	if raw := p.Annotations[istio.AnnotationStatus]; raw != "" && json.Unmarshal([]byte(raw), &status) == nil && status.Revision != "" {
+		if v, ok := istio.RevisionVersion(status.Revision); ok {
+			version := fmt.Sprintf("1.%d", v.Minor)
+			if v.Patch >= 0 {
+				version += fmt.Sprintf(".%d", v.Patch)
+			}
+			return version, "revision " + status.Revision + " in " + istio.AnnotationStatus
+		}
+		seen = append(seen, "revision "+status.Revision)
+	}
 	if len(seen) == 0 {
 		return "", "no Istio container to read a version from"
 	}
-	return "", "no image tag is an Istio version: " + strings.Join(seen, ", ")
+	return "", "no image tag or revision names an Istio version: " + strings.Join(seen, ", ") + "; --istio-version says which"
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 )
 
@@ -193,6 +196,44 @@ func TestAmbientRulesOnlyForTheModelledRelease(t *testing.T) {
 		}
 		if compared := rep.Drift != nil; compared != tc.compared || (!compared && rep.NoRuleModel == "") {
 			t.Errorf("istio-cni %q (%s): compared %v (noRuleModel %q), want %v", tc.release, tc.from, compared, rep.NoRuleModel, tc.compared)
+		}
+	}
+}
+
+// A pod's release is read from istio-init's image tag, else the proxy's,
+// else a revision named after its release; else it is unknown, and why.
+func TestIstioVersionFromPod(t *testing.T) {
+	pod := func(initImage, proxyImage, status string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		if initImage != "" {
+			p.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: initImage}}
+		}
+		if proxyImage != "" {
+			p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Image: proxyImage}}
+		}
+		if status != "" {
+			p.Annotations["sidecar.istio.io/status"] = status
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		pod          *corev1.Pod
+		version, why string
+	}{
+		{pod("docker.io/istio/proxyv2:1.24.6", "docker.io/istio/proxyv2:1.26.1", ""), "1.24.6", "istio-init"},
+		{pod("", "registry:5000/istio/proxyv2:1.22.3-distroless", ""), "1.22.3-distroless", "istio-proxy"},
+		{pod("proxyv2@sha256:abcd", "proxyv2:latest", `{"revision":"1-23-2"}`), "1.23.2", "revision 1-23-2"},
+		{pod("proxyv2:latest", "", `{"revision":"canary"}`), "", "no image tag or revision names an Istio version"},
+		{pod("", "", ""), "", "no Istio container"},
+	} {
+		v, why := IstioVersionFromPod(tc.pod)
+		if v != tc.version || !strings.Contains(why, tc.why) {
+			t.Errorf("got %q (%s), want %q (%s)", v, why, tc.version, tc.why)
+		}
+		if v != "" {
+			if _, err := RuleModelFor(v); err != nil {
+				t.Errorf("%q: %v", v, err)
+			}
 		}
 	}
 }
