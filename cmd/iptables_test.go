@@ -134,6 +134,46 @@ func TestIptablesPastedForms(t *testing.T) {
 	}
 }
 
+// Both families' listings pasted one after the other, each after its
+// command line: the two dumps, as two files would be.
+func TestIptablesPastedBothFamilies(t *testing.T) {
+	dir := filepath.Join("..", "explain", "capture", "testdata", "pasted")
+	l4, _ := os.ReadFile(filepath.Join(dir, "istio-default.nft", "L-vn.prompt.txt"))
+	l6, _ := os.ReadFile(filepath.Join(dir, "istio-default.v6.nosave-counters", "L-vn.prompt.txt"))
+	s6, _ := os.ReadFile(filepath.Join(dir, "istio-default.v6.nosave-counters", "S.prompt.txt"))
+	// One form at a time: -L then -S is refused.
+	mixed := filepath.Join(t.TempDir(), "mixed")
+	if err := os.WriteFile(mixed, append(append([]byte{}, l4...), s6...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "iptables", "--from-file", mixed); code != ExitUsage || !strings.Contains(errOut, "iptables -S output after iptables -L output") {
+		t.Errorf("-L and -S in one paste: exit %d, %s", code, errOut)
+	}
+	p := filepath.Join(t.TempDir(), "both")
+	if err := os.WriteFile(p, append(l4, l6...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "iptables", "--from-file", p, "--pod-ip", "10.1.2.3", "--pod-ip", "fd00::3", "--expect-args", defaultIstioArgs+" --dual-stack", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Dumps []struct{ Family, Form string }
+		Drift struct{ Missing, Extra []string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Dumps) != 2 || doc.Dumps[0].Family != "ipv4" || doc.Dumps[1].Family != "ipv6" || len(doc.Drift.Missing)+len(doc.Drift.Extra) != 0 {
+		t.Errorf("%+v", doc)
+	}
+	// With a second --from-file, a paste holding both families is refused.
+	code, _, errOut = run(t, "iptables", "--from-file", p, "--from-file", dumpFile)
+	if code != ExitUsage || !strings.Contains(errOut, "holds both families' rules") {
+		t.Errorf("both families and a second file: exit %d, %s", code, errOut)
+	}
+}
+
 func TestIptablesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {
