@@ -329,7 +329,8 @@ var proseFlagRE = regexp.MustCompile("`(--[a-z][a-z0-9-]*)(?:[ =][^`]*)?`")
 
 // iptablesOptions are iptables' own options that the docs name in
 // explaining rules: not kubectl-mesh's.
-var iptablesOptions = map[string]bool{"--uid-owner": true, "--gid-owner": true, "--dport": true, "--sport": true, "--to-ports": true}
+var iptablesOptions = map[string]bool{"--uid-owner": true, "--gid-owner": true, "--dport": true, "--sport": true, "--to-ports": true,
+	"--line-numbers": true, "--numeric": true, "--exact": true, "--verbose": true, "--list": true, "--list-rules": true, "--table": true}
 
 // proseFlagDrift lists the flags a doc names alone in inline code
 // (`--fail-on`) that no kubectl-mesh command has, unless they are

@@ -35,25 +35,26 @@ func runIn(stdin []byte, args ...string) (int, string, string) {
 	return exitCode(root.Execute(), &errOut), out.String(), errOut.String()
 }
 
+// seedFiles adds every file under dir (its subdirectories' too) as a seed.
 func seedFiles(f *testing.F, dir string) {
-	entries, err := os.ReadDir(dir)
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(b)
+		}
+		return err
+	})
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
 }
 
-// FuzzIptablesDump: any dump given to --from-file (iptables-save or an nft
-// listing), annotated, compared, traced and printed.
+// FuzzIptablesDump: any dump given to --from-file (iptables-save, iptables
+// -S, iptables -L -v or an nft listing), annotated, compared, traced and
+// printed.
 func FuzzIptablesDump(f *testing.F) {
 	seedFiles(f, filepath.Join("..", "explain", "capture", "testdata"))
 	f.Add([]byte("*nat\n:OUTPUT ACCEPT [0:0]\n:X\x1b[2J - [0:0]\n-A OUTPUT -j X\x1b[2J\n-A X\x1b[2J -m comment --comment \"\x1b]0;t\x07\" -j REDIRECT --to-ports 15001\nCOMMIT\n"))

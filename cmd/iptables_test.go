@@ -94,6 +94,86 @@ func TestIptablesJSON(t *testing.T) {
 	}
 }
 
+// Every form a person may paste reads to the same explanation: the rules
+// of the save fixture, listed by the real iptables tools
+// (hack/testdata/pasted-forms.sh), agree with --expect-args and trace alike.
+func TestIptablesPastedForms(t *testing.T) {
+	dir := filepath.Join("..", "explain", "capture", "testdata", "pasted", "istio-default.nft.counted")
+	for _, form := range []string{"source.save", "S.txt", "S.prompt.txt", "L-v.txt", "L-vn.prompt.txt", "L-vnx.txt"} {
+		code, out, errOut := run(t, "iptables", "--from-file", filepath.Join(dir, form), "--pod-ip", "10.1.2.3", "--expect-args", defaultIstioArgs,
+			"--trace", "out:10.96.0.10:443", "--trace", "in:8080", "-o", "json")
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", form, code, errOut)
+		}
+		var doc struct {
+			Dumps  []struct{ Form, Family string }
+			Drift  struct{ Missing, Extra []string }
+			Notes  []string
+			Traces []struct {
+				Verdict string
+				Port    int
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%s: %v", form, err)
+		}
+		want := map[string]string{"source.save": "iptables-save", "S.txt": "iptables -S", "S.prompt.txt": "iptables -S"}[form]
+		if want == "" {
+			want = "iptables -L"
+		}
+		if len(doc.Dumps) != 1 || doc.Dumps[0].Form != want || len(doc.Drift.Missing)+len(doc.Drift.Extra) != 0 ||
+			len(doc.Traces) != 2 || doc.Traces[0].Port != 15001 || doc.Traces[1].Port != 15006 {
+			t.Errorf("%s: %+v", form, doc)
+		}
+		if note := strings.Join(doc.Notes, "\n"); (want != "iptables-save") != strings.Contains(note, "read from "+want) {
+			t.Errorf("%s: notes %q", form, doc.Notes)
+		}
+		if form == "L-v.txt" && !strings.Contains(strings.Join(doc.Notes, "\n"), "rounded") {
+			t.Errorf("L-v.txt: no word of its rounded counters: %q", doc.Notes)
+		}
+	}
+}
+
+// Both families' listings pasted one after the other, each after its
+// command line: the two dumps, as two files would be.
+func TestIptablesPastedBothFamilies(t *testing.T) {
+	dir := filepath.Join("..", "explain", "capture", "testdata", "pasted")
+	l4, _ := os.ReadFile(filepath.Join(dir, "istio-default.nft", "L-vn.prompt.txt"))
+	l6, _ := os.ReadFile(filepath.Join(dir, "istio-default.v6.nosave-counters", "L-vn.prompt.txt"))
+	s6, _ := os.ReadFile(filepath.Join(dir, "istio-default.v6.nosave-counters", "S.prompt.txt"))
+	// One form at a time: -L then -S is refused.
+	mixed := filepath.Join(t.TempDir(), "mixed")
+	if err := os.WriteFile(mixed, append(append([]byte{}, l4...), s6...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "iptables", "--from-file", mixed); code != ExitUsage || !strings.Contains(errOut, "iptables -S output after iptables -L output") {
+		t.Errorf("-L and -S in one paste: exit %d, %s", code, errOut)
+	}
+	p := filepath.Join(t.TempDir(), "both")
+	if err := os.WriteFile(p, append(l4, l6...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "iptables", "--from-file", p, "--pod-ip", "10.1.2.3", "--pod-ip", "fd00::3", "--expect-args", defaultIstioArgs+" --dual-stack", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Dumps []struct{ Family, Form string }
+		Drift struct{ Missing, Extra []string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Dumps) != 2 || doc.Dumps[0].Family != "ipv4" || doc.Dumps[1].Family != "ipv6" || len(doc.Drift.Missing)+len(doc.Drift.Extra) != 0 {
+		t.Errorf("%+v", doc)
+	}
+	// With a second --from-file, a paste holding both families is refused.
+	code, _, errOut = run(t, "iptables", "--from-file", p, "--from-file", dumpFile)
+	if code != ExitUsage || !strings.Contains(errOut, "holds both families' rules") {
+		t.Errorf("both families and a second file: exit %d, %s", code, errOut)
+	}
+}
+
 func TestIptablesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {
@@ -111,7 +191,9 @@ func TestIptablesBadInput(t *testing.T) {
 	}{
 		{"no input", []string{"iptables"}, "give a POD, the rules to read with --from-file"},
 		{"empty", []string{"iptables", "--from-file", write("empty", "\n")}, "empty input"},
-		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "not an iptables-save line"},
+		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "line 1: not a form of rules kubectl-mesh reads (accepted: iptables-save"},
+		{"forms mixed", []string{"iptables", "--from-file", write("mixed", string(full)+"-P PREROUTING ACCEPT\n")}, "line 31: iptables -S output after iptables-save output (from line 1)"},
+		{"-S table unknown", []string{"iptables", "--from-file", write("chain", "-N ISTIO_OUTPUT\n-A ISTIO_OUTPUT -j RETURN\n")}, "line 1: cannot tell which table"},
 		{"truncated", []string{"iptables", "--from-file", write("half", string(full[:strings.Index(string(full), "COMMIT")]))}, "truncated dump"},
 		{"unknown flag in --expect-args", []string{"iptables", "--from-file", dumpFile, "--expect-args", "-p 15001 --frobnicate"}, "unknown flag: --frobnicate"},
 		{"bad quoting in --expect-args", []string{"iptables", "--from-file", dumpFile, "--expect-args", `-i "*`}, "unterminated"},

@@ -101,52 +101,31 @@ func (o *IptablesOptions) Validate() error {
 	}
 	// --connections and more than two dumps were refused by validateFlags.
 	if len(o.FromFiles) == 0 {
-		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
+		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save, iptables -S, iptables -L -v or nft list ruleset output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
 	}
 	if err := o.readFiles(); err != nil {
 		return err
 	}
 	for i, b := range o.raw {
 		if len(strings.TrimSpace(string(b))) == 0 {
-			return usageErrorf("%s: empty input: expected iptables-save output", o.FromFiles[i])
+			return usageErrorf("%s: empty input: expected iptables-save, iptables -S, iptables -L -v or nft list ruleset output", o.FromFiles[i])
 		}
-		if isNftListing(b) {
-			v4, v6, ok, err := capture.ParseNftRuleset(b)
-			if err != nil {
-				return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
-			}
-			if !ok {
-				return usageErrorf("%s: nft ruleset without Istio's tables (inet istio-proxy-*)", o.FromFiles[i])
-			}
-			o.input.Dumps = append(o.input.Dumps, v4, v6)
-			continue
-		}
-		rs, err := capture.ParseSave(b)
+		d, err := capture.ParseDump(b)
 		if err != nil {
 			return &UsageError{Err: fmt.Errorf("%s: %w", o.FromFiles[i], err)}
 		}
-		o.input.Dumps = append(o.input.Dumps, rs)
-	}
-	if len(o.input.Dumps) > 2 {
-		return usageErrorf("an nft ruleset holds both families: give it alone")
+		if len(o.FromFiles) > 1 && len(d.Rulesets) > 1 {
+			return usageErrorf("%s holds both families' rules (%s): give it alone", o.FromFiles[i], d.Form)
+		}
+		o.input.Dumps = append(o.input.Dumps, d.Rulesets...)
+		if note := d.Note(); note != "" {
+			o.input.Notes = append(o.input.Notes, o.FromFiles[i]+": "+note)
+		}
 	}
 	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
 		return usageErrorf("the two dumps are both %s; give one IPv4 and one IPv6 dump", o.input.Dumps[0].Family)
 	}
 	return o.validateCommon()
-}
-
-// isNftListing tells `nft list ruleset` output from iptables-save output:
-// its first statement is a table block.
-func isNftListing(b []byte) bool {
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		return strings.HasPrefix(line, "table ")
-	}
-	return false
 }
 
 // validateCommon checks the flags both sources share.

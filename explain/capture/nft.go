@@ -44,8 +44,8 @@ func nftIstioPrefix(table string) string {
 // Tables of other programs are left out. ok is false when the ruleset holds
 // no Istio table.
 func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
-	v4 = &Ruleset{Family: "ipv4", Backend: BackendNative}
-	v6 = &Ruleset{Family: "ipv6", Backend: BackendNative}
+	v4 = &Ruleset{Family: "ipv4", Backend: BackendNative, Form: FormNft}
+	v6 = &Ruleset{Family: "ipv6", Backend: BackendNative, Form: FormNft}
 	var t4, t6 *Table
 	var c4, c6 *Chain
 	depth := 0

@@ -22,6 +22,12 @@ type Ruleset struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Ambient is set for ambient mode's in-pod rules (IsAmbientInPod).
 	Ambient bool `json:"ambient,omitempty"`
+	// Form is the form the rules were read from: FormSave, FormListRules,
+	// FormList or FormNft.
+	Form string `json:"form,omitempty"`
+	// CountersRounded says some counters are iptables -L's rounded ones
+	// (206K), read as approximate numbers.
+	CountersRounded bool `json:"countersRounded,omitempty"`
 }
 
 // Table is one table (nat, mangle, raw, filter) of a dump.
@@ -37,6 +43,8 @@ type Chain struct {
 	Packets uint64  `json:"packets"`
 	Bytes   uint64  `json:"bytes"`
 	Rules   []*Rule `json:"rules"`
+	// Rounded: the counters are iptables -L's rounded ones, approximate.
+	Rounded bool `json:"rounded,omitempty"`
 }
 
 // Rule is one rule as iptables-save printed it, parsed.
@@ -48,7 +56,10 @@ type Rule struct {
 	Packets     uint64 `json:"packets"`
 	Bytes       uint64 `json:"bytes"`
 	HasCounters bool   `json:"-"`
-	Line        int    `json:"line"`
+	// Rounded: the counters are iptables -L's rounded ones (206K, 12M),
+	// approximate.
+	Rounded bool `json:"rounded,omitempty"`
+	Line    int  `json:"line"`
 
 	Match      RuleMatch `json:"-"`
 	Target     string    `json:"target"`
@@ -120,7 +131,7 @@ func truncate(s string, n int) string {
 // (iptables-nft-save and iptables-legacy-save), with counters (-c) or
 // without, and keeps "# Warning" lines.
 func ParseSave(data []byte) (*Ruleset, error) {
-	rs := &Ruleset{Family: "ipv4"}
+	rs := &Ruleset{Family: "ipv4", Form: FormSave}
 	var table *Table
 	chains := map[string]*Chain{}
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -1,0 +1,414 @@
+package capture
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// The forms of rules ParseDump reads; Ruleset.Form says which one a dump was.
+const (
+	FormSave      = "iptables-save"
+	FormListRules = "iptables -S"
+	FormList      = "iptables -L"
+	FormNft       = "nft"
+)
+
+// acceptedForms names what ParseDump reads, for its refusals.
+const acceptedForms = "accepted: iptables-save (or ip6tables-save) output, iptables -S, iptables -L -v (with or without -n, -x, --line-numbers), nft list ruleset"
+
+// Dump is what ParseDump read: its form and its rulesets, one per IP family
+// (an nft ruleset serves both; iptables -S and -L pasted with their command
+// lines may hold both families' tables).
+type Dump struct {
+	Form     string
+	Rulesets []*Ruleset
+}
+
+// ParseDump reads the rules of a pod's network namespace as a person may
+// paste them, telling the form from the text: iptables-save (ParseSave),
+// iptables -S, iptables -L -v, or nft list ruleset (ParseNftRuleset). The
+// output of several commands may be concatenated (one table each, e.g. `for
+// t in nat mangle raw; do iptables -t $t -S; done`), with or without the
+// command lines pasted before them (`$ iptables -t nat -S`, `#
+// nsenter -t 1234 -n ip6tables -t mangle -L -v -n`), which name the table
+// and family of what follows; without one, a table is told by its
+// built-in chains. A dump mixing forms, or one whose table cannot be told, is
+// refused with the line that shows it.
+func ParseDump(data []byte) (*Dump, error) {
+	lines := splitLines(data)
+	form, err := detectForm(lines)
+	if err != nil {
+		return nil, err
+	}
+	switch form {
+	case FormSave:
+		rs, err := ParseSave(blankCommands(lines))
+		if err != nil {
+			return nil, err
+		}
+		saveCommandFacts(rs, lines)
+		return &Dump{Form: form, Rulesets: []*Ruleset{rs}}, nil
+	case FormNft:
+		v4, v6, ok, err := ParseNftRuleset(blankCommands(lines))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("nft ruleset without Istio's tables (inet istio-proxy-*)")
+		}
+		return &Dump{Form: form, Rulesets: []*Ruleset{v4, v6}}, nil
+	case FormListRules:
+		blocks, err := parseListRules(lines)
+		if err != nil {
+			return nil, err
+		}
+		return assembleBlocks(form, blocks, lines)
+	default:
+		blocks, err := parseList(lines)
+		if err != nil {
+			return nil, err
+		}
+		return assembleBlocks(form, blocks, lines)
+	}
+}
+
+// Note says, for the report, what the dump's form left out; "" for the
+// complete forms (iptables-save, nft).
+func (d *Dump) Note() string {
+	counters, rounded, names := false, false, false
+	for _, rs := range d.Rulesets {
+		rounded = rounded || rs.CountersRounded
+		for _, t := range rs.Tables {
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					counters = counters || r.HasCounters
+					for _, u := range r.Match.Unknown {
+						names = names || strings.Contains(u, "not resolved") || strings.Contains(u, "not known")
+					}
+				}
+			}
+		}
+	}
+	switch d.Form {
+	case FormListRules:
+		if !counters {
+			return "read from iptables -S output, which has no counters (iptables -v -S prints them)"
+		}
+		return "read from iptables -v -S output"
+	case FormList:
+		s := "read from iptables -L -v output, its rules shown as iptables-save prints them"
+		if rounded {
+			s += "; its counters are rounded (206K is about 206,000; -x prints them exact)"
+		}
+		if names {
+			s += "; some names it printed are not known here and those matches are not evaluated (-n prints numbers)"
+		}
+		return s
+	}
+	return ""
+}
+
+// IsNftListing tells `nft list ruleset` output from iptables' forms: its
+// first statement is a table block.
+func IsNftListing(b []byte) bool {
+	form, err := detectForm(splitLines(b))
+	return err == nil && form == FormNft
+}
+
+// splitLines cuts data into lines as bufio.ScanLines does (a final "\r" is
+// dropped), so that line numbers agree with ParseSave's.
+func splitLines(data []byte) []string {
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// blankCommands returns the lines with pasted command lines emptied (their
+// numbers kept), for the parsers of one form.
+func blankCommands(lines []string) []byte {
+	var b strings.Builder
+	for _, l := range lines {
+		if k, _ := classifyLine(strings.TrimSpace(l)); k != kindCommand && k != kindPrompt {
+			b.WriteString(l)
+		}
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// lineKind is what one line of a dump is.
+type lineKind int
+
+const (
+	kindBlank   lineKind = iota
+	kindComment          // "# …" that is nothing else
+	kindWarning          // "# Warning: …" (iptables-nft's, in every form)
+	kindCommand          // a pasted command line naming a form (commandLine)
+	kindPrompt           // a shell prompt line that runs something else
+	kindSave             // *table, :CHAIN, COMMIT, [p:b] -A, # Generated by
+	kindAppend           // -A CHAIN …: iptables-save without counters, or iptables -S
+	kindRules            // -P, -N: iptables -S only
+	kindList             // Chain …, the column header, a row: iptables -L
+	kindNft              // table FAMILY NAME {
+	kindUnknown
+)
+
+// formOfKind is the form a line of that kind belongs to, "" for lines any
+// form may hold.
+var formOfKind = map[lineKind]string{kindSave: FormSave, kindRules: FormListRules, kindList: FormList, kindNft: FormNft}
+
+// classifyLine tells what a trimmed line is; for a command line, also the
+// command.
+func classifyLine(line string) (lineKind, *command) {
+	switch {
+	case line == "":
+		return kindBlank, nil
+	case strings.HasPrefix(line, "#"):
+		body := strings.TrimSpace(strings.TrimPrefix(line, "#"))
+		switch {
+		case strings.HasPrefix(body, "Warning"):
+			return kindWarning, nil
+		case strings.HasPrefix(body, "Generated by") || strings.HasPrefix(body, "Completed on"):
+			return kindSave, nil
+		}
+		if c := commandLine(line); c != nil {
+			return kindCommand, c
+		}
+		return kindComment, nil
+	}
+	// The rules' own forms first: a rule's comment may quote a command.
+	f := strings.Fields(line)
+	switch {
+	case strings.HasPrefix(line, "*") || strings.HasPrefix(line, ":") || line == "COMMIT":
+		return kindSave, nil
+	case strings.HasPrefix(line, "[") && strings.Contains(line, "] -A"):
+		return kindSave, nil
+	case f[0] == "-A" || f[0] == "--append":
+		return kindAppend, nil
+	case f[0] == "-P" || f[0] == "-N" || f[0] == "--policy" || f[0] == "--new-chain":
+		return kindRules, nil
+	case f[0] == "Chain" && len(f) >= 2:
+		return kindList, nil
+	case isListHeader(f):
+		return kindList, nil
+	case len(f) >= 7 && isListCounter(f[0]):
+		return kindList, nil
+	case f[0] == "table" && strings.HasSuffix(line, "{"):
+		return kindNft, nil
+	}
+	if c := commandLine(line); c != nil {
+		return kindCommand, c
+	}
+	if isPrompt(line) {
+		return kindPrompt, nil
+	}
+	return kindUnknown, nil
+}
+
+// isPrompt tells a shell prompt line ("$ …", "user@host:~$ …") that runs no
+// listing: it is left out.
+func isPrompt(line string) bool {
+	if strings.HasPrefix(line, "$ ") || line == "$" || strings.HasPrefix(line, "% ") {
+		return true
+	}
+	f := strings.Fields(line)
+	return len(f) > 1 && strings.Contains(f[0], "@") && (strings.HasSuffix(f[0], "$") || strings.HasSuffix(f[0], "#"))
+}
+
+// detectForm finds the dump's form (the first line that only one form has)
+// and refuses a dump that mixes forms or is none of them.
+func detectForm(lines []string) (string, error) {
+	form, formLine, firstAppend := "", 0, 0
+	depth := 0 // brace depth in an nft listing
+	for i, raw := range lines {
+		n := i + 1
+		line := strings.TrimSpace(raw)
+		if form == FormNft && depth > 0 {
+			depth += nftDepthChange(line)
+			continue
+		}
+		k, _ := classifyLine(line)
+		switch k {
+		case kindBlank, kindComment, kindWarning, kindCommand, kindPrompt:
+			continue
+		case kindAppend:
+			if firstAppend == 0 {
+				firstAppend = n
+			}
+			if form == FormList || form == FormNft {
+				return "", &ParseError{n, line, fmt.Sprintf("an iptables-save or iptables -S rule in %s output (from line %d): paste one form at a time", form, formLine)}
+			}
+			continue
+		case kindUnknown:
+			if form == "" {
+				return "", &ParseError{n, line, "not a form of rules kubectl-mesh reads (" + acceptedForms + ")"}
+			}
+			if form == FormNft {
+				return "", &ParseError{n, line, "not part of an nft ruleset"}
+			}
+			continue // the form's own parser says what is wrong with it
+		}
+		f := formOfKind[k]
+		if form == "" {
+			form, formLine = f, n
+		} else if f != form {
+			return "", &ParseError{n, line, fmt.Sprintf("%s output after %s output (from line %d): paste one form at a time", f, form, formLine)}
+		}
+		if form == FormNft {
+			depth += nftDepthChange(line)
+		}
+	}
+	switch {
+	case form != "":
+		return form, nil
+	case firstAppend > 0:
+		return "", &ParseError{firstAppend, strings.TrimSpace(lines[firstAppend-1]), "a rule with no table or chain declared before it: paste the whole output of iptables-save or iptables -t TABLE -S"}
+	}
+	return "", fmt.Errorf("no rules in the input (%s)", acceptedForms)
+}
+
+// nftDepthChange is how much a line of an nft listing opens or closes
+// blocks (braces inside quotes do not count).
+func nftDepthChange(line string) int {
+	d, quoted := 0, false
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '"':
+			quoted = !quoted
+		case '#':
+			if !quoted {
+				return d
+			}
+		case '{':
+			if !quoted {
+				d++
+			}
+		case '}':
+			if !quoted {
+				d--
+			}
+		}
+	}
+	return d
+}
+
+// command is a pasted command line: what it lists, and the table and
+// family of what follows it.
+type command struct {
+	Line    int
+	Form    string // FormSave, FormListRules, FormList, FormNft
+	Family  string // "ipv6" for ip6tables, else "ipv4"; "" for nft
+	Backend string // "nft" or "legacy" when the tool's name says so
+	// Table is the -t argument ("filter" without one); "" when it is not a
+	// table's name (a shell variable, `-t $t`).
+	Table string
+}
+
+// knownTables are the tables iptables has.
+var knownTables = map[string]bool{"nat": true, "mangle": true, "raw": true, "filter": true, "security": true}
+
+// commandLine reads a line that runs iptables, ip6tables or nft to list
+// rules, as pasted with its output: with a prompt before it or not, through
+// kubectl exec, nsenter or ip netns exec. nil for any other line.
+func commandLine(line string) *command {
+	f := strings.Fields(line)
+	for i, w := range f {
+		tool := path.Base(w)
+		if tool == "nft" {
+			for _, a := range f[i+1:] {
+				if a == "list" {
+					return &command{Form: FormNft}
+				}
+				if isShellBreak(a) {
+					break
+				}
+			}
+			continue
+		}
+		name, save := strings.CutSuffix(tool, "-save")
+		backend := ""
+		if b, ok := strings.CutSuffix(name, "-nft"); ok {
+			name, backend = b, "nft"
+		} else if b, ok := strings.CutSuffix(name, "-legacy"); ok {
+			name, backend = b, "legacy"
+		}
+		if name != "iptables" && name != "ip6tables" {
+			continue
+		}
+		c := &command{Family: "ipv4", Backend: backend, Table: "filter"}
+		if name == "ip6tables" {
+			c.Family = "ipv6"
+		}
+		if save {
+			c.Form = FormSave
+			return c
+		}
+		args := f[i+1:]
+		for j := 0; j < len(args); j++ {
+			a, last := strings.CutSuffix(args[j], ";")
+			if isShellBreak(a) {
+				break
+			}
+			if last {
+				args = args[:j+1] // "-S;" ends the command, and is its last argument
+			}
+			switch {
+			case a == "-t" || a == "--table":
+				c.Table = ""
+				if j+1 < len(args) {
+					j++
+					c.Table = strings.TrimSuffix(args[j], ";")
+				}
+			case strings.HasPrefix(a, "--table="):
+				c.Table = strings.TrimPrefix(a, "--table=")
+			case a == "-S" || a == "--list-rules":
+				c.Form = FormListRules
+			case a == "-L" || a == "--list":
+				c.Form = FormList
+			case len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], "LSvnxZw") == "":
+				if strings.Contains(a, "S") {
+					c.Form = FormListRules
+				} else if strings.Contains(a, "L") {
+					c.Form = FormList
+				}
+			}
+		}
+		if !knownTables[c.Table] {
+			c.Table = ""
+		}
+		if c.Form != "" {
+			return c
+		}
+	}
+	return nil
+}
+
+// isShellBreak ends a command's arguments: a separator, pipe or redirection.
+func isShellBreak(a string) bool {
+	return a == "" || a == "|" || a == "&&" || a == "||" || strings.HasPrefix(a, ">") || strings.HasPrefix(a, "2>")
+}
+
+// saveCommandFacts completes an iptables-save dump with what its pasted
+// command lines say when its own header does not (it may have been cut):
+// ip6tables-save is IPv6, iptables-nft-save the nft backend.
+func saveCommandFacts(rs *Ruleset, lines []string) {
+	for i, l := range lines {
+		k, c := classifyLine(strings.TrimSpace(l))
+		if k != kindCommand || c.Form != FormSave {
+			continue
+		}
+		c.Line = i + 1
+		if c.Family == "ipv6" {
+			rs.Family = "ipv6"
+		}
+		if rs.Backend == "" {
+			rs.Backend = c.Backend
+		}
+	}
+}
