@@ -31,7 +31,7 @@ unit:
 
 ## fuzz: every parser and renderer fuzzed for $(FUZZTIME) each (no panic, no raw control character in any output)
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./explain/capture:FuzzParseSave ./cmd:FuzzIptablesDump ./cmd:FuzzExpectArgs ./cmd:FuzzManifest ./cmd:FuzzPod
+FUZZ_TARGETS := ./explain/capture:FuzzParseSave ./explain/capture:FuzzParseDump ./cmd:FuzzIptablesDump ./cmd:FuzzExpectArgs ./cmd:FuzzManifest ./cmd:FuzzPod
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \

@@ -106,11 +106,14 @@ node's pods in one go, never an ephemeral container), each compared with
 what its own arguments call for and traced (inbound to its app port,
 outbound to an outside address, DNS): one line per pod, worst first.
 
---from-file: read iptables-save output instead (either backend, with or
-without counters; - for standard input), or the output of
-'nft list ruleset' when istio-init ran with --native-nftables (Istio's
-inet istio-proxy-* tables, both families, annotated, traced and compared
-with what the arguments call for in that mode).
+--from-file: read a dump instead (- for standard input), in the form it was
+pasted: iptables-save (either backend, with or without counters),
+iptables -S (with or without -t, several tables one after the other),
+iptables -L -v [-n] [--line-numbers] [-x] (counters kept; names such as
+"anywhere" read back), or 'nft list ruleset' when istio-init ran with
+--native-nftables (Istio's inet istio-proxy-* tables, both families). A
+paste's "$ iptables -t nat -S" line names the table that follows; what a
+form leaves out (-S has no counters) is said.
 
 The rules istio-iptables writes differ by Istio release: they are compared
 with the rules of the release that wrote them, read from the pod's
@@ -171,7 +174,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for the dump")
 	c.Flags().IntVar(&o.Parallel, "parallel", 0, "Without a POD: how many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
-	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "iptables-save output to read (- for standard input); give it twice for the IPv4 and IPv6 dumps")
+	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "a dump to read: iptables-save, iptables -S, iptables -L -v or nft list ruleset output (- for standard input); twice for separate IPv4 and IPv6 dumps")
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace, and for --expect-args: they decide whether istio-iptables writes IPv6 rules)")
 	c.Flags().StringVar(&o.ExpectArgs, "expect-args", "", "istio-iptables arguments to compare the rules with, shell-quoted as in a pod spec")
 	c.Flags().StringVar(&o.IstioVersion, "istio-version", "", "the Istio release that wrote the rules (e.g. 1.24.6): they are compared with what its istio-iptables writes; default: a POD's proxy image tag, else the newest modelled release")

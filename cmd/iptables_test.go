@@ -268,6 +268,7 @@ func TestIptablesIstioRelease(t *testing.T) {
 	const args = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`
 	dump124 := "../explain/capture/testdata/releases/1.24/05-dns.v4.save"
 	dump16 := "../explain/capture/testdata/outside/1.6/default.v4.save"
+	dump16S := "../explain/capture/testdata/outside/1.6/default.nat.S"
 	checked := 0
 	for _, tc := range []struct {
 		name      string
@@ -281,6 +282,11 @@ func TestIptablesIstioRelease(t *testing.T) {
 			[]string{"missing", "no version given: the newest modelled release"}, "drift"},
 		{"1.6: no model", []string{"--from-file", dump16, "--istio-version", "1.6.0", "--pod-ip", "10.250.0.2", "--expect-args", args, "--trace", "in:8080"},
 			[]string{"Drift: unknown: no rule model for Istio 1.6.0", "explained and traced, not compared", "to port 22", "Trace in:8080: inbound TCP to 10.250.0.2:8080 is redirected to port 15006"}, "unknown"},
+		// As the articles show it: `iptables -t nat -S` of the pod, and its
+		// istio-init arguments; the version from --istio-version.
+		{"1.6 pasted as iptables -S", []string{"--from-file", dump16S, "--istio-version", "1.6.0", "--pod-ip", "10.250.0.2", "--expect-args", args, "--trace", "in:8080", "--trace", "out:10.96.0.1:443"},
+			[]string{"Drift: unknown: no rule model for Istio 1.6.0", "to port 22", "Trace in:8080: inbound TCP to 10.250.0.2:8080 is redirected to port 15006",
+				"Trace out:10.96.0.1:443: outbound TCP to 10.96.0.1:443 is redirected to port 15001"}, "unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, append([]string{"iptables"}, tc.args...)...)

@@ -336,3 +336,16 @@ func TestCaptureArgsPilotAgentFlags(t *testing.T) {
 		t.Fatalf("config %+v, err %v", c, err)
 	}
 }
+
+// An option this parser does not evaluate keeps all its values: a rule
+// with --tcp-flags (two values) parses, and the option stays unknown.
+func TestUnknownOptionWithTwoValues(t *testing.T) {
+	rs, err := ParseSave([]byte("*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j ACCEPT\nCOMMIT\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs.Table("mangle").Chain("PREROUTING").Rules[0]
+	if len(r.Match.Unknown) != 1 || r.Match.Unknown[0] != "--tcp-flags FIN,SYN,RST,ACK SYN" || r.Target != "ACCEPT" {
+		t.Errorf("unknown %q, target %q", r.Match.Unknown, r.Target)
+	}
+}

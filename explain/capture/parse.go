@@ -432,9 +432,10 @@ func parseRuleArgs(r *Rule, toks []string) error {
 			}
 		default:
 			if strings.HasPrefix(t, "-") {
-				// An option this parser does not evaluate, with its value if it has one.
+				// An option this parser does not evaluate, with its values
+				// if it has any (--tcp-flags FIN,SYN,RST,ACK SYN has two).
 				u := t
-				if i+1 < len(toks) && !strings.HasPrefix(toks[i+1], "-") && toks[i+1] != "!" {
+				for i+1 < len(toks) && !strings.HasPrefix(toks[i+1], "-") && toks[i+1] != "!" {
 					i++
 					u += " " + toks[i]
 				}
