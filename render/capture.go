@@ -88,6 +88,16 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 			backend = "backend not stated"
 		}
 		fmt.Fprintf(p.Out, "%s (%s, %d rules)\n", p.Bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), Escape(backend), d.RuleCount())
+		// A dump without counters (iptables -S, iptables-save without -c)
+		// shows none rather than zeros.
+		counted := false
+		for _, t := range d.Tables {
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					counted = counted || r.HasCounters
+				}
+			}
+		}
 		for _, t := range d.Tables {
 			if tableEmpty(t) {
 				continue
@@ -98,7 +108,11 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 				if c.Policy == "" || len(c.Rules) == 0 {
 					continue
 				}
-				p.Para("  ", fmt.Sprintf("%s (policy %s) %s", Escape(c.Name), Escape(c.Policy), counters(c.Packets, c.Bytes)))
+				head := fmt.Sprintf("%s (policy %s)", Escape(c.Name), Escape(c.Policy))
+				if counted {
+					head += " " + counters(c.Packets, c.Bytes)
+				}
+				p.Para("  ", head)
 				printRules(p, t, c, "    ", printed, 0)
 			}
 			for _, c := range t.Chains {
@@ -164,11 +178,16 @@ func printRules(p *Printer, t *capture.Table, c *capture.Chain, indent string, p
 	printed[c.Name] = true
 	for _, r := range c.Rules {
 		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
-		cnt := counters(r.Packets, r.Bytes)
-		if r.PacketsDelta != nil {
-			cnt = fmt.Sprintf("[+%d pkts, +%d bytes]", *r.PacketsDelta, *r.BytesDelta)
+		cnt := counters(r.Packets, r.Bytes) + " "
+		switch {
+		case r.PacketsDelta != nil:
+			cnt = fmt.Sprintf("[+%d pkts, +%d bytes] ", *r.PacketsDelta, *r.BytesDelta)
+		case !r.HasCounters:
+			cnt = "" // the dump had none (iptables-save without -c, iptables -S)
+		case r.Rounded:
+			cnt = fmt.Sprintf("[~%d pkts, ~%d bytes] ", r.Packets, r.Bytes)
 		}
-		p.Para(indent, cnt+" "+Escape(spec))
+		p.Para(indent, cnt+Escape(spec))
 		p.Para(indent+"  ↳ ", Escape(r.Annotation))
 		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
 			p.Para(indent+"  ", Escape(sub.Name))
