@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,7 +191,6 @@ func TestIptablesBadInput(t *testing.T) {
 		msg  string
 	}{
 		{"no input", []string{"iptables"}, "give a POD, the rules to read with --from-file"},
-		{"empty", []string{"iptables", "--from-file", write("empty", "\n")}, "empty input"},
 		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "line 1: not a form of rules kubectl-mesh reads (accepted: iptables-save"},
 		{"forms mixed", []string{"iptables", "--from-file", write("mixed", string(full)+"-P PREROUTING ACCEPT\n")}, "line 31: iptables -S output after iptables-save output (from line 1)"},
 		{"-S table unknown", []string{"iptables", "--from-file", write("chain", "-N ISTIO_OUTPUT\n-A ISTIO_OUTPUT -j RETURN\n")}, "line 1: cannot tell which table"},
@@ -328,4 +328,84 @@ func TestIptablesIstioRelease(t *testing.T) {
 		})
 	}
 	t.Logf("%d answers checked", checked)
+}
+
+// An empty dump is what iptables-save prints for a network namespace without
+// a table: no rules, compared as such (a pod its CNI plugin skipped has every
+// rule missing), and beside an IPv4 dump it is the IPv6 one.
+func TestIptablesEmptyDump(t *testing.T) {
+	const args = `-p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "iptables", "--from-file", empty, "--expect-args", args, "--pod-ip", "10.1.2.3")
+	if code != ExitOK || !strings.Contains(out, "Drift: 18 missing") || !strings.Contains(out, "empty: no table at all") {
+		t.Errorf("an empty dump alone: exit %d: %s%s", code, out, errOut)
+	}
+	v4 := "../explain/capture/testdata/releases/1.24/01-default.v4.save"
+	code, out, errOut = run(t, "iptables", "--from-file", v4, "--from-file", empty, "--istio-version", "1.24", "--expect-args", args, "--pod-ip", "10.250.0.2")
+	if code != ExitOK || !strings.Contains(out, "Drift: none") {
+		t.Errorf("an empty IPv6 dump beside an IPv4 one: exit %d: %s%s", code, out, errOut)
+	}
+	// A dual-stack pod whose IPv6 dump is not given: IPv6 is said to be
+	// not compared, not passed over.
+	v4ds := "../explain/capture/testdata/releases/1.24/03-dual-stack.v4.save"
+	code, out, _ = run(t, "iptables", "--from-file", v4ds, "--istio-version", "1.24", "--expect-args", args+" --dual-stack", "--pod-ip", "10.250.0.2", "--pod-ip", "fd00:250::2")
+	if code != ExitOK || !strings.Contains(out, "no ipv6 dump was given: ipv6 is not compared") {
+		t.Errorf("a missing IPv6 dump: exit %d: %s", code, out)
+	}
+}
+
+// The red team's cases (explain/capture/testdata/redteam-rules: real dumps
+// of real istio-iptables binaries, healthy or with a fault planted, from the
+// round that scored the release model): each healthy one reads "Drift:
+// none", each fault reports drift, a malformed paste is refused.
+func TestIptablesRedTeamRules(t *testing.T) {
+	dirs, err := filepath.Glob("../explain/capture/testdata/redteam-rules/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	right := 0
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "case"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				c[k] = v
+			} else if k, ok := strings.CutSuffix(line, ":"); ok {
+				c[k] = ""
+			}
+		}
+		args := []string{"iptables", "--istio-version", c["release"], "--expect-args", strings.TrimSpace(c["env"] + " " + c["args"])}
+		for _, f := range strings.Fields(c["files"]) {
+			args = append(args, "--from-file", filepath.Join(dir, f))
+		}
+		for _, ip := range strings.Fields(c["podips"]) {
+			args = append(args, "--pod-ip", ip)
+		}
+		for _, ns := range strings.Fields(c["nameservers"]) {
+			args = append(args, "--nameserver", ns)
+		}
+		code, out, errOut := run(t, args...)
+		first := strings.SplitN(out, "\n", 2)[0]
+		ok := false
+		switch c["expect"] {
+		case "none":
+			ok = code == ExitOK && strings.HasPrefix(first, "Drift: none")
+		case "drift":
+			ok = code == ExitOK && strings.HasPrefix(first, "Drift: ") && !strings.HasPrefix(first, "Drift: none") && !strings.HasPrefix(first, "Drift: unknown")
+		case "refused":
+			ok = code == ExitUsage
+		}
+		if !ok {
+			t.Errorf("%s (%s): want %s; exit %d: %s %s", filepath.Base(dir), c["finding"], c["expect"], code, first, errOut)
+			continue
+		}
+		right++
+	}
+	testreport.Count(t, "red team of the release model: %d of %d of its cases (real dumps, healthy and faulty) answered right", right, len(dirs))
 }

@@ -73,7 +73,8 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 		if err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
-		if _, err := capture.ParseCaptureArgs(append([]string{}, args...), nil); err != nil {
+		env, args := capture.SplitEnv(args)
+		if _, err := capture.ParseCaptureArgs(append([]string{}, args...), env); err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
 	}
@@ -106,9 +107,17 @@ func (o *IptablesOptions) Validate() error {
 	if err := o.readFiles(); err != nil {
 		return err
 	}
+	var empty []*capture.Ruleset
 	for i, b := range o.raw {
 		if len(strings.TrimSpace(string(b))) == 0 {
-			return usageErrorf("%s: empty input: expected iptables-save, iptables -S, iptables -L -v or nft list ruleset output", o.FromFiles[i])
+			// iptables-save prints nothing for a network namespace with no
+			// table at all (ip6tables-save of a pod without IPv6 rules, a
+			// pod the CNI plugin skipped): no rules, compared as such.
+			rs := &capture.Ruleset{Family: "ipv4", Form: "empty"}
+			empty = append(empty, rs)
+			o.input.Dumps = append(o.input.Dumps, rs)
+			o.input.Notes = append(o.input.Notes, o.FromFiles[i]+": empty: no table at all, as iptables-save prints it for a network namespace without rules")
+			continue
 		}
 		d, err := capture.ParseDump(b)
 		if err != nil {
@@ -120,6 +129,16 @@ func (o *IptablesOptions) Validate() error {
 		o.input.Dumps = append(o.input.Dumps, d.Rulesets...)
 		if note := d.Note(); note != "" {
 			o.input.Notes = append(o.input.Notes, o.FromFiles[i]+": "+note)
+		}
+	}
+	// An empty dump beside another is the other family's (the second, when
+	// both are empty).
+	if len(o.input.Dumps) == 2 && len(empty) > 0 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
+		e := empty[len(empty)-1]
+		if other := o.input.Dumps[0]; other != e && other.Family == "ipv6" {
+			e.Family = "ipv4"
+		} else {
+			e.Family = "ipv6"
 		}
 	}
 	if len(o.input.Dumps) == 2 && o.input.Dumps[0].Family == o.input.Dumps[1].Family {
@@ -156,13 +175,14 @@ func (o *IptablesOptions) validateCommon() error {
 		if err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
+		env, args := capture.SplitEnv(args)
 		if args == nil {
 			args = []string{}
 		}
-		if _, err := capture.ParseCaptureArgs(args, nil); err != nil {
+		if _, err := capture.ParseCaptureArgs(args, env); err != nil {
 			return usageErrorf("--expect-args: %v", err)
 		}
-		o.input.ExpectArgs, o.input.ExpectFrom = args, "--expect-args"
+		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = args, env, "--expect-args"
 	}
 	for _, t := range o.Traces {
 		if _, err := capture.ParseTraceSpec(t, o.input.PodIPs); err != nil {

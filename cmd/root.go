@@ -197,5 +197,6 @@ func validateOutput(format string, extra ...string) error {
 // announcer says on w, one line each, what a command is about to create in
 // the cluster (an ephemeral container, node pods), as kubectl debug does.
 func announcer(w io.Writer) func(string) {
-	return func(s string) { fmt.Fprintln(w, s) }
+	// Wrapped to a terminal's width, as the rest of the output.
+	return func(s string) { render.NewPrinter(w).Para("", render.Escape(s)) }
 }

@@ -55,7 +55,9 @@ func ParseDump(data []byte) (*Dump, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("nft ruleset without Istio's tables (inet istio-proxy-*)")
+			// No Istio table at all: every rule of the native mode is
+			// missing (and any other table's rules are counted).
+			v4.Tables, v6.Tables = nil, nil
 		}
 		return &Dump{Form: form, Rulesets: []*Ruleset{v4, v6}}, nil
 	case FormListRules:

@@ -243,8 +243,11 @@ func TestParseDumpCommandLines(t *testing.T) {
 	if err != nil || d.Form != FormNft || len(d.Rulesets) != 2 || d.Rulesets[0].Form != FormNft || !IsNftListing([]byte(nft)) || IsNftListing([]byte(natS)) {
 		t.Errorf("nft: %v", err)
 	}
-	if _, err := ParseDump([]byte("table ip filter {\n}\n")); err == nil || !strings.Contains(err.Error(), "without Istio's tables") {
-		t.Errorf("nft without Istio: %v", err)
+	// Without Istio's tables, a listing is no Istio rule at all (every rule
+	// of the native mode missing), and another table's rules are named.
+	d, err = ParseDump([]byte("table ip nat {\n\tchain ISTIO_OUTPUT {\n\t\tmeta l4proto tcp redirect to :15001\n\t}\n}\n"))
+	if err != nil || len(d.Rulesets) != 2 || d.Rulesets[0].RuleCount() != 0 || len(d.Rulesets[0].Foreign) != 1 || !strings.Contains(d.Rulesets[0].Foreign[0], "table ip nat: 1 rules") {
+		t.Errorf("nft without Istio's tables: %v %+v", err, d)
 	}
 	// A comment quoting a command is a rule, not a command line.
 	d, err = ParseDump([]byte(natS + `-A ISTIO_REDIRECT -m comment --comment "see iptables -t raw -S" -j RETURN` + "\n"))

@@ -127,6 +127,21 @@ func list(s string) []string {
 	return out
 }
 
+// SplitEnv takes the leading NAME=VALUE words off an argument list, as a
+// shell does before a command ("ISTIO_META_DNS_CAPTURE=true -p 15001 …"):
+// istio-init's environment, which istio-iptables reads too.
+func SplitEnv(args []string) (env map[string]string, rest []string) {
+	env = map[string]string{}
+	for len(args) > 0 {
+		name, value, ok := strings.Cut(args[0], "=")
+		if !ok || name == "" || strings.HasPrefix(name, "-") || strings.ToUpper(name) != name || strings.ContainsAny(name, " .:/") {
+			break
+		}
+		env[name], args = value, args[1:]
+	}
+	return env, args
+}
+
 // ParseCaptureArgs reads istio-iptables arguments (the leading
 // "istio-iptables" word, as in a pod spec, is allowed). env holds the
 // container's environment (ISTIO_META_DNS_CAPTURE, INVALID_DROP, …).
@@ -190,8 +205,14 @@ func ParseCaptureArgs(args []string, env map[string]string) (*CaptureConfig, err
 	if c.Mode != "REDIRECT" && c.Mode != "TPROXY" {
 		return nil, fmt.Errorf("istio-iptables arguments: interception mode %q: want REDIRECT or TPROXY", c.Mode)
 	}
-	for _, p := range append(append(append([]string{c.ProxyPort, c.InboundPort, c.TunnelPort}, c.InboundExclude...), c.IncludeOutPorts...), c.ExcludeOutPorts...) {
+	for _, p := range []string{c.ProxyPort, c.InboundPort, c.TunnelPort} {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("istio-iptables arguments: bad port %q", p)
+		}
+	}
+	// Port lists may hold ranges (8000:8010), written as they are.
+	for _, p := range append(append(append([]string{}, c.InboundExclude...), c.IncludeOutPorts...), c.ExcludeOutPorts...) {
+		if _, err := parsePorts(p); err != nil || strings.Count(p, ",") > 0 {
 			return nil, fmt.Errorf("istio-iptables arguments: bad port %q", p)
 		}
 	}
@@ -336,6 +357,7 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	anyServer := false
 	for _, ns := range nameservers {
 		if a, err := netip.ParseAddr(ns); err == nil {
+			a = a.WithZone("") // istio-iptables drops a zone (fe80::1%eth0)
 			anyServer = true
 			if a.Is6() == v6 {
 				servers = append(servers, a.String())
@@ -487,17 +509,19 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 			insert("nat", "-A PREROUTING -i "+vif+" -j ISTIO_REDIRECT")
 		}
 	} else {
+		familyIncluded := false
 		for _, n := range list(c.IncludeCIDRs) {
 			p, err := netip.ParsePrefix(n)
 			if err != nil || p.Addr().Is6() != v6 {
 				continue
 			}
+			familyIncluded = true
 			add("nat", "-A ISTIO_OUTPUT -d "+p.Masked().String()+" -j ISTIO_REDIRECT")
 			for _, vif := range c.VirtInterfaces {
 				insert("nat", "-A PREROUTING -d "+p.Masked().String()+" -i "+vif+" -j ISTIO_REDIRECT")
 			}
 		}
-		if m.finalReturn() && len(list(c.IncludeCIDRs)) > 0 {
+		if m.finalReturn() && familyIncluded {
 			add("nat", "-A ISTIO_OUTPUT -j RETURN")
 		}
 	}
@@ -536,10 +560,11 @@ func ruleKey(table string, r *Rule) string {
 	if m.Proto != "all" {
 		add(m.NotProto, "p", strings.ToLower(m.Proto))
 	}
-	if m.Src != nil {
+	if m.Src != nil && (m.Src.Bits() != 0 || m.NotSrc) {
 		add(m.NotSrc, "s", m.Src.Masked().String())
 	}
-	if m.Dst != nil {
+	// A /0 address matches every packet: iptables-save prints none.
+	if m.Dst != nil && (m.Dst.Bits() != 0 || m.NotDst) {
 		add(m.NotDst, "d", m.Dst.Masked().String())
 	}
 	add(m.NotIn, "i", m.In)

@@ -49,6 +49,11 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 	var t4, t6 *Table
 	var c4, c6 *Chain
 	depth := 0
+	// Tables not Istio's (iptables-nft's "ip nat", another tool's): their
+	// rules are counted, as what the native mode does not write.
+	foreign := ""
+	foreignRules := map[string]int{}
+	var foreignOrder []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	n := 0
@@ -68,7 +73,7 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 			case 1:
 				c4, c6 = nil, nil
 			case 0:
-				t4, t6 = nil, nil
+				t4, t6, foreign = nil, nil, ""
 			case -1:
 				return nil, nil, false, &ParseError{n, line, "unbalanced }"}
 			}
@@ -85,6 +90,12 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 					v4.Tables = append(v4.Tables, t4)
 					v6.Tables = append(v6.Tables, t6)
 					ok = true
+				} else {
+					foreign = f[1] + " " + f[2]
+					if _, seen := foreignRules[foreign]; !seen {
+						foreignOrder = append(foreignOrder, foreign)
+						foreignRules[foreign] = 0
+					}
 				}
 			case len(f) == 2 && f[0] == "chain" && depth == 2:
 				if t4 != nil {
@@ -96,6 +107,9 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 				// sets, maps, flowtables: nothing Istio writes; skip their body.
 			}
 			continue
+		}
+		if foreign != "" && depth == 2 && !strings.HasPrefix(line, "type ") && !strings.HasPrefix(line, "policy ") {
+			foreignRules[foreign]++
 		}
 		if c4 == nil || depth != 2 {
 			continue // outside an Istio chain (or inside a set's body)
@@ -136,6 +150,11 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 	}
 	if depth != 0 {
 		return nil, nil, false, fmt.Errorf("nft ruleset ends inside a block (truncated?)")
+	}
+	for _, t := range foreignOrder {
+		if n := foreignRules[t]; n > 0 {
+			v4.Foreign = append(v4.Foreign, fmt.Sprintf("table %s: %d rules outside Istio's own tables (iptables-nft's, or another program's)", t, n))
+		}
 	}
 	return v4, v6, ok, nil
 }

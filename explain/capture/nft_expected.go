@@ -81,6 +81,7 @@ func ExpectedNftRules(c *CaptureConfig, nameservers []string) (v4, v6 map[string
 	var dns4, dns6 []string
 	for _, ns := range nameservers {
 		if a, err := netip.ParseAddr(ns); err == nil {
+			a = a.WithZone("")
 			if a.Is4() {
 				dns4 = append(dns4, a.String())
 			} else {

@@ -28,6 +28,10 @@ type Ruleset struct {
 	// CountersRounded says some counters are iptables -L's rounded ones
 	// (206K), read as approximate numbers.
 	CountersRounded bool `json:"countersRounded,omitempty"`
+	// Foreign are the tables of an nft listing that are not Istio's own,
+	// with rules (one line each): none of them is what the native mode
+	// writes.
+	Foreign []string `json:"foreign,omitempty"`
 }
 
 // Table is one table (nat, mangle, raw, filter) of a dump.
@@ -166,6 +170,9 @@ func ParseSave(data []byte) (*Ruleset, error) {
 			name := strings.TrimSpace(line[1:])
 			if name == "" {
 				return nil, &ParseError{n, line, "table name missing"}
+			}
+			if rs.Table(name) != nil {
+				return nil, &ParseError{n, line, "table " + name + " a second time: two dumps pasted together (both backends?); give each with its own --from-file"}
 			}
 			table = &Table{Name: name}
 			rs.Tables = append(rs.Tables, table)

@@ -168,6 +168,18 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		} else {
 			rep.Expected = in.ExpectFrom
 			rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+			have := map[string]bool{}
+			for _, d := range in.Dumps {
+				have[d.Family] = true
+			}
+			for _, fam := range []string{"ipv4", "ipv6"} {
+				if have[fam] {
+					continue
+				}
+				if n := countRules(ExpectedRules(cfg, fam == "ipv6", in.Nameservers)); n > 0 {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("the arguments call for %d %s rules and no %s dump was given: %s is not compared (give its dump with a second --from-file; an empty file if it has none)", n, fam, fam, fam))
+				}
+			}
 			for _, d := range in.Dumps {
 				want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
 				dr, err := CompareRules(d, want)
@@ -298,6 +310,7 @@ func compareNative(rep *CaptureReport, in CaptureInput, cfg *CaptureConfig, nati
 		addOnce(&rep.Drift.Missing, dr.Missing)
 		addOnce(&rep.Drift.Extra, dr.Extra)
 		addOnce(&rep.Drift.Reordered, dr.Reordered)
+		addOnce(&rep.Drift.Extra, d.Foreign)
 	}
 	return nil
 }
@@ -347,4 +360,12 @@ func ambientUnmodelled(a *AmbientConfig) string {
 		return ""
 	}
 	return fmt.Sprintf("no in-pod rule model for istio-cni %s (%s): ambient mode's rules are modelled for Istio 1.%d, whose istio-cni writes them in the tests; they are explained and traced, not compared", a.Release, a.ReleaseFrom, NewestModelled)
+}
+
+func countRules(tables map[string][]string) int {
+	n := 0
+	for _, rules := range tables {
+		n += len(rules)
+	}
+	return n
 }

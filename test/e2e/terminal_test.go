@@ -99,8 +99,19 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 					t.Errorf("%v at %d columns: line %d is %d wide: %q", cmd.args, cols, i+1, w, sgr.ReplaceAllString(l, ""))
 				}
 			}
+			// What a command is about to create is said first, on stderr
+			// (TestAnnouncesWhatItCreates): the answer comes right after.
+			answer := all
+			if len(all) > 0 && (strings.HasPrefix(sgr.ReplaceAllString(all[0], ""), "adding ephemeral container ") || strings.HasPrefix(sgr.ReplaceAllString(all[0], ""), "creating pod ")) {
+				for i, l := range all {
+					if strings.Contains(l, "until the pod is deleted") || strings.Contains(l, "Ctrl-C") {
+						answer = all[i+1:]
+						break
+					}
+				}
+			}
 			found := false
-			for _, l := range all[:min(4, len(all))] {
+			for _, l := range answer[:min(4, len(answer))] {
 				found = found || cmd.first.MatchString(sgr.ReplaceAllString(l, ""))
 			}
 			if !found {
