@@ -367,12 +367,13 @@ func proseFlagDrift(root *cobra.Command, path, text string) ([]string, int) {
 }
 
 var (
-	headerLineRE = regexp.MustCompile(`^[A-Z][A-Z]+(?:  +[A-Z][A-Z ]*[A-Z])+\s*$`)
-	sourceHeadRE = regexp.MustCompile(`\[\]string\{((?:"[A-Z][A-Z ]*"(?:, )?)+)\}`)
-	demoMarkerRE = regexp.MustCompile("(?m)^<!-- demo: (.+?)(?: \\| lines=\\d+)? -->\n```console\n(.*)\n")
-	consoleRE    = regexp.MustCompile("(?s)```console\n(.*?)```")
-	spacesRE     = regexp.MustCompile(`  +`)
-	quotedCapsRE = regexp.MustCompile(`"([A-Z][A-Z ]*)"`)
+	headerLineRE   = regexp.MustCompile(`^[A-Z][A-Z]+(?:  +[A-Z][A-Z ]*[A-Z])+\s*$`)
+	sourceHeadRE   = regexp.MustCompile(`\[\]string\{((?:"[A-Z][A-Z ]*"(?:, )?)+)\}`)
+	goldenMarkerRE = regexp.MustCompile("(?ms)^<!-- golden: (\\S+) -->\n```console\n(.*?)^```")
+	demoMarkerRE   = regexp.MustCompile("(?m)^<!-- demo: (.+?)(?: \\| lines=\\d+)? -->\n```console\n(.*)\n")
+	consoleRE      = regexp.MustCompile("(?s)```console\n(.*?)```")
+	spacesRE       = regexp.MustCompile(`  +`)
+	quotedCapsRE   = regexp.MustCompile(`"([A-Z][A-Z ]*)"`)
 )
 
 // consoleShape checks the console blocks of the docs against the code:
@@ -429,6 +430,24 @@ func consoleShape(t *testing.T, docs []string) ([]string, int) {
 				if !ok {
 					out = append(out, fmt.Sprintf("%s: table header %q is not one kubectl-mesh prints", path, strings.TrimSpace(line)))
 				}
+			}
+		}
+		// A block marked <!-- golden: FILE --> shows that golden file (the
+		// output a test checks) after its command lines.
+		for _, m := range goldenMarkerRE.FindAllStringSubmatch(text, -1) {
+			n++
+			want, err := os.ReadFile(filepath.Join("..", m[1]))
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s: <!-- golden: %s -->: %v", path, m[1], err))
+				continue
+			}
+			lines := strings.SplitAfter(m[2], "\n")
+			i := 0
+			for i < len(lines) && (strings.HasPrefix(lines[i], "$ ") || i > 0 && strings.HasSuffix(strings.TrimRight(lines[i-1], "\n"), "\\")) {
+				i++
+			}
+			if got := strings.Join(lines[i:], ""); got != string(want) {
+				out = append(out, fmt.Sprintf("%s: the block marked <!-- golden: %s --> is not that file's output (copy it again)", path, m[1]))
 			}
 		}
 		for _, m := range demoMarkerRE.FindAllStringSubmatch(text, -1) {

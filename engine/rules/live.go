@@ -186,7 +186,7 @@ func AgentRelease(ctx context.Context, ic *inspect.Client, node string, cm *core
 	default:
 		tag := istio.ImageTag(image)
 		if _, ok := istio.ParseVersion(tag); ok {
-			return tag, "image tag of the istio-cni agent on node " + node + " (" + image + ")"
+			return tag, "the istio-cni agent's image " + image + " on node " + node
 		}
 		tried = append(tried, "the istio-cni agent's image "+image+" names no version")
 	}

@@ -145,7 +145,7 @@ func IstioVersionFromPod(p *corev1.Pod) (version, from string) {
 			}
 			tag := istio.ImageTag(c.Image)
 			if _, _, err := ParseIstioVersion(tag); err == nil {
-				return tag, "image tag of " + name + " (" + c.Image + ")", true
+				return tag, name + "'s image " + c.Image, true
 			}
 			seen = append(seen, name+" "+c.Image)
 		}
