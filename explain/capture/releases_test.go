@@ -237,3 +237,35 @@ func TestIstioVersionFromPod(t *testing.T) {
 		}
 	}
 }
+
+// In a fleet audit, a pod of a release outside the model is not drift: its
+// line says unknown (Drift null) and why, and ranks with the others that
+// have a hazard, not with the broken ones.
+func TestAuditLineOfAnUnmodelledRelease(t *testing.T) {
+	dump, err := os.ReadFile("testdata/outside/1.6/default.v4.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ParseSave(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := SplitShell(`-p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x '' -b '*' -d 15090,15021,15020`)
+	rep, err := ExplainCapture(CaptureInput{Dumps: []*Ruleset{rs}, ExpectArgs: args, ExpectFrom: "container istio-init's arguments",
+		IstioVersion: "1.6.0", IstioVersionFrom: "istio-init's image docker.io/istio/proxyv2:1.6.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(rep, AuditTraces{}, "iptables: nft")
+	if s.Drift != nil || !strings.Contains(s.NoRuleModel, "no rule model for Istio 1.6.0") || s.Worst() == 0 {
+		t.Errorf("drift %v, noRuleModel %q, worst %d", s.Drift, s.NoRuleModel, s.Worst())
+	}
+	rep, err = ExplainCapture(CaptureInput{Dumps: []*Ruleset{rs}, ExpectArgs: args, ExpectFrom: "container istio-init's arguments",
+		IstioVersion: "1.24.6", IstioVersionFrom: "istio-init's image docker.io/istio/proxyv2:1.24.6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Summarize(rep, AuditTraces{}, "iptables: nft"); s.Drift == nil || !*s.Drift || s.Release != "1.24.6" {
+		t.Errorf("the 1.6 rules read as 1.24's: drift %v release %q", s.Drift, s.Release)
+	}
+}

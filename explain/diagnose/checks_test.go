@@ -730,3 +730,20 @@ func TestAmbientFaultHasOneFinding(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose Istio release is outside the rule model: its rules are read,
+// not compared: KM-CAP-001 is unknown (the reason said), never a failure.
+func TestRulesOfAnUnmodelledReleaseAreUnknown(t *testing.T) {
+	why := "no rule model for Istio 1.6.0 (the model knows 1.20 to 1.31); the rules are explained and traced, not compared"
+	c := checkCase{capture: &capture.CaptureReport{Dumps: redirecting(), NoRuleModel: why, Notes: []string{why}}}
+	d := Diagnose(c.facts())
+	cap := checkOf(d, CheckCapture)
+	if cap.Status != Unknown || !strings.Contains(cap.Evidence, "no rule model for Istio 1.6.0") {
+		t.Errorf("capture %s: %s", cap.Status, cap.Evidence)
+	}
+	for _, f := range d.Findings {
+		if f.Code == CodeRulesDrift && f.Status == Fail {
+			t.Errorf("a drift failure for a release outside the model: %+v", f)
+		}
+	}
+}
