@@ -136,59 +136,18 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		}
 		cfg.PodAddrs = in.PodIPs
 		use, why, err := ruleModelOf(in)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if use == nil {
+		case use == nil:
 			// A release outside the model, or one that could not be read:
 			// the rules are explained and traced, not compared.
 			rep.NoRuleModel = why
 			rep.Notes = append([]string{why}, rep.Notes...)
-			in.ExpectArgs = nil
-		} else {
-			cfg.Model = use.RuleModel
-			rep.RuleModel = use
-		}
-	}
-	if in.ExpectArgs != nil && in.Ambient == nil {
-		cfg, err := ParseCaptureArgs(in.ExpectArgs, in.ExpectEnv)
-		if err != nil {
-			return nil, err
-		}
-		cfg.PodAddrs = in.PodIPs
-		cfg.Model = rep.RuleModel.RuleModel
-		nativeDump := false
-		for _, d := range in.Dumps {
-			nativeDump = nativeDump || d.Backend == BackendNative
-		}
-		if cfg.NativeNftables || nativeDump {
-			if err := compareNative(rep, in, cfg, nativeDump); err != nil {
+		default:
+			cfg.Model, rep.RuleModel = use.RuleModel, use
+			if err := compareArgs(rep, in, cfg); err != nil {
 				return nil, err
-			}
-		} else {
-			rep.Expected = in.ExpectFrom
-			rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
-			have := map[string]bool{}
-			for _, d := range in.Dumps {
-				have[d.Family] = true
-			}
-			for _, fam := range []string{"ipv4", "ipv6"} {
-				if have[fam] {
-					continue
-				}
-				if n := countRules(ExpectedRules(cfg, fam == "ipv6", in.Nameservers)); n > 0 {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("the arguments call for %d %s rules and no %s dump was given: %s is not compared (give its dump with a second --from-file; an empty file if it has none)", n, fam, fam, fam))
-				}
-			}
-			for _, d := range in.Dumps {
-				want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
-				dr, err := CompareRules(d, want)
-				if err != nil {
-					return nil, err
-				}
-				rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
-				rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
-				rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
 			}
 		}
 	}
@@ -219,6 +178,43 @@ func ExplainCapture(in CaptureInput) (*CaptureReport, error) {
 		rep.ConnectionsSummary = ConnectionSummary(rep.Connections)
 	}
 	return rep, nil
+}
+
+// compareArgs fills the report's drift: the dumps against the rules cfg
+// (istio-init's arguments, in its release's model) calls for.
+func compareArgs(rep *CaptureReport, in CaptureInput, cfg *CaptureConfig) error {
+	nativeDump := false
+	for _, d := range in.Dumps {
+		nativeDump = nativeDump || d.Backend == BackendNative
+	}
+	if cfg.NativeNftables || nativeDump {
+		return compareNative(rep, in, cfg, nativeDump)
+	}
+	rep.Expected = in.ExpectFrom
+	rep.Drift = &Drift{Missing: []string{}, Extra: []string{}}
+	have := map[string]bool{}
+	for _, d := range in.Dumps {
+		have[d.Family] = true
+	}
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		if have[fam] {
+			continue
+		}
+		if n := countRules(ExpectedRules(cfg, fam == "ipv6", in.Nameservers)); n > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the arguments call for %d %s rules and no %s dump was given: %s is not compared (give its dump with a second --from-file; an empty file if it has none)", n, fam, fam, fam))
+		}
+	}
+	for _, d := range in.Dumps {
+		want := ExpectedRules(cfg, d.Family == "ipv6", in.Nameservers)
+		dr, err := CompareRules(d, want)
+		if err != nil {
+			return err
+		}
+		rep.Drift.Missing = append(rep.Drift.Missing, dr.Missing...)
+		rep.Drift.Extra = append(rep.Drift.Extra, dr.Extra...)
+		rep.Drift.Reordered = append(rep.Drift.Reordered, dr.Reordered...)
+	}
+	return nil
 }
 
 // compareAmbient fills the report's drift for ambient mode's in-pod rules:
