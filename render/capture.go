@@ -23,7 +23,7 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 	if rep.Drift != nil {
 		release := ""
 		if m := rep.RuleModel; m != nil {
-			release = " in " + strings.TrimSuffix(m.String(), "'s istio-iptables") + " (" + m.From + ")"
+			release = m.Phrase()
 		}
 		if drifted {
 			p.Para(p.Bold("Drift:")+" ", p.Paint(injection.EffectBlocks, fmt.Sprintf("%d missing, %d extra, %d chains reordered",

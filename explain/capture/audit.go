@@ -45,10 +45,7 @@ func Summarize(rep *CaptureReport, traces AuditTraces, backend string) AuditSumm
 		s.Drift = &drift // the drift column says it; not a hazard line too
 	}
 	if rep.RuleModel != nil {
-		s.Release = rep.RuleModel.Release
-		if s.Release == "" {
-			s.Release = "1." + itoa(rep.RuleModel.Minor)
-		}
+		s.Release = rep.RuleModel.Version()
 	}
 	s.NoRuleModel = rep.NoRuleModel
 	where := func(tr *Trace) string {

@@ -114,11 +114,11 @@ func RuleModelFor(version string) (RuleModel, error) {
 	return RuleModel{Release: strings.TrimPrefix(strings.TrimSpace(version), "v"), Minor: minor, Shape: shapeOf(minor)}, nil
 }
 
-// String names the model in reports: "Istio 1.24.6's istio-iptables".
-func (m RuleModel) String() string {
-	v := m.Release
-	if v == "" {
-		v = fmt.Sprintf("1.%d", m.Minor)
+// Version is the release the model was picked for, as given ("1.24.6"),
+// else its minor ("1.31").
+func (m RuleModel) Version() string {
+	if m.Release != "" {
+		return m.Release
 	}
-	return "Istio " + v + "'s istio-iptables"
+	return fmt.Sprintf("1.%d", m.Minor)
 }

@@ -320,6 +320,12 @@ type RuleModelUse struct {
 	From string `json:"from"`
 }
 
+// Phrase says, after what the rules were compared with, in which release
+// and how it was known: " in Istio 1.24.6 (--istio-version)".
+func (u *RuleModelUse) Phrase() string {
+	return " in Istio " + u.Version() + " (" + u.From + ")"
+}
+
 // ruleModelOf picks the rule model for in's release: nil and the reason
 // when the release is outside the model or could not be read; an error for
 // a version string that is not a version.

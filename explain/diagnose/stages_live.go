@@ -133,5 +133,5 @@ func releaseOf(r *capture.CaptureReport) string {
 	if r.RuleModel == nil {
 		return ""
 	}
-	return " in " + strings.TrimSuffix(r.RuleModel.String(), "'s istio-iptables") + " (" + r.RuleModel.From + ")"
+	return r.RuleModel.Phrase()
 }
