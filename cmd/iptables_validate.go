@@ -69,13 +69,8 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 		}
 	}
 	if o.expectSet {
-		args, err := capture.SplitShell(o.ExpectArgs)
-		if err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-		env, args := capture.SplitEnv(args)
-		if _, err := capture.ParseCaptureArgs(append([]string{}, args...), env); err != nil {
-			return usageErrorf("--expect-args: %v", err)
+		if _, _, err := o.expectArgs(); err != nil {
+			return err
 		}
 	}
 	if len(ips) == 0 && o.Pod != "" {
@@ -171,16 +166,9 @@ func (o *IptablesOptions) validateCommon() error {
 		o.input.IstioVersion, o.input.IstioVersionFrom = o.IstioVersion, "--istio-version"
 	}
 	if o.expectSet {
-		args, err := capture.SplitShell(o.ExpectArgs)
+		args, env, err := o.expectArgs()
 		if err != nil {
-			return usageErrorf("--expect-args: %v", err)
-		}
-		env, args := capture.SplitEnv(args)
-		if args == nil {
-			args = []string{}
-		}
-		if _, err := capture.ParseCaptureArgs(args, env); err != nil {
-			return usageErrorf("--expect-args: %v", err)
+			return err
 		}
 		o.input.ExpectArgs, o.input.ExpectEnv, o.input.ExpectFrom = args, env, "--expect-args"
 	}
@@ -194,4 +182,21 @@ func (o *IptablesOptions) validateCommon() error {
 		o.input.Context = &capture.PodContext{ProxyUID: istio.ProxyUID}
 	}
 	return nil
+}
+
+// expectArgs reads --expect-args: shell words, istio-init's environment
+// first (NAME=VALUE), then istio-iptables arguments, checked.
+func (o *IptablesOptions) expectArgs() (args []string, env map[string]string, err error) {
+	words, err := capture.SplitShell(o.ExpectArgs)
+	if err != nil {
+		return nil, nil, usageErrorf("--expect-args: %v", err)
+	}
+	env, args = capture.SplitEnv(words)
+	if args == nil {
+		args = []string{}
+	}
+	if _, err := capture.ParseCaptureArgs(append([]string{}, args...), env); err != nil {
+		return nil, nil, usageErrorf("--expect-args: %v", err)
+	}
+	return args, env, nil
 }
