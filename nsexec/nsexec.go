@@ -227,12 +227,8 @@ func (r *Runner) check(ctx context.Context, attrs ...authorizationv1.ResourceAtt
 			return fmt.Errorf("checking permissions: %w", err)
 		}
 		if !res.Status.Allowed {
-			what := a.Resource
-			if a.Subresource != "" {
-				what += "/" + a.Subresource
-			}
-			return &PermissionError{Msg: fmt.Sprintf("not allowed to %s %s in namespace %q: that permission is needed to read the rules this way; nothing was changed", a.Verb, what, a.Namespace),
-				Need: fmt.Sprintf("%s %s in namespace %s", a.Verb, what, a.Namespace)}
+			return &PermissionError{Msg: fmt.Sprintf("not allowed to %s in namespace %q: that permission is needed to read the rules this way; nothing was changed", describe(a), a.Namespace),
+				Need: fmt.Sprintf("%s in namespace %s", describe(a), a.Namespace)}
 		}
 	}
 	return nil
@@ -454,13 +450,17 @@ func EphemeralPermissions(ns string) []authorizationv1.ResourceAttributes {
 func Describe(attrs []authorizationv1.ResourceAttributes) string {
 	var out []string
 	for _, a := range attrs {
-		what := a.Resource
-		if a.Subresource != "" {
-			what += "/" + a.Subresource
-		}
-		out = append(out, a.Verb+" "+what)
+		out = append(out, describe(a))
 	}
 	return strings.Join(out, ", ")
+}
+
+// describe says one permission: "patch pods/ephemeralcontainers".
+func describe(a authorizationv1.ResourceAttributes) string {
+	if a.Subresource != "" {
+		return a.Verb + " " + a.Resource + "/" + a.Subresource
+	}
+	return a.Verb + " " + a.Resource
 }
 
 // runNodePod runs cmd in a short-lived privileged pod on node (host PID and
