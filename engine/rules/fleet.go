@@ -218,7 +218,7 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 			if fleet.cni != nil {
 				in.Ambient = AmbientExpectation(fleet.cni, p)
 				if agentFrom == "" && agentRelease == "" {
-					agentRelease, agentFrom = AgentRelease(ctx, fleet.client, node, fleet.cni)
+					agentRelease, agentFrom = AgentRelease(ctx, fleet.client, node, fleet.cni, "")
 				}
 				in.Ambient.Release, in.Ambient.ReleaseFrom = agentRelease, agentFrom
 			} else {

@@ -63,6 +63,7 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 		image = ImageOf(pod, req.Container)
 	}
 	_, ambient := pod.Annotations[istio.AnnotationRedirection]
+	agentImage := "" // the istio-cni agent's, when looked up here
 	if image == "" && ambient && req.Container == "" {
 		// An ambient pod has no proxy container: the istio-cni agent on its
 		// node has the tools, and its image is on the node already.
@@ -70,6 +71,7 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 		if image, err = AgentImage(ctx, ic, pod.Spec.NodeName); err != nil {
 			return nil, &engine.InputError{Err: fmt.Errorf("pod %s is in ambient mode and has no istio-proxy container; the istio-cni agent's image on node %s could not be looked up (%v): give an image with iptables with --image", pod.Name, pod.Spec.NodeName, inspect.ExplainAPIError(err, "list pods -l "+injection.AmbientCNISelector))}
 		}
+		agentImage = image
 	}
 	if image == "" {
 		if req.Container != "" {
@@ -103,7 +105,7 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 		in.Notes = append(in.Notes, "--connections: the pod's connection tracking table could not be read")
 	}
 	r := &Read{Input: in, Raw: raw, Backend: backend, Result: res}
-	if err := expectAmbient(ctx, ic, pod, &r.Input); err != nil {
+	if err := expectAmbient(ctx, ic, pod, &r.Input, agentImage); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -112,7 +114,7 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 // expectAmbient sets what a pod's ambient in-pod rules are compared with:
 // istio-cni's ConfigMap and the pod's annotations. Unread, nothing is
 // compared, and the note says why.
-func expectAmbient(ctx context.Context, ic *inspect.Client, pod *corev1.Pod, in *capture.CaptureInput) error {
+func expectAmbient(ctx context.Context, ic *inspect.Client, pod *corev1.Pod, in *capture.CaptureInput, agentImage string) error {
 	ambient := false
 	for _, d := range in.Dumps {
 		ambient = ambient || capture.IsAmbientInPod(d)
@@ -128,7 +130,7 @@ func expectAmbient(ctx context.Context, ic *inspect.Client, pod *corev1.Pod, in 
 		in.Notes = append(in.Notes, unread+": the in-pod rules are not compared")
 	default:
 		in.Ambient = AmbientExpectation(cm, pod)
-		in.Ambient.Release, in.Ambient.ReleaseFrom = AgentRelease(ctx, ic, pod.Spec.NodeName, cm)
+		in.Ambient.Release, in.Ambient.ReleaseFrom = AgentRelease(ctx, ic, pod.Spec.NodeName, cm, agentImage)
 	}
 	return nil
 }
@@ -174,9 +176,13 @@ func AgentImage(ctx context.Context, ic *inspect.Client, node string) (string, e
 
 // AgentRelease is the release of the istio-cni agent that writes a node's
 // in-pod rules: its image tag, else the ConfigMap's CURRENT_AGENT_VERSION;
-// "" and why when neither is a version.
-func AgentRelease(ctx context.Context, ic *inspect.Client, node string, cm *corev1.ConfigMap) (release, from string) {
-	image, err := AgentImage(ctx, ic, node)
+// "" and why when neither is a version. image is the agent's image when
+// already read ("": it is looked up).
+func AgentRelease(ctx context.Context, ic *inspect.Client, node string, cm *corev1.ConfigMap, image string) (release, from string) {
+	var err error
+	if image == "" {
+		image, err = AgentImage(ctx, ic, node)
+	}
 	var tried []string
 	switch {
 	case err != nil:
