@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/demoblock"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
 )
 
@@ -370,7 +371,6 @@ var (
 	headerLineRE   = regexp.MustCompile(`^[A-Z][A-Z]+(?:  +[A-Z][A-Z ]*[A-Z])+\s*$`)
 	sourceHeadRE   = regexp.MustCompile(`\[\]string\{((?:"[A-Z][A-Z ]*"(?:, )?)+)\}`)
 	goldenMarkerRE = regexp.MustCompile("(?ms)^<!-- golden: (\\S+) -->\n```console\n(.*?)^```")
-	demoMarkerRE   = regexp.MustCompile("(?m)^<!-- demo: (.+?)(?: \\| lines=\\d+)? -->\n```console\n(.*)\n")
 	consoleRE      = regexp.MustCompile("(?s)```console\n(.*?)```")
 	spacesRE       = regexp.MustCompile(`  +`)
 	quotedCapsRE   = regexp.MustCompile(`"([A-Z][A-Z ]*)"`)
@@ -450,11 +450,11 @@ func consoleShape(t *testing.T, docs []string) ([]string, int) {
 				out = append(out, fmt.Sprintf("%s: the block marked <!-- golden: %s --> is not that file's output (copy it again)", path, m[1]))
 			}
 		}
-		for _, m := range demoMarkerRE.FindAllStringSubmatch(text, -1) {
+		for _, m := range demoblock.Marker.FindAllStringSubmatch(text, -1) {
 			n++
-			pat := regexp.MustCompile(`^\$ kubectl mesh ` + strings.ReplaceAll(regexp.QuoteMeta(m[1]), `\*`, `[a-z0-9.-]+`) + `(\s+#.*)?$`)
-			if !pat.MatchString(m[2]) {
-				out = append(out, fmt.Sprintf("%s: the block marked <!-- demo: %s --> shows %q (hack/demo/readme.sh splices the demo's run in)", path, m[1], m[2]))
+			first, _, _ := strings.Cut(m[3], "\n")
+			if cmd, ok := strings.CutPrefix(first, "$ "); !ok || !demoblock.Command(m[1]).MatchString(cmd) {
+				out = append(out, fmt.Sprintf("%s: the block marked <!-- demo: %s --> shows %q (hack/demo/readme.sh splices the demo's run in)", path, m[1], first))
 			}
 		}
 	}

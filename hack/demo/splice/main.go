@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/demoblock"
 )
 
 // section is one command of the transcript and what it printed.
@@ -47,8 +49,7 @@ func check(err error) {
 }
 
 var (
-	markerRE = regexp.MustCompile(`(?m)^<!-- demo: (.+?)(?: \| lines=(\d+))? -->\n` + "```console\n" + `(?s:.*?)` + "```\n")
-	ansiRE   = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 )
 
 // Splice replaces every marked block of readme from transcript; it fails
@@ -57,13 +58,13 @@ func Splice(transcript, readme string) (string, int, error) {
 	secs := sections(transcript)
 	var failed []string
 	n := 0
-	out := markerRE.ReplaceAllStringFunc(readme, func(block string) string {
-		m := markerRE.FindStringSubmatch(block)
+	out := demoblock.Marker.ReplaceAllStringFunc(readme, func(block string) string {
+		m := demoblock.Marker.FindStringSubmatch(block)
 		args, limit := m[1], 0
 		if m[2] != "" {
 			limit, _ = strconv.Atoi(m[2])
 		}
-		pat := regexp.MustCompile(`^kubectl mesh ` + strings.ReplaceAll(regexp.QuoteMeta(args), `\*`, `[a-z0-9.-]+`) + `(\s+#.*)?$`)
+		pat := demoblock.Command(args)
 		for _, s := range secs {
 			if !pat.MatchString(s.command) {
 				continue
