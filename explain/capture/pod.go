@@ -110,8 +110,8 @@ func cniArgs(a map[string]string, proxy *corev1.Container) (args []string, env m
 		}
 	}
 	args = []string{"-p", "15001", "-z", "15006", "-u", uid, "-g", gid, "-m", mode,
-		"-i", get("traffic.sidecar.istio.io/includeOutboundIPRanges", "*"),
-		"-x", get("traffic.sidecar.istio.io/excludeOutboundIPRanges", ""),
+		"-i", get(istio.AnnotationIncludeOutboundIPRanges, "*"),
+		"-x", get(istio.AnnotationExcludeOutboundIPRanges, ""),
 		"-b", get("traffic.sidecar.istio.io/includeInboundPorts", "*"),
 		"-d", strings.Join(ports, ","),
 		"-o", get("traffic.sidecar.istio.io/excludeOutboundPorts", "15020")}

@@ -18,11 +18,6 @@ const CodeClusterRangesBypass = "KM-CAP-008"
 var FactClusterRanges = Fact{"the cluster's pod and Service ranges: nodes' podCIDRs, ServiceCIDRs, the kubernetes Service",
 	"list nodes, list servicecidrs.networking.k8s.io, get services (default)"}
 
-const (
-	annotationExcludeOutboundIPRanges = "traffic.sidecar.istio.io/excludeOutboundIPRanges"
-	annotationIncludeOutboundIPRanges = "traffic.sidecar.istio.io/includeOutboundIPRanges"
-)
-
 func init() {
 	register(&Spec{Code: CodeClusterRangesBypass, Title: "in-cluster traffic is not captured outbound", Stage: CheckCapture, Kind: Static, Status: Warning,
 		Reads:   []Fact{FactPod, FactClusterRanges},
@@ -89,8 +84,8 @@ func outboundOf(p *corev1.Pod) (o outboundCapture, ok bool) {
 		}
 		return "the mesh-wide values " + values + " (in the pod's capture arguments, no annotation)"
 	}
-	o.includeFrom = from(annotationIncludeOutboundIPRanges, "global.proxy.includeIPRanges")
-	o.excludeFrom = from(annotationExcludeOutboundIPRanges, "global.proxy.excludeIPRanges")
+	o.includeFrom = from(istio.AnnotationIncludeOutboundIPRanges, "global.proxy.includeIPRanges")
+	o.excludeFrom = from(istio.AnnotationExcludeOutboundIPRanges, "global.proxy.excludeIPRanges")
 	return o, true
 }
 
@@ -192,7 +187,7 @@ func clusterRangesBypass(in *Input) []Finding {
 		}
 		if len(covers) > 0 {
 			hits = append(hits, fmt.Sprintf("%s excludes %s, which covers the cluster's %s", o.excludeFrom, e, rangeList(covers)))
-			fixes = append(fixes, rangesFix(p, o.excludeFrom, annotationExcludeOutboundIPRanges, "global.proxy.excludeIPRanges",
+			fixes = append(fixes, rangesFix(p, o.excludeFrom, istio.AnnotationExcludeOutboundIPRanges, "global.proxy.excludeIPRanges",
 				"or narrow it to exclude only what is meant to bypass the proxy, none of "+prefixes(covers)))
 		}
 	}
@@ -209,7 +204,7 @@ func clusterRangesBypass(in *Input) []Finding {
 				incl = prefixes(nil, o.include...)
 			}
 			hits = append(hits, fmt.Sprintf("%s includes only %s, which leaves out the cluster's %s", o.includeFrom, incl, rangeList(left)))
-			fixes = append(fixes, rangesFix(p, o.includeFrom, annotationIncludeOutboundIPRanges, "global.proxy.includeIPRanges",
+			fixes = append(fixes, rangesFix(p, o.includeFrom, istio.AnnotationIncludeOutboundIPRanges, "global.proxy.includeIPRanges",
 				"or add to it "+prefixes(left)))
 		}
 	}

@@ -32,11 +32,13 @@ const (
 	AnnotationTemplates = "inject.istio.io/templates"
 	// AnnotationRedirection is what istio-cni's agent writes on a pod it
 	// set up in ambient mode: "enabled", or "pending" until ztunnel took it.
-	AnnotationRedirection          = "ambient.istio.io/redirection"
-	AnnotationInterceptionMode     = "sidecar.istio.io/interceptionMode"
-	AnnotationNativeSidecar        = "sidecar.istio.io/nativeSidecar"
-	AnnotationIncludeOutboundPorts = "traffic.sidecar.istio.io/includeOutboundPorts"
-	AnnotationExcludeInboundPorts  = "traffic.sidecar.istio.io/excludeInboundPorts"
+	AnnotationRedirection             = "ambient.istio.io/redirection"
+	AnnotationInterceptionMode        = "sidecar.istio.io/interceptionMode"
+	AnnotationNativeSidecar           = "sidecar.istio.io/nativeSidecar"
+	AnnotationIncludeOutboundPorts    = "traffic.sidecar.istio.io/includeOutboundPorts"
+	AnnotationExcludeOutboundIPRanges = "traffic.sidecar.istio.io/excludeOutboundIPRanges"
+	AnnotationIncludeOutboundIPRanges = "traffic.sidecar.istio.io/includeOutboundIPRanges"
+	AnnotationExcludeInboundPorts     = "traffic.sidecar.istio.io/excludeInboundPorts"
 )
 
 // InjectorConfigMap is the injector's ConfigMap (istio-sidecar-injector,
