@@ -467,6 +467,15 @@ func (c *Cluster) GrantClusterRole(t testing.TB, user, clusterRole string, rules
 	t.Cleanup(func() {
 		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
 	})
+	if rules == nil {
+		// An existing ClusterRole (cluster-admin, view): wait for what it
+		// grants, as for rules given here.
+		role, err := c.Client.RbacV1().ClusterRoles().Get(ctx, clusterRole, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = role.Rules
+	}
 	c.waitGranted(t, user, "", rules)
 }
 
