@@ -707,16 +707,32 @@ func (e *Engine) dryRun(ctx context.Context, ns, base string, tmpl *corev1.PodTe
 		return proof{notVerified: "the user may not create pods in namespace " + ns}
 	case ctx.Err() != nil:
 		return proof{err: ctx.Err()}
+	case admissionRefusal(err):
+		// Admission said no (below), whatever status it was wrapped in: a
+		// webhook that could not be called answers 500 Internal error.
 	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
-		apierrors.IsInternalError(err) && !strings.Contains(err.Error(), "admission webhook"):
-		// The apiserver could not answer: no proof, and not a refusal.
-		return proof{err: fmt.Errorf("dry-run create in namespace %s: %w", ns, err)}
-	case apierrors.ReasonForError(err) == metav1.StatusReasonUnknown && !strings.Contains(err.Error(), "admission"):
-		return proof{err: fmt.Errorf("dry-run create in namespace %s: %w", ns, err)}
+		apierrors.IsInternalError(err), apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
+		// The apiserver could not answer for this template: no proof, and
+		// not a refusal; the other workloads are still verified.
+		return proof{notVerified: fmt.Sprintf("the apiserver did not answer the dry-run create in namespace %s: %v", ns, err)}
 	}
 	// Admission refused it: a webhook denied it or could not be called,
 	// PodSecurity, a quota, a missing service account, … — as it would a real pod.
 	return proof{v: injection.RefusedPod(err.Error())}
+}
+
+// admissionRefusal: an error that an admission step produced — a webhook
+// that denied the pod or could not be called, a policy, PodSecurity, a
+// quota or LimitRange — and not the apiserver failing to answer.
+func admissionRefusal(err error) bool {
+	msg := err.Error()
+	for _, w := range []string{"admission webhook", "failed calling webhook", "denied request", "denied the request",
+		"violates PodSecurity", "exceeded quota", "ValidatingAdmissionPolicy", "usage per Container", "usage per Pod", "must specify limits", "must specify requests"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // templateKey identifies a template in a namespace: pods from the same one

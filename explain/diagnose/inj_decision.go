@@ -216,6 +216,10 @@ func proof(c *Check, r *injection.InjectionReport) {
 	case r.NotVerified != "":
 		c.Evidence += " (not verified: " + r.NotVerified + ")"
 	case v == nil:
+	case v.FailedOpen != "":
+		c.Status, c.Code, c.Needs = Fail, CodeWebhookUnreachable, nil
+		c.Evidence = "a dry-run create now: " + v.Summary() + "; pods created while it does not answer get no sidecar"
+		c.Fix = r.FailOpenFix + "\n" + "kubectl rollout restart the workload (or re-create the pod) once a dry run shows the sidecar: " + c.Detail + " --verify"
 	case v.Agrees != nil && *v.Agrees:
 		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
 	case v.Refused:

@@ -85,6 +85,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	var calls []webhookCall
 	var injecting *webhookCall
 	blocked, blockedBy := "", ""
+	var blocker *webhookEval // the Istio webhook that refuses the pod, when one does
 	// The annotations istiod would refuse (the pod's own: the same for every
 	// revision), and those it refuses when a revision is about to inject.
 	badAnnotations := invalidAnnotations(w.Annotations)
@@ -105,6 +106,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		if e.backendIssue != "" && e.failClosed && blocked == "" {
 			blocked, blockedBy = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue), BlockedWebhook
+			blocker = e
 		}
 		if c.d.inject && e.backendIssue == "" {
 			// istiod checks the annotations before it picks the templates.
@@ -372,6 +374,20 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
 			if blocked == "" {
 				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
+				if ref, ok := parseWebhookRefusal(ev.Message); ok {
+					// Which webhook: the one whose selectors match this
+					// pod and whose URL the message quotes.
+					acted := actedOn(matched, ref)
+					switch {
+					case len(acted) > 0:
+						blocked += "; from " + describeActed(acted)
+						if !ref.denied {
+							blocker = acted[0]
+						}
+					default:
+						blocked += fmt.Sprintf("; no webhook %q whose selectors match this pod posts to that URL now: the refusal is older than a change to the webhooks, or came from outside the mesh's", ref.webhook)
+					}
+				}
 			}
 		}
 	}
@@ -412,7 +428,15 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		// Decided but for how ambient mode captures it: name what settles it.
 		r.Needs = append(r.Needs, permissionOf(amb.unread))
 	}
-	istioVerdict(r, w, st, evals, calls, blocked, nsLabels, amb)
+	istioVerdict(r, w, st, evals, calls, blocked, blocker, nsLabels, amb)
+	if injecting != nil && !injecting.e.failClosed && blocked == "" {
+		r.FailOpenWebhook, r.FailOpenFix = injecting.e.fullName(), webhookDownFix(w, nsLabels, evals, injecting.e)
+		if w.Pod != nil && !st.injected && r.IsMismatch() {
+			if when, ok := failedOpen(f, w, injecting.e, nsLabels); ok {
+				failOpenVerdict(r, w, injecting.e, when)
+			}
+		}
+	}
 	if len(refused) > 0 {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
 		r.Fix = annotationFix(refused)

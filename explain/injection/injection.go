@@ -174,6 +174,12 @@ type InjectionReport struct {
 	// InitFailure says how istio-init will fail on what istiod admits (an
 	// annotation it does not check), when it will.
 	InitFailure string `json:"initFailure,omitempty"`
+	// FailOpenWebhook names the Istio webhook that injects the pod when it
+	// has failurePolicy Ignore (a pod is then created without a sidecar when
+	// it does not answer), and FailOpenFix what makes injection work again
+	// while it does not.
+	FailOpenWebhook string `json:"failOpenWebhook,omitempty"`
+	FailOpenFix     string `json:"failOpenFix,omitempty"`
 	// NotVerified says why --verify has no proof for this report.
 	NotVerified string `json:"notVerified,omitempty"`
 

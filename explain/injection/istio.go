@@ -224,6 +224,7 @@ type webhookEval struct {
 	conditions   bool
 	failClosed   bool
 	backend      string // where it sends the pod
+	url          string // the URL the apiserver posts to (backendURL)
 	backendIssue string // "" when the backend looks fine or cannot be checked
 	backendNote  string
 	// backendUnknown says why the backend's readiness could not be read.
@@ -334,6 +335,7 @@ func istioModelOf(f *ClusterFacts) *istioModel {
 			e.conditions = len(w.MatchConditions) > 0
 			e.failClosed = w.FailurePolicy == nil || *w.FailurePolicy == admissionregistrationv1.Fail
 			checkBackend(f, &e.webhookEval, w.ClientConfig)
+			e.url = backendURL(w.ClientConfig)
 			m.webhooks = append(m.webhooks, e)
 		}
 	}

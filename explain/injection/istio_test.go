@@ -338,7 +338,7 @@ func TestIstioTemplateDecisions(t *testing.T) {
 			want: want{expected: true, revision: "default", webhook: "istio-sidecar-injector/auto.sidecar-injector.istio.io"}},
 		{name: "no ready endpoints, failurePolicy Fail: creation fails", nsLabels: map[string]string{"istio-injection": "enabled"},
 			facts: func(f *ClusterFacts) { f.EndpointSlices["istio-system/istiod"] = nil },
-			want: want{blocked: true, verdict: "has no ready endpoints", fix: "kubectl get endpointslices -n istio-system -l kubernetes.io/service-name=istiod",
+			want: want{blocked: true, verdict: "has no ready endpoints", fix: "kubectl label namespace app istio-injection- istio.io/rev=canary   # revision default's webhook cannot be called: service istio-system/istiod has no ready endpoints",
 				factor: "webhook backend", effect: EffectBlocks}},
 		{name: "no service, failurePolicy Ignore: created without injection", nsLabels: map[string]string{"istio-injection": "enabled"},
 			facts: func(f *ClusterFacts) {

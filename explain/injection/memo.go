@@ -31,6 +31,10 @@ type Memo struct {
 	// namespace is the namespace whose answers the memo holds.
 	namespace string
 	key       strings.Builder
+	// failOpen: an Istio webhook fails open (failurePolicy Ignore), so a
+	// pod without a sidecar is answered by when it was created (failedOpen):
+	// each such pod is explained by itself.
+	failOpen bool
 	// Hits and Misses count the answers reused and computed.
 	Hits, Misses int
 }
@@ -54,6 +58,11 @@ func NewMemo(mesh Mesh, facts *ClusterFacts, compact bool) *Memo {
 		m.label = keyer.memoLabels(facts)
 		m.byNode = keyer.memoByNode(facts)
 	}
+	if _, ok := mesh.(Istio); ok {
+		for _, e := range istioModelOf(facts).webhooks {
+			m.failOpen = m.failOpen || !e.failClosed
+		}
+	}
 	return m
 }
 
@@ -72,7 +81,8 @@ const (
 // Explain is Mesh.Explain, memoized.
 func (m *Memo) Explain(w *Workload) *InjectionReport {
 	keyer, ok := m.mesh.(memoKeyer)
-	if !ok || w.Pod == nil || len(w.Events) > 0 || strings.Contains(w.Name, "\x00") || w.Owner != nil && strings.Contains(w.Owner.Name, "\x00") {
+	if !ok || w.Pod == nil || len(w.Events) > 0 || strings.Contains(w.Name, "\x00") || w.Owner != nil && strings.Contains(w.Owner.Name, "\x00") ||
+		m.failOpen && w.Pod.Annotations[istio.AnnotationStatus] == "" {
 		m.Misses++
 		return m.finish(m.mesh.Explain(m.facts, w))
 	}
@@ -155,6 +165,7 @@ func named(r *InjectionReport, name, owner string) *InjectionReport {
 	}
 	out.Name, out.Verdict, out.Reason, out.Fix = put(out.Name), put(out.Verdict), put(out.Reason), put(out.Fix)
 	out.Revision, out.Webhook, out.NotVerified = put(out.Revision), put(out.Webhook), put(out.NotVerified)
+	out.FailOpenFix = put(out.FailOpenFix)
 	out.Warnings, out.Needs, out.Incomplete = putAll(out.Warnings), putAll(out.Needs), putAll(out.Incomplete)
 	for _, f := range out.Factors {
 		if strings.Contains(f.Value, "\x00") || strings.Contains(f.Source, "\x00") || strings.Contains(f.Factor, "\x00") {

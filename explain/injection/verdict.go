@@ -11,7 +11,7 @@ import (
 
 // istioVerdict fills r's verdict, short reason, fix and mismatch from what
 // was found.
-func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webhookEval, calls []webhookCall, blocked string, nsLabels map[string]string, amb ambientOutcome) {
+func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webhookEval, calls []webhookCall, blocked string, blocker *webhookEval, nsLabels map[string]string, amb ambientOutcome) {
 	sidecar := ""
 	if r.Sidecar != "" {
 		sidecar = ", as a " + r.Sidecar + " sidecar"
@@ -26,7 +26,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 	case blocked != "":
 		r.Verdict = "Pods cannot be created: " + blocked + "."
 		r.Reason = "pod creation rejected by a webhook"
-		r.Fix = backendFix(evals)
+		if blocker != nil {
+			r.Fix = webhookDownFix(w, nsLabels, evals, blocker)
+		}
 		switch r.BlockedBy {
 		case BlockedQuota:
 			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
@@ -226,7 +228,7 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 	}
 	last := calls[len(calls)-1]
 	if last.e.backendIssue != "" {
-		return fmt.Sprintf("webhook %s is skipped (%s, failurePolicy Ignore)", last.e.fullName(), last.e.backendIssue), backendFix(evals)
+		return fmt.Sprintf("webhook %s is skipped (%s, failurePolicy Ignore)", last.e.fullName(), last.e.backendIssue), webhookDownFix(w, nsLabels, evals, last.e)
 	}
 	why := "istiod skips it: " + last.d.reason
 	switch {
@@ -383,18 +385,6 @@ func templateRef(w *Workload) string {
 		}
 	}
 	return strings.ToLower(kind) + "/" + name
-}
-
-func backendFix(evals []*webhookEval) string {
-	for _, e := range evals {
-		if e.backendIssue != "" && strings.HasPrefix(e.backend, "service ") {
-			svc := strings.TrimPrefix(e.backend, "service ")
-			nsName := strings.SplitN(svc, "/", 2)
-			return fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s   # start istiod (revision %s) so the service has ready endpoints, or delete MutatingWebhookConfiguration %s if that revision is gone",
-				nsName[0], nsName[1], e.revision, e.config)
-		}
-	}
-	return ""
 }
 
 func boolp(b bool) *bool { return &b }

@@ -21,6 +21,10 @@ type Verification struct {
 	// Agrees compares the proof with the prediction; null when the
 	// prediction was unknown (the proof then answers alone).
 	Agrees *bool `json:"agrees"`
+	// FailedOpen names the webhook that was to inject the pod when the dry
+	// run got no sidecar from it: its failurePolicy Ignore let the pod
+	// through when it did not answer (not a disagreement of the model).
+	FailedOpen string `json:"failedOpen,omitempty"`
 	// Disagreement says what differs, when Agrees is false.
 	Disagreement string `json:"disagreement,omitempty"`
 	// SharedFrom names the namespace the dry run was made in, when it is
@@ -50,6 +54,10 @@ func RefusedPod(message string) *Verification {
 func (v *Verification) Compare(r *InjectionReport) {
 	if r.Expected == nil {
 		v.Agrees, v.Disagreement = nil, ""
+		return
+	}
+	if r.FailOpenWebhook != "" && *r.Expected && !r.CreationBlocked && !v.Refused && !v.Injected {
+		v.Agrees, v.Disagreement, v.FailedOpen = nil, "", r.FailOpenWebhook
 		return
 	}
 	differ := ""
@@ -83,6 +91,8 @@ func (v *Verification) summary() string {
 	switch {
 	case v.Refused:
 		return "admission refuses the pod: " + v.Message
+	case v.FailedOpen != "":
+		return "admission does not inject it: webhook " + v.FailedOpen + " did not answer, and its failurePolicy Ignore let the pod through without a sidecar"
 	case v.Injected:
 		s := "admission injects it"
 		if v.Revision != "" {
