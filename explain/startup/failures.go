@@ -100,12 +100,81 @@ func (cs ContainerStartup) runsToCompletion() bool {
 	return cs.Init && cs.Role != RoleProxyNative && cs.Role != RoleNativeSidecar
 }
 
+// CrashLoopRestarts is the restart count from which a container's
+// failures are a loop rather than a hiccup of its start (a dependency not
+// up yet): from it, a ready container may be between two crashes.
+const CrashLoopRestarts = 3
+
+// SettleRun is the least a container that restarted CrashLoopRestarts
+// times must have run, ready, to have got past its failures.
+const SettleRun = time.Minute
+
 // classify reads a container's crash loop by what it means, not by the
 // phase it is in this second: a container that failed is failing whether
 // it is waiting in back-off, just terminated, or running its next attempt
 // (an init container until it completes, any other until it has run for
 // BackOffReset).
+//
+// A container that keeps running (the app, the proxy, a native sidecar)
+// and runs ready now, in a pod that is Running and Ready (podReady), has
+// got past its failures at once, within BackOffReset too: it is Recovered,
+// its restarts are evidence, not a failure. But for one that restarted
+// CrashLoopRestarts times or more: that is a loop, and a ready container
+// of it may be between two crashes, so it is still failing until its run
+// has outlived both SettleRun and its last failed run (BackOffReset at
+// most).
 func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
+	kubeletFailing(cs, p, now)
+	restarted := cs.Restarts > 0 || cs.LastTermination != nil
+	if cs.State != "running" || !cs.Ready || !podReady(p) || !restarted || cs.runsToCompletion() {
+		return
+	}
+	if betweenCrashes(*cs, now) {
+		return
+	}
+	cs.Failing, cs.Recovered = false, true
+}
+
+// betweenCrashes: a ready container that may only be between two crashes
+// of its loop (classify).
+func betweenCrashes(cs ContainerStartup, now time.Time) bool {
+	if cs.Restarts < CrashLoopRestarts {
+		return false
+	}
+	if cs.StartedAt == nil {
+		return true
+	}
+	settle := SettleRun
+	if lt := cs.LastTermination; lt != nil && lt.StartedAt != nil && lt.FinishedAt != nil {
+		settle = max(settle, lt.FinishedAt.Sub(*lt.StartedAt))
+	}
+	return now.Sub(*cs.StartedAt) < min(settle, BackOffReset)
+}
+
+// podReady: the pod is Running and its Ready condition is true; with no
+// Ready condition reported, every container has a status and is ready.
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+		return false
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if !st.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// kubeletFailing is classify's reading of the kubelet's states alone.
+func kubeletFailing(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	lt := cs.LastTermination
 	stopped := p.DeletionTimestamp != nil ||
 		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && (cs.Role == RoleProxyNative || cs.Role == RoleNativeSidecar)
@@ -206,15 +275,53 @@ func LogEnd(c ContainerStartup) string {
 	if len(lines) == 0 && c.Log.Unavailable != "" {
 		return "its log could not be read (" + c.Log.Unavailable + ")"
 	}
+	if l := lastLine(lines); l != "" {
+		return "its log ends: " + l
+	}
+	return "its log is empty"
+}
+
+// lastLine is the last line of a log that is not blank, cut short; "" for
+// none.
+func lastLine(lines []string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
 			if r := []rune(l); len(r) > 200 {
 				l = string(r[:199]) + "…"
 			}
-			return "its log ends: " + l
+			return l
 		}
 	}
-	return "its log is empty"
+	return ""
+}
+
+// RecoverySummary is a Recovered container's account: how often it
+// restarted, how its last run ended, what its log said last then (the
+// kubelet's termination message, else the previous run's log read, else
+// the command that shows it), and since when it runs ready.
+func (cs ContainerStartup) RecoverySummary(pod, ns string) string {
+	s := cs.Name + " restarted " + Plural(cs.Restarts, "time")
+	lt := cs.LastTermination
+	if lt != nil {
+		s += ", last " + termination(lt.ExitCode, lt.Reason, lt.Message)
+	}
+	if lt == nil || strings.TrimSpace(lt.Message) == "" {
+		line := ""
+		if cs.Log != nil {
+			line = lastLine(cs.Log.Previous)
+		}
+		if line != "" {
+			s += "; its log then ended: " + line
+		} else {
+			s += fmt.Sprintf("; its last run's log: kubectl logs %s -n %s -c %s --previous", pod, ns, cs.Name)
+		}
+	}
+	if cs.StartedAt != nil {
+		s += "; running and ready since " + cs.StartedAt.UTC().Format(time.RFC3339)
+	} else {
+		s += "; running and ready"
+	}
+	return s
 }
 
 // PreviousFlag is " --previous" when the failed run is the container's last

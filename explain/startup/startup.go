@@ -87,6 +87,10 @@ type ContainerStartup struct {
 	// Cause is the recognised failure's cause (Cause* constants), "" when
 	// it has no name.
 	Cause string `json:"cause,omitempty"`
+	// Recovered says it restarted (after a failure or not) and runs ready
+	// now, in a pod that is Ready: its restarts are evidence, not a failure
+	// (classify says when a crash loop is not recovered though ready).
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // Hazard is an ordering or startup problem, with its fix.
@@ -306,6 +310,11 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 
 	r.InitResult = initResult(r.InitContainers)
 	startupHazards(r, f, proxy)
+	for _, c := range append(append([]ContainerStartup(nil), r.InitContainers...), r.Containers...) {
+		if c.Recovered {
+			r.Notes = append(r.Notes, c.RecoverySummary(r.Name, r.Namespace)+" (the pod is Ready): a past restart, not a failure")
+		}
+	}
 	switch {
 	case r.Mesh == "" || r.Ambient && len(r.Hazards) == 0:
 		r.OrderVerdict = "no sidecar"
