@@ -335,10 +335,11 @@ func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target
 				fix = own
 			}
 		case c.Recovered:
-			// Ready now, in a Ready pod: its restarts are evidence, no
-			// fault (startup's classify says when a crash loop is not).
+			// Ready now, in a Ready pod (or completed, in a pod that
+			// Succeeded): its restarts are evidence, no fault (startup's
+			// classify says when a crash loop is not).
 			restarted = append(restarted, Finding{Code: code, Status: Info,
-				Evidence: "container " + c.RecoverySummary(s.Name, s.Namespace) + ", in a Ready pod: a past restart, not a failure"})
+				Evidence: "container " + c.RecoverySummary(s.Name, s.Namespace) + ", in a " + map[bool]string{true: "Succeeded", false: "Ready"}[s.Phase == "Succeeded"] + " pod: a past restart, not a failure"})
 		case c.Restarts > 0:
 			restarted = append(restarted, Finding{Code: code, Status: Warning, Fix: logs,
 				Evidence: fmt.Sprintf("container %s restarted %s%s%s", c.Name, startup.Plural(c.Restarts, "time"), last, runningSince(c))})

@@ -118,7 +118,8 @@ const SettleRun = time.Minute
 // A container that keeps running (the app, the proxy, a native sidecar)
 // and runs ready now, in a pod that is Running and Ready (podReady), has
 // got past its failures at once, within BackOffReset too: it is Recovered,
-// its restarts are evidence, not a failure. But for one that restarted
+// its restarts are evidence, not a failure (as are those of one that
+// completed in a pod that Succeeded: a Job's retried container). But for one that restarted
 // CrashLoopRestarts times or more: that is a loop, and a ready container
 // of it may be between two crashes, so it is still failing until its run
 // has outlived both SettleRun and its last failed run (BackOffReset at
@@ -126,7 +127,14 @@ const SettleRun = time.Minute
 func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	kubeletFailing(cs, p, now)
 	restarted := cs.Restarts > 0 || cs.LastTermination != nil
-	if cs.State != "running" || !cs.Ready || !podReady(p) || !restarted || cs.runsToCompletion() {
+	if !restarted || cs.runsToCompletion() || cs.Failing && cs.State != "running" {
+		return
+	}
+	if cs.State == "terminated" && cs.ExitCode != nil && *cs.ExitCode == 0 && p.Status.Phase == corev1.PodSucceeded {
+		cs.Recovered = true // it completed after all, and so did its pod
+		return
+	}
+	if cs.State != "running" || !cs.Ready || !podReady(p) {
 		return
 	}
 	if betweenCrashes(*cs, now) {
@@ -316,9 +324,14 @@ func (cs ContainerStartup) RecoverySummary(pod, ns string) string {
 			s += fmt.Sprintf("; its last run's log: kubectl logs %s -n %s -c %s --previous", pod, ns, cs.Name)
 		}
 	}
-	if cs.StartedAt != nil {
+	switch {
+	case cs.State == "terminated" && cs.FinishedAt != nil:
+		s += "; completed at " + cs.FinishedAt.UTC().Format(time.RFC3339)
+	case cs.State == "terminated":
+		s += "; completed"
+	case cs.StartedAt != nil:
 		s += "; running and ready since " + cs.StartedAt.UTC().Format(time.RFC3339)
-	} else {
+	default:
 		s += "; running and ready"
 	}
 	return s

@@ -88,8 +88,9 @@ type ContainerStartup struct {
 	// it has no name.
 	Cause string `json:"cause,omitempty"`
 	// Recovered says it restarted (after a failure or not) and runs ready
-	// now, in a pod that is Ready: its restarts are evidence, not a failure
-	// (classify says when a crash loop is not recovered though ready).
+	// now, in a pod that is Ready, or completed in a pod that Succeeded:
+	// its restarts are evidence, not a failure (classify says when a crash
+	// loop is not recovered though ready).
 	Recovered bool `json:"recovered,omitempty"`
 }
 
@@ -312,7 +313,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 	startupHazards(r, f, proxy)
 	for _, c := range append(append([]ContainerStartup(nil), r.InitContainers...), r.Containers...) {
 		if c.Recovered {
-			r.Notes = append(r.Notes, c.RecoverySummary(r.Name, r.Namespace)+" (the pod is Ready): a past restart, not a failure")
+			r.Notes = append(r.Notes, c.RecoverySummary(r.Name, r.Namespace)+" (the pod is "+readyOrDone(r)+"): a past restart, not a failure")
 		}
 	}
 	switch {
@@ -328,6 +329,15 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 		r.OrderVerdict = strings.Join(ids, ", ")
 	}
 	return r
+}
+
+// readyOrDone is what a pod with a Recovered container is: Ready, or
+// Succeeded.
+func readyOrDone(r *StartupReport) string {
+	if r.Phase == string(corev1.PodSucceeded) {
+		return "Succeeded"
+	}
+	return "Ready"
 }
 
 func containerOfField(fieldPath string) string {

@@ -504,5 +504,16 @@ func TestRecoveredRestart(t *testing.T) {
 			t.Errorf("%s: hazards %q severity %d notes %q, want a note with %q", tc.name, hazardIDs(r), StartupSeverity(r), r.Notes, tc.note)
 		}
 	}
-	t.Logf("%d restarted containers checked", len(cases))
+	// A Job's container that failed once and completed on its retry, in a
+	// pod that Succeeded: recovered too.
+	retried := corev1.ContainerStatus{Name: "app", RestartCount: 1,
+		State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: at(10), FinishedAt: at(70)}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "database not reachable yet", StartedAt: at(3), FinishedAt: at(4)}}}
+	r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{retried}, phase: corev1.PodSucceeded}),
+		OwnerKind: "Job", Now: t0.Add(time.Hour)})
+	if !r.Containers[0].Recovered || r.Containers[0].Failing || len(r.Hazards) != 0 ||
+		!strings.Contains(strings.Join(r.Notes, "\n"), "app restarted 1 time, last exit 1 (Error): database not reachable yet; completed at 2026-") {
+		t.Errorf("a Job's retried container: recovered %v failing %v hazards %q notes %q", r.Containers[0].Recovered, r.Containers[0].Failing, hazardIDs(r), r.Notes)
+	}
+	t.Logf("%d restarted containers checked", len(cases)+1)
 }
