@@ -124,7 +124,12 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 		{name: "the app restarted, running and ready again in a Ready pod (info: a pass)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[1].RestartCount = 2
 			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
-		}), worst: Pass},
+		}), now: 2 * time.Minute, worst: Pass},
+		{name: "the app restarted once, ready for 5s: maybe a liveness kill loop between two kills (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 1
+			p.Status.ContainerStatuses[1].State.Running.StartedAt = at(30)
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", StartedAt: at(12), FinishedAt: at(20)}}
+		}), now: 35 * time.Second, first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
 		{name: "the app restarted a minute ago after failing, running its next attempt, not ready (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[1].RestartCount = 2
 			p.Status.ContainerStatuses[1].Ready = false

@@ -275,8 +275,8 @@ var healthyKinds = []string{healthyRestarted, healthyJob, healthyOptedOut, healt
 // genReady is container name running and ready now, since a time in
 // [from, now); with restarts (restarts > 0) its last run failed (any exit
 // but 0) before that. A crash loop caught ready between two crashes is not
-// healthy (startup's classify): with startup.CrashLoopRestarts restarts or
-// more, its run has outlived startup.SettleRun and its last failed run.
+// healthy (startup's classify): a restarted container's run has outlived
+// startup.SettleRun and its last failed run.
 func genReady(r *rand.Rand, name string, from, now time.Time, restarts int32) corev1.ContainerStatus {
 	yes := true
 	st := corev1.ContainerStatus{Name: name, Ready: true, Started: &yes, RestartCount: restarts}
@@ -286,16 +286,17 @@ func genReady(r *rand.Rand, name string, from, now time.Time, restarts int32) co
 		// were confused (issue #41).
 		start = now.Add(-time.Duration(r.Int64N(int64(startup.BackOffReset))))
 	}
+	lastRun := time.Duration(r.IntN(300)) * time.Second
+	settle := min(max(startup.SettleRun, lastRun), startup.BackOffReset)
+	if now.Sub(from) < lastRun+settle {
+		restarts, st.RestartCount = 0, 0 // too young a pod to have settled after a restart
+	}
 	if restarts > 0 {
-		lastRun := time.Duration(r.IntN(300)) * time.Second
-		if restarts >= startup.CrashLoopRestarts {
-			settle := min(max(startup.SettleRun, lastRun), startup.BackOffReset)
-			if now.Sub(start) < settle {
-				start = now.Add(-settle - time.Duration(r.IntN(3600))*time.Second)
-			}
-			if start.Before(from.Add(lastRun)) {
-				start, st.RestartCount = from.Add(lastRun), 1+int32(r.IntN(2))
-			}
+		if now.Sub(start) < settle {
+			start = now.Add(-settle - time.Duration(r.Int64N(int64(now.Sub(from)-settle-lastRun)+1)))
+		}
+		if start.Before(from.Add(lastRun)) {
+			lastRun = start.Sub(from)
 		}
 		code := []int32{1, 2, 137, 143, 255}[r.IntN(5)]
 		reason := map[bool]string{true: "OOMKilled", false: "Error"}[code == 137]

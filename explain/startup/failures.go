@@ -100,13 +100,10 @@ func (cs ContainerStartup) runsToCompletion() bool {
 	return cs.Init && cs.Role != RoleProxyNative && cs.Role != RoleNativeSidecar
 }
 
-// CrashLoopRestarts is the restart count from which a container's
-// failures are a loop rather than a hiccup of its start (a dependency not
-// up yet): from it, a ready container may be between two crashes.
-const CrashLoopRestarts = 3
-
-// SettleRun is the least a container that restarted CrashLoopRestarts
-// times must have run, ready, to have got past its failures.
+// SettleRun is the least a restarted container must have run, ready, to
+// have got past its failures: a crash loop's container can be ready
+// between two crashes (one the kubelet kills for a liveness probe on the
+// wrong port is ready for seconds each run, from its first restart).
 const SettleRun = time.Minute
 
 // classify reads a container's crash loop by what it means, not by the
@@ -115,15 +112,15 @@ const SettleRun = time.Minute
 // (an init container until it completes, any other until it has run for
 // BackOffReset).
 //
-// A container that keeps running (the app, the proxy, a native sidecar)
-// and runs ready now, in a pod that is Running and Ready (podReady), has
-// got past its failures at once, within BackOffReset too: it is Recovered,
-// its restarts are evidence, not a failure (as are those of one that
-// completed in a pod that Succeeded: a Job's retried container). But for one that restarted
-// CrashLoopRestarts times or more: that is a loop, and a ready container
-// of it may be between two crashes, so it is still failing until its run
-// has outlived both SettleRun and its last failed run (BackOffReset at
-// most).
+// A container that keeps running (the app, the proxy, a native sidecar),
+// restarted and runs ready now, in a pod that is Running and Ready
+// (podReady), has got past its failures once its run has outlived both
+// SettleRun and its last run (BackOffReset at most), within BackOffReset
+// too: it is Recovered, its restarts are evidence, not a failure. Until
+// then it may be between two crashes of its loop, whatever its restart
+// count: it is read as it was before it got ready (failing, after a failed
+// run). A container that restarted and completed, in a pod that
+// Succeeded (a Job's retried container), is Recovered too.
 func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	kubeletFailing(cs, p, now)
 	restarted := cs.Restarts > 0 || cs.LastTermination != nil
@@ -146,9 +143,6 @@ func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 // betweenCrashes: a ready container that may only be between two crashes
 // of its loop (classify).
 func betweenCrashes(cs ContainerStartup, now time.Time) bool {
-	if cs.Restarts < CrashLoopRestarts {
-		return false
-	}
 	if cs.StartedAt == nil {
 		return true
 	}

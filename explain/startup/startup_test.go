@@ -448,12 +448,11 @@ func TestNativeSidecarAdviceByRelease(t *testing.T) {
 }
 
 // A container that restarted and runs ready now, in a Ready pod, has
-// recovered at once, within the back-off reset too: not failing, no
-// hazard, a note with its last exit and what its log said then. A crash
-// loop (CrashLoopRestarts restarts or more) caught ready between two
-// crashes is still failing until its run outlives SettleRun and its last
-// failed run; a ready container in a pod that is not Ready keeps the
-// back-off reset.
+// recovered once its run outlived SettleRun and its last run, within the
+// back-off reset too: not failing, no hazard, a note with its last exit
+// and what its log said then. Before, it may be a crash loop caught ready
+// between two crashes (whatever its restart count): still failing; a
+// ready container in a pod that is not Ready keeps the back-off reset.
 func TestRecoveredRestart(t *testing.T) {
 	readyCond := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(40)}}
 	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(40)}}
@@ -475,11 +474,12 @@ func TestRecoveredRestart(t *testing.T) {
 	}{
 		{"crashed once, ready 7 minutes since", app(1, 30, [2]float64{3, 4}, "database not reachable yet"), readyCond, nil, 7*time.Minute + 30*time.Second, true,
 			"app restarted 1 time, last exit 1 (Error): database not reachable yet; running and ready since 2026-"},
-		{"crashed twice, ready 5 seconds, its log read", app(2, 30, [2]float64{3, 4}, ""), readyCond, map[string]LogTail{"app": {Previous: []string{"dial tcp: connection refused"}, Current: []string{"serving"}}},
-			35 * time.Second, true, "last exit 1 (Error); its log then ended: dial tcp: connection refused; running and ready"},
-		{"no message, no log read: the command", app(1, 30, [2]float64{3, 4}, ""), readyCond, nil, time.Minute, true,
+		{"crashed twice, ready 70 seconds, its log read", app(2, 30, [2]float64{3, 4}, ""), readyCond, map[string]LogTail{"app": {Previous: []string{"dial tcp: connection refused"}, Current: []string{"serving"}}},
+			100 * time.Second, true, "last exit 1 (Error); its log then ended: dial tcp: connection refused; running and ready"},
+		{"no message, no log read: the command", app(1, 30, [2]float64{3, 4}, ""), readyCond, nil, 2 * time.Minute, true,
 			"its last run's log: kubectl logs web-1 -n shop -c app --previous"},
-		{"no Ready condition, every container ready", app(1, 30, [2]float64{3, 4}, ""), nil, nil, time.Minute, true, "app restarted 1 time"},
+		{"no Ready condition, every container ready", app(1, 30, [2]float64{3, 4}, ""), nil, nil, 2 * time.Minute, true, "app restarted 1 time"},
+		{"restarted once, ready for 5s: a liveness kill loop from its first restart", app(1, 30, [2]float64{20, 28}, ""), readyCond, nil, 35 * time.Second, false, ""},
 		{"a loop caught ready for 20s", app(4, 100, [2]float64{50, 80}, ""), readyCond, nil, 120 * time.Second, false, ""},
 		{"a loop whose runs last 3 minutes, ready for 2", app(4, 300, [2]float64{100, 280}, ""), readyCond, nil, 420 * time.Second, false, ""},
 		{"a loop that outlived its last run and a minute", app(4, 300, [2]float64{100, 130}, ""), readyCond, nil, 400 * time.Second, true, "app restarted 4 times"},
