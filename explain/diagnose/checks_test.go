@@ -147,10 +147,29 @@ var checkCases = []checkCase{
 	{code: CodeProxyNotReady, pod: func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }, now: 10 * time.Minute, status: Fail, evidence: "istio-proxy"},
 	{code: CodeProxyFailing, pod: crashing(0), now: 2 * time.Minute, status: Fail, evidence: "istio-proxy"},
 	{code: CodeAppFailing, pod: crashing(1), now: 2 * time.Minute, status: Fail, evidence: "app"},
+	// Restarted, running ready again but the pod is not Ready: past the
+	// back-off reset, a warning.
 	{code: CodeAppFailing, pod: func(p *corev1.Pod) {
 		p.Status.ContainerStatuses[1].RestartCount = 1
 		p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(3)}}
 	}, now: startup.BackOffReset + time.Hour, status: Warning, evidence: "restarted"},
+	// Issue #41: crashed once at start, Ready for 7 minutes since: the
+	// restart is evidence (info), with the kubelet's termination message.
+	{code: CodeAppFailing, pod: func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[1].RestartCount = 1
+		p.Status.ContainerStatuses[1].State.Running.StartedAt = at(30)
+		p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			Message: "database not reachable yet", StartedAt: at(3), FinishedAt: at(4)}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(40)}}
+	}, now: 7*time.Minute + 40*time.Second, status: Info, evidence: "app restarted 1 time, last exit 1 (Error): database not reachable yet; running and ready since"},
+	// The proxy restarted once, ready since: info, its previous log's last
+	// line (read, with no termination message).
+	{code: CodeProxyFailing, pod: func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0].RestartCount = 1
+		p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
+	}, logs: map[string]startup.LogTail{"istio-proxy": {Previous: []string{"warn xds: connection refused", "error envoy: exiting", ""}}},
+		now: 2 * time.Minute, status: Info, evidence: "istio-proxy restarted 1 time, last exit 255 (Error); its log then ended: error envoy: exiting"},
 	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly", Controller: &yes}}

@@ -116,14 +116,30 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.ContainerStatuses[1] = corev1.ContainerStatus{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}
 		}), first: CheckStart, fix: "kubectl describe pod web-1 -n shop", worst: Fail},
-		{name: "the app restarted, running again for longer than the kubelet's back-off reset (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+		{name: "the app restarted, running again for longer than the kubelet's back-off reset, the pod not Ready (a warning)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[1].RestartCount = 2
 			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(3)}}
 		}), now: startup.BackOffReset + time.Minute, first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Warning},
-		{name: "the app restarted a minute ago after failing, running its next attempt (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+		{name: "the app restarted, running and ready again in a Ready pod (info: a pass)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[1].RestartCount = 2
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
+		}), now: 2 * time.Minute, worst: Pass},
+		{name: "the app restarted once, ready for 5s: maybe a liveness kill loop between two kills (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 1
+			p.Status.ContainerStatuses[1].State.Running.StartedAt = at(30)
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", StartedAt: at(12), FinishedAt: at(20)}}
+		}), now: 35 * time.Second, first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
+		{name: "the app restarted a minute ago after failing, running its next attempt, not ready (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 2
+			p.Status.ContainerStatuses[1].Ready = false
 			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: at(1), FinishedAt: at(2)}}
 		}), first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
+		{name: "a crash loop caught between two crashes: restarted 4 times, ready for 20s (a failure)", inj: injected(nil), pod: pod(func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[1].RestartCount = 4
+			p.Status.ContainerStatuses[1].State.Running.StartedAt = at(100)
+			p.Status.ContainerStatuses[1].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(50), FinishedAt: at(80)}}
+		}), now: 120 * time.Second, first: CheckStart, fix: "kubectl logs web-1 -n shop -c app --previous", worst: Fail},
 		{name: "drifted rules", inj: injected(nil), pod: pod(nil), capture: drift, first: CheckCapture, fix: "kubectl delete pod web-1 -n shop", worst: Fail},
 		{name: "a connection bypassing the proxy", inj: injected(nil), pod: pod(nil), capture: bypass, connections: true, first: CheckConnections, fix: "exclude", worst: Fail},
 		{name: "rules unreadable: unknown, permission named", inj: injected(nil), pod: pod(nil), unreadable: "patch pods/ephemeralcontainers", connections: true, worst: Unknown},

@@ -83,14 +83,14 @@ func init() {
 		run:     startOf(CodeProxyNotReady)})
 	register(&Spec{Code: CodeProxyFailing, Title: "istio-proxy failing", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "istio-proxy crash-loops, is OOMKilled, or cannot start: every restart drops the pod's connections, and traffic is captured to a proxy that is not there.",
-		Detects: "istio-proxy's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning.",
+		Detects: "istio-proxy's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning; running and ready in a Ready pod once its run has outlived a minute and its last run (before, it may be between two crashes), they are info: the restart count, the last exit and its log line.",
 		Fixes:   "istio-proxy's previous log; size it with sidecar.istio.io/proxyMemory(Limit).",
 		Source:  "istio/istio issues on sidecars OOMKilled or restarting",
 		Planted: "a pod whose proxy image is replaced (sidecar.istio.io/proxyImage) by one that exits",
 		run:     startOf(CodeProxyFailing)})
 	register(&Spec{Code: CodeAppFailing, Title: "app container failing", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "An app container crash-loops or cannot start (image, configuration): in a meshed pod, often because it could not reach the network at start.",
-		Detects: "The container's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning.",
+		Detects: "The container's state, last termination and restart count, through every phase of its crash loop; once it has run past the kubelet's 10-minute back-off reset, its restarts are a warning; running and ready in a Ready pod once its run has outlived a minute and its last run (before, it may be between two crashes), they are info: the restart count, the last exit and its log line.",
 		Fixes:   "The container's previous log, or the events for one that never started.",
 		Source:  "kubectl's own statuses (CrashLoopBackOff, ImagePullBackOff)",
 		Planted: "an app container that exits 1",

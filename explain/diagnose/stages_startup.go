@@ -216,19 +216,29 @@ func (in *Input) startAnswer() *stageAnswer {
 		}
 	}
 	c := &a.row
-	if s == nil || ok && c.Status == Fail {
-		if s != nil {
-			failed, _, _ := containerTrouble(in, s, in.Pod, in.Target)
-			a.findings = append(a.findings, failed...)
-		}
+	if s == nil {
 		return a
 	}
 	// Containers that cannot start or keep restarting: a failure (waiting
-	// to start again, or never started), else a warning (restarted, runs).
-	failed, restarted, fix := containerTrouble(in, s, in.Pod, in.Target)
+	// to start again, or never started), else a warning (restarted, runs),
+	// or evidence (restarted, runs ready in a Ready pod: info, always
+	// listed).
+	failed, all, fix := containerTrouble(in, s, in.Pod, in.Target)
+	var restarted, recovered []Finding
+	for _, f := range all {
+		if f.Status == Info {
+			recovered = append(recovered, f)
+		} else {
+			restarted = append(restarted, f)
+		}
+	}
 	a.findings = append(a.findings, failed...)
 	if !ok {
 		a.findings = append(a.findings, restarted...)
+	}
+	a.findings = append(a.findings, recovered...)
+	if ok && c.Status == Fail {
+		return a
 	}
 	if len(failed) > 0 {
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, joinEvidence(failed), fix, failed[0].Code
@@ -324,6 +334,12 @@ func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target
 			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {
 				fix = own
 			}
+		case c.Recovered:
+			// Ready now, in a Ready pod (or completed, in a pod that
+			// Succeeded): its restarts are evidence, no fault (startup's
+			// classify says when a crash loop is not).
+			restarted = append(restarted, Finding{Code: code, Status: Info,
+				Evidence: "container " + c.RecoverySummary(s.Name, s.Namespace) + ", in a " + map[bool]string{true: "Succeeded", false: "Ready"}[s.Phase == "Succeeded"] + " pod: a past restart, not a failure"})
 		case c.Restarts > 0:
 			restarted = append(restarted, Finding{Code: code, Status: Warning, Fix: logs,
 				Evidence: fmt.Sprintf("container %s restarted %s%s%s", c.Name, startup.Plural(c.Restarts, "time"), last, runningSince(c))})

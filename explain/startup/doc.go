@@ -8,8 +8,12 @@
 // istio-validation, the proxy as a classic or native sidecar, the pod's own
 // init and app containers), its state, exit code and recognised failure;
 // the order the containers started in; when the proxy became ready; and the
-// hazards of that order, each with its fix. StartupSeverity ranks reports
-// for the many-pods view.
+// hazards of that order, each with its fix. A container that failed is
+// Failing through every phase of its crash loop; one that restarted and
+// runs ready now in a Ready pod (or completed, in a pod that Succeeded) is
+// Recovered, a note, not a hazard (classify says when a crash loop caught
+// between two crashes is not). StartupSeverity ranks reports for the
+// many-pods view.
 //
 // Facts in, findings out: no client, no I/O (inspect reads the logs and
 // events). It imports nothing from the other subjects of explain

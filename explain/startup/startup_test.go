@@ -446,3 +446,74 @@ func TestNativeSidecarAdviceByRelease(t *testing.T) {
 		})
 	}
 }
+
+// A container that restarted and runs ready now, in a Ready pod, has
+// recovered once its run outlived SettleRun and its last run, within the
+// back-off reset too: not failing, no hazard, a note with its last exit
+// and what its log said then. Before, it may be a crash loop caught ready
+// between two crashes (whatever its restart count): still failing; a
+// ready container in a pod that is not Ready keeps the back-off reset.
+func TestRecoveredRestart(t *testing.T) {
+	readyCond := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(40)}}
+	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(40)}}
+	app := func(restarts int32, started float64, lastRun [2]float64, msg string) corev1.ContainerStatus {
+		yes := true
+		return corev1.ContainerStatus{Name: "app", Ready: true, Started: &yes, RestartCount: restarts,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(started)}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg,
+				StartedAt: at(lastRun[0]), FinishedAt: at(lastRun[1])}}}
+	}
+	cases := []struct {
+		name      string
+		st        corev1.ContainerStatus
+		conds     []corev1.PodCondition
+		logs      map[string]LogTail
+		now       time.Duration
+		recovered bool
+		note      string
+	}{
+		{"crashed once, ready 7 minutes since", app(1, 30, [2]float64{3, 4}, "database not reachable yet"), readyCond, nil, 7*time.Minute + 30*time.Second, true,
+			"app restarted 1 time, last exit 1 (Error): database not reachable yet; running and ready since 2026-"},
+		{"crashed twice, ready 70 seconds, its log read", app(2, 30, [2]float64{3, 4}, ""), readyCond, map[string]LogTail{"app": {Previous: []string{"dial tcp: connection refused"}, Current: []string{"serving"}}},
+			100 * time.Second, true, "last exit 1 (Error); its log then ended: dial tcp: connection refused; running and ready"},
+		{"no message, no log read: the command", app(1, 30, [2]float64{3, 4}, ""), readyCond, nil, 2 * time.Minute, true,
+			"its last run's log: kubectl logs web-1 -n shop -c app --previous"},
+		{"no Ready condition, every container ready", app(1, 30, [2]float64{3, 4}, ""), nil, nil, 2 * time.Minute, true, "app restarted 1 time"},
+		{"restarted once, ready for 5s: a liveness kill loop from its first restart", app(1, 30, [2]float64{20, 28}, ""), readyCond, nil, 35 * time.Second, false, ""},
+		{"a loop caught ready for 20s", app(4, 100, [2]float64{50, 80}, ""), readyCond, nil, 120 * time.Second, false, ""},
+		{"a loop whose runs last 3 minutes, ready for 2", app(4, 300, [2]float64{100, 280}, ""), readyCond, nil, 420 * time.Second, false, ""},
+		{"a loop that outlived its last run and a minute", app(4, 300, [2]float64{100, 130}, ""), readyCond, nil, 400 * time.Second, true, "app restarted 4 times"},
+		{"ready, the pod not Ready, within the back-off reset", app(1, 30, [2]float64{3, 4}, ""), notReady, nil, time.Minute, false, ""},
+	}
+	for _, tc := range cases {
+		r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{tc.st}, conds: tc.conds}),
+			Logs: tc.logs, Now: t0.Add(tc.now)})
+		got := r.Containers[0]
+		if got.Recovered != tc.recovered || got.Failing == tc.recovered {
+			t.Errorf("%s: recovered %v failing %v, want recovered %v", tc.name, got.Recovered, got.Failing, tc.recovered)
+			continue
+		}
+		if !tc.recovered {
+			if hazardIDs(r) != "container-failing@app" || StartupSeverity(r) != 3 {
+				t.Errorf("%s: hazards %q severity %d", tc.name, hazardIDs(r), StartupSeverity(r))
+			}
+			continue
+		}
+		if len(r.Hazards) != 0 || StartupSeverity(r) != 0 || len(r.Notes) == 0 || !strings.Contains(strings.Join(r.Notes, "\n"), tc.note) ||
+			!strings.Contains(strings.Join(r.Notes, "\n"), "a past restart, not a failure") {
+			t.Errorf("%s: hazards %q severity %d notes %q, want a note with %q", tc.name, hazardIDs(r), StartupSeverity(r), r.Notes, tc.note)
+		}
+	}
+	// A Job's container that failed once and completed on its retry, in a
+	// pod that Succeeded: recovered too.
+	retried := corev1.ContainerStatus{Name: "app", RestartCount: 1,
+		State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: at(10), FinishedAt: at(70)}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "database not reachable yet", StartedAt: at(3), FinishedAt: at(4)}}}
+	r := AnalyzeStartup(StartupFacts{Pod: shape(podShape{containers: []corev1.Container{c("app")}, st: []corev1.ContainerStatus{retried}, phase: corev1.PodSucceeded}),
+		OwnerKind: "Job", Now: t0.Add(time.Hour)})
+	if !r.Containers[0].Recovered || r.Containers[0].Failing || len(r.Hazards) != 0 ||
+		!strings.Contains(strings.Join(r.Notes, "\n"), "app restarted 1 time, last exit 1 (Error): database not reachable yet; completed at 2026-") {
+		t.Errorf("a Job's retried container: recovered %v failing %v hazards %q notes %q", r.Containers[0].Recovered, r.Containers[0].Failing, hazardIDs(r), r.Notes)
+	}
+	t.Logf("%d restarted containers checked", len(cases)+1)
+}
