@@ -1038,6 +1038,22 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo hi > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"}
 				return runningReady(ctx, f, inj, p)
 			}},
+		{code: "KM-CAP-009", ns: inj, name: "as-proxy-gid", how: "a Deployment whose app container runs as gid 1337 (runAsGroup), the proxy's",
+			plant: func(ctx context.Context, f *catFault) error {
+				d := appDeployment(inj, f.name, 1, catLean())
+				gid := int64(1337)
+				d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsGroup: &gid}
+				if _, err := c.Client.AppsV1().Deployments(inj).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				pod, err := catPodOf(ctx, c, inj, "app="+f.name)
+				if err != nil {
+					return err
+				}
+				f.pod, f.state = pod, "its pod running and ready"
+				_, err = catWaitPod(ctx, c, inj, pod, "running and ready", testcluster.Running)
+				return err
+			}},
 		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
