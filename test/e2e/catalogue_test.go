@@ -1163,6 +1163,14 @@ exit 1`
 				}
 				return deploymentRunning(ctx, c, f, inj)
 			}},
+		{code: "KM-CONN-007", ns: inj, name: "unnamed-target", how: "a Service port 8080 whose targetPort is the name web, while the pod's container declares http (8080)",
+			plant: func(ctx context.Context, f *catFault) error {
+				s := catService("unnamed-target", "unnamed-target", corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromString("web")})
+				if err := createService(ctx, inj, s); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod("unnamed-target", nil, catLean()))
+			}},
 	}
 	// The healthy control: one plain injected pod (Istio's default resources).
 	healthy := &catFault{code: "", ns: inj, name: "healthy", how: "a plain injected pod",
