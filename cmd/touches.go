@@ -47,7 +47,7 @@ func reads() string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range []diagnose.Fact{diagnose.FactPod, diagnose.FactMesh, diagnose.FactBackends, diagnose.FactOwner,
-		diagnose.FactEvents, diagnose.FactLogs, diagnose.FactServices} {
+		diagnose.FactEvents, diagnose.FactLogs, diagnose.FactServices, diagnose.FactPolicies} {
 		for _, p := range strings.Split(f.Permission, ", ") {
 			if !seen[p] {
 				seen[p] = true

@@ -106,6 +106,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		incomplete = append(incomplete, evIncomplete...)
 		svcs := readServices(ctx, e.Client, podReports[0].Namespace)
 		svcs.ranges = e.clusterRanges(ctx)
+		svcs.policies = readPolicies(ctx, e.Client, podReports[0].Namespace)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
@@ -250,6 +251,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	}
 	svcs := readServices(ctx, e.Client, ns)
 	svcs.ranges = e.clusterRanges(ctx)
+	svcs.policies = readPolicies(ctx, e.Client, ns)
 	// The workloads are listed meanwhile: those that lack pods get rows of
 	// their own (with -l, the pods counted would be only the selected ones).
 	var workloads *pendingWorkloads

@@ -17,6 +17,8 @@ type services struct {
 	byNS   map[string][]selecting
 	unread string
 	ranges *clusterRanges
+	// policies are the NetworkPolicies of the same namespaces.
+	policies *policies
 }
 
 // clusterRanges are the cluster's pod and Service ranges, read once per
@@ -68,6 +70,7 @@ func (s *services) of(f *diagnose.Facts, p *corev1.Pod) {
 	}
 	f.Pod = p
 	s.ranges.of(f, p)
+	s.policies.of(f, p)
 	if s.unread != "" {
 		f.ServicesUnknown = s.unread
 		return

@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -27,6 +28,7 @@ type checkCase struct {
 	events   []corev1.Event
 	logs     map[string]startup.LogTail
 	services []corev1.Service
+	policies []networkingv1.NetworkPolicy
 	capture  *capture.CaptureReport
 	noPod    string
 	workload *WorkloadState
@@ -569,7 +571,7 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
 	if f.ClusterRanges == nil {
 		f.ClusterRanges = kindRanges()
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -109,6 +110,11 @@ type Facts struct {
 	// ServicesUnknown says why they could not be read.
 	Services        []corev1.Service
 	ServicesUnknown string
+	// NetworkPolicies are the NetworkPolicies of the pod's namespace whose
+	// podSelector matches it; NetworkPoliciesUnknown says why they could
+	// not be read.
+	NetworkPolicies        []networkingv1.NetworkPolicy
+	NetworkPoliciesUnknown string
 	// Workload is what a workload that lacks pods reports (its row has no
 	// pod: NoPod says so).
 	Workload *WorkloadState

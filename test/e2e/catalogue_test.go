@@ -18,6 +18,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -452,6 +453,24 @@ func catPort(name string, port, target int32, proto corev1.Protocol) corev1.Serv
 	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(target), Protocol: proto}
 }
 
+// catPolicy is a NetworkPolicy of the namespace selecting app=app, of the
+// types and rules given.
+func catPolicy(app string, types []networkingv1.PolicyType, ingress []networkingv1.NetworkPolicyIngressRule, egress []networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			PolicyTypes: types, Ingress: ingress, Egress: egress}}
+}
+
+// catPolicyPorts are a NetworkPolicy rule's ports of one protocol.
+func catPolicyPorts(proto corev1.Protocol, ports ...int32) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, p := range ports {
+		pr, v := proto, intstr.FromInt32(p)
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &v})
+	}
+	return out
+}
+
 // catPodNames finds the pods a namespace message of istioctl names.
 var catPodNames = regexp.MustCompile(`pod names: \[([^\]]*)\]`)
 
@@ -585,6 +604,10 @@ func TestCheckCatalogue(t *testing.T) {
 	}
 	createService := func(ctx context.Context, ns string, s *corev1.Service) error {
 		_, err := c.Client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{})
+		return err
+	}
+	createPolicy := func(ctx context.Context, ns string, np *networkingv1.NetworkPolicy) error {
+		_, err := c.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
 		return err
 	}
 	runningReady := func(ctx context.Context, f *catFault, ns string, p *corev1.Pod) error {
@@ -1038,6 +1061,22 @@ exit 1`
 				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo hi > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"}
 				return runningReady(ctx, f, inj, p)
 			}},
+		{code: "KM-CAP-009", ns: inj, name: "as-proxy-gid", how: "a Deployment whose app container runs as gid 1337 (runAsGroup), the proxy's",
+			plant: func(ctx context.Context, f *catFault) error {
+				d := appDeployment(inj, f.name, 1, catLean())
+				gid := int64(1337)
+				d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsGroup: &gid}
+				if _, err := c.Client.AppsV1().Deployments(inj).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				pod, err := catPodOf(ctx, c, inj, "app="+f.name)
+				if err != nil {
+					return err
+				}
+				f.pod, f.state = pod, "its pod running and ready"
+				_, err = catWaitPod(ctx, c, inj, pod, "running and ready", testcluster.Running)
+				return err
+			}},
 		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
@@ -1146,6 +1185,40 @@ exit 1`
 					}
 				}
 				return deploymentRunning(ctx, c, f, inj)
+			}},
+		{code: "KM-CONN-007", ns: inj, name: "unnamed-target", how: "a Service port 8080 whose targetPort is the name web, while the pod's container declares http (8080)",
+			plant: func(ctx context.Context, f *catFault) error {
+				s := catService("unnamed-target", "unnamed-target", corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromString("web")})
+				if err := createService(ctx, inj, s); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod("unnamed-target", nil, catLean()))
+			}},
+		{code: "KM-CONN-008", ns: amb, name: "hbone-blocked", how: "an ambient pod and a NetworkPolicy selecting it (app=hbone-blocked) that admits ingress on TCP 8080 only, not HBONE's 15008",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := createPolicy(ctx, amb, catPolicy(f.name, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					[]networkingv1.NetworkPolicyIngressRule{{Ports: catPolicyPorts(corev1.ProtocolTCP, 8080)}}, nil)); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, amb, appPod(f.name, nil, nil))
+			}},
+		{code: "KM-START-016", ns: inj, name: "no-istiod", how: "a sidecar pod and a NetworkPolicy selecting it (app=no-istiod) with policyTypes Egress that admits DNS (UDP and TCP 53) only, not istiod's 15012",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := createPolicy(ctx, inj, catPolicy(f.name, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, nil,
+					[]networkingv1.NetworkPolicyEgressRule{{Ports: append(catPolicyPorts(corev1.ProtocolUDP, 53), catPolicyPorts(corev1.ProtocolTCP, 53)...)}})); err != nil {
+					return err
+				}
+				if err := createPod(ctx, inj, appPod(f.name, nil, catLean())); err != nil {
+					return err
+				}
+				// Ready or not (a network plugin that enforces the policy
+				// keeps the proxy from istiod): the proxy has started.
+				f.pod, f.state = f.name, "istio-proxy started"
+				_, err := catWaitPod(ctx, c, inj, f.name, f.state, func(p *corev1.Pod) bool {
+					s := catStatus(p, "istio-proxy")
+					return s != nil && s.State.Running != nil
+				})
+				return err
 			}},
 	}
 	// The healthy control: one plain injected pod (Istio's default resources).
