@@ -108,6 +108,10 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	// is returned) does not depend on which came back first.
 	var (
 		whs                 *admissionregistrationv1.MutatingWebhookConfigurationList
+		vwhs                *admissionregistrationv1.ValidatingWebhookConfigurationList
+		vwhErr              error
+		vapbs               *admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+		vapbErr             error
 		nss                 *corev1.NamespaceList
 		labelled            *corev1.ConfigMapList
 		deps                *appsv1.DeploymentList
@@ -118,6 +122,12 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	all(
 		func() {
 			whs, whErr = c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		},
+		func() {
+			vwhs, vwhErr = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		},
+		func() {
+			vapbs, vapbErr = c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
 		},
 		func() { nss, nsErr = c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}) },
 		func() {
@@ -134,6 +144,16 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		}
 	} else {
 		f.Webhooks = whs.Items
+	}
+	if vwhErr != nil {
+		// Only a refusal is put down to them: not knowing them leaves every
+		// verdict as it is, and the refusal's own words.
+		f.ValidatingWebhooksUnknown = "list validatingwebhookconfigurations.admissionregistration.k8s.io: " + vwhErr.Error()
+	} else {
+		f.ValidatingWebhooks = vwhs.Items
+	}
+	if vapbErr == nil {
+		f.PolicyBindings = vapbs.Items
 	}
 	if nsErr != nil {
 		if err := unknown(f, injection.FactNamespaces, "list namespaces", nsErr); err != nil {

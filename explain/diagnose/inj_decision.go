@@ -109,8 +109,15 @@ func init() {
 		run:     decision(CodePodSecurity)})
 }
 
+// blockedCodes are the codes of the refusals whose checks say so in their
+// own files.
+var blockedCodes = map[string]string{}
+
 // blockedCode is the code of what refuses a pod's creation.
 func blockedCode(by string) string {
+	if code, ok := blockedCodes[by]; ok {
+		return code
+	}
 	switch by {
 	case injection.BlockedAnnotation, injection.BlockedTemplate:
 		return CodeAnnotationRefused

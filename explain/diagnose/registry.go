@@ -31,7 +31,7 @@ type Fact struct {
 // The facts checks read.
 var (
 	FactPod       = Fact{"the pod: spec, status, labels, annotations", "get/list pods"}
-	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps", "get namespaces, list mutatingwebhookconfigurations (cluster), list configmaps"}
+	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps; the validating webhooks a refusal names", "get namespaces, list mutatingwebhookconfigurations and validatingwebhookconfigurations (cluster), list configmaps"}
 	FactBackends  = Fact{"the webhooks' Services and endpoints", "get services, list endpointslices (the control plane's namespace)"}
 	FactOwner     = Fact{"the owner's FailedCreate events and its pod template", "list events, get the owner (replicasets, deployments, …)"}
 	FactEvents    = Fact{"the pod's events", "list events"}

@@ -365,8 +365,16 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	}
 
 	// Pods that could not be created: the owner's FailedCreate events.
+	var policy *policyRefusal
 	for _, ev := range w.Events {
 		kind := RefusalOf(ev.Message)
+		if pr, ok := thirdPartyRefusal(f, w, nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && injecting != nil {
+			// Another webhook or a policy refuses what the injector added.
+			kind = BlockedPolicy
+			if blocked == "" {
+				policy = &pr
+			}
+		}
 		if kind == BlockedQuota && injecting == nil {
 			continue // a quota refusing pods with no sidecar is not the mesh's
 		}
@@ -374,7 +382,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
 			if blocked == "" {
 				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
-				if ref, ok := parseWebhookRefusal(ev.Message); ok {
+				if policy != nil {
+					blocked += "; refused by " + policy.by + ", which rejects " + policy.what
+				} else if ref, ok := parseWebhookRefusal(ev.Message); ok {
 					// Which webhook: the one whose selectors match this
 					// pod and whose URL the message quotes.
 					acted := actedOn(matched, ref)
@@ -429,6 +439,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		r.Needs = append(r.Needs, permissionOf(amb.unread))
 	}
 	istioVerdict(r, w, st, evals, calls, blocked, blocker, nsLabels, amb)
+	if policy != nil && r.BlockedBy == BlockedPolicy {
+		r.Reason = "pod creation rejected by " + policy.by + " (it refuses what the injector adds)"
+		r.Fix = policyFix(*policy, w)
+	}
 	if injecting != nil && !injecting.e.failClosed && blocked == "" {
 		r.FailOpenWebhook, r.FailOpenFix = injecting.e.fullName(), webhookDownFix(w, nsLabels, evals, injecting.e)
 		if w.Pod != nil && !st.injected && r.IsMismatch() {

@@ -35,6 +35,14 @@ type Factor struct {
 // "namespace/name".
 type ClusterFacts struct {
 	Webhooks []admissionregistrationv1.MutatingWebhookConfiguration
+	// ValidatingWebhooks are the cluster's validating webhook
+	// configurations, read to say which one refused a pod;
+	// ValidatingWebhooksUnknown says why they could not be read.
+	ValidatingWebhooks        []admissionregistrationv1.ValidatingWebhookConfiguration
+	ValidatingWebhooksUnknown string
+	// PolicyBindings are the ValidatingAdmissionPolicyBindings, read to
+	// exempt a namespace from the one a refusal names.
+	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	// Namespaces present in the cluster, by name.
 	Namespaces map[string]*corev1.Namespace
 	// NamespacesAbsent are namespaces a GET found missing, when listing
@@ -203,6 +211,7 @@ const (
 	BlockedTemplate    = "template"     // istiod cannot render the templates asked for
 	BlockedQuota       = "quota"        // a ResourceQuota refuses the pod with its sidecar
 	BlockedPodSecurity = "pod-security" // PodSecurity admission refuses istio-init's capabilities
+	BlockedPolicy      = "policy"       // another webhook or an admission policy refuses what the injector added
 )
 
 // Warning kinds (WarningKinds).

@@ -531,10 +531,11 @@ func TestCheckCatalogue(t *testing.T) {
 	dup := c.Namespace(t, "cat-dup", map[string]string{"istio-injection": "enabled", "kmesh.test/catalogue-dup": "yes"})
 	quota := c.Namespace(t, "cat-quota", map[string]string{"istio-injection": "enabled"})
 	psa := c.Namespace(t, "cat-psa", map[string]string{"istio-injection": "enabled", "pod-security.kubernetes.io/enforce": "baseline"})
+	vap := c.Namespace(t, "cat-vap", map[string]string{"istio-injection": "enabled"})
 	cni := c.Namespace(t, "cat-cni", map[string]string{"istio.io/rev": "cni"})
 	amb := c.Namespace(t, "cat-amb", map[string]string{"istio.io/dataplane-mode": "ambient"})
 	ambAgents := c.Namespace(t, "cat-amb-cni", nil) // the node agents' stand-ins: no fault of its own
-	faultNamespaces := []string{inj, live, plain, late, rev, conflict, broken, dup, quota, psa, cni, amb}
+	faultNamespaces := []string{inj, live, plain, late, rev, conflict, broken, dup, quota, psa, vap, cni, amb}
 
 	// Webhook faults: copies of the default revision's namespace webhook
 	// (the real istiod's CA), each in a configuration of its own whose
@@ -751,6 +752,13 @@ func TestCheckCatalogue(t *testing.T) {
 				return refused(ctx, f, quota, nil, func(s *corev1.PodSpec) {
 					s.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
 				}, "exceeded quota")
+			}},
+		{code: "KM-INJ-014", ns: vap, name: "vap-web", workload: true, how: "a ValidatingAdmissionPolicy refusing init containers that add NET_ADMIN, bound to an injection-enabled namespace; a Deployment",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := noNetAdminPolicy(ctx, t, c, "cat-no-net-admin", vap); err != nil {
+					return err
+				}
+				return refused(ctx, f, vap, catLean(), nil, "ValidatingAdmissionPolicy")
 			}},
 		{code: "KM-INJ-012", ns: psa, name: "psa-web", workload: true, how: "namespace pod-security.kubernetes.io/enforce=baseline and istio-injection=enabled; a Deployment",
 			plant: func(ctx context.Context, f *catFault) error {

@@ -1,0 +1,184 @@
+package injection
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// policyRefusal is an admission refusal, by something other than the
+// mesh's own webhooks, of what the injector added to the pod: another
+// webhook, or a ValidatingAdmissionPolicy. It is the mesh's cause: without
+// the injection the pod would have been admitted.
+type policyRefusal struct {
+	by     string // what acted, as kubectl names it
+	what   string // what of the injection it refuses
+	exempt string // the command that exempts the namespace from it ("" when none can be written)
+	mesh   string // the way out on the mesh's side
+}
+
+var vapDenied = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: ?(.*)`)
+
+// injectedPart says what of the injection a refusal's message is about:
+// a container the injector adds, named; istio-init's capabilities, when
+// no container of the pod's own asks for them; the proxy's image. "" when
+// the message is about nothing the injector added.
+func injectedPart(msg string, w *Workload) string {
+	for _, c := range []string{istio.InitContainer, istio.ProxyContainer, istio.ValidationContainer} {
+		if strings.Contains(msg, c) {
+			return "container " + c + ", which the injector adds"
+		}
+	}
+	for _, cap := range []string{"NET_ADMIN", "NET_RAW"} {
+		if !strings.Contains(msg, cap) {
+			continue
+		}
+		for _, c := range append(append([]string(nil), containerCaps(w.Spec.InitContainers)...), containerCaps(w.Spec.Containers)...) {
+			if c == cap {
+				return ""
+			}
+		}
+		return "the capability " + cap + " of istio-init, which the injector adds (no container of the pod's own asks for it)"
+	}
+	if strings.Contains(msg, "proxyv2") {
+		return "the proxy's image (proxyv2), which the injector sets"
+	}
+	return ""
+}
+
+// meshWayOut is the way out on the mesh's side for what a policy refuses.
+func meshWayOut(what string) string {
+	switch {
+	case strings.Contains(what, "capability"), strings.Contains(what, istio.InitContainer):
+		return "on the mesh's side: a revision installed with Istio's CNI plugin, whose pods have no istio-init"
+	case strings.Contains(what, istio.ProxyContainer):
+		return "on the mesh's side: the sidecar.istio.io/proxy* annotations (resources) or proxy.istio.io/config on the template, to what the policy admits"
+	}
+	return "on the mesh's side: a template the policy admits"
+}
+
+// thirdPartyRefusal reads a refusal that is not the mesh's own webhook's:
+// a ValidatingAdmissionPolicy the message names, or a webhook whose name
+// it quotes, put down to the configuration whose rules and selectors
+// match this pod.
+func thirdPartyRefusal(f *ClusterFacts, w *Workload, nsLabels map[string]string, msg string) (policyRefusal, bool) {
+	msg = strings.Join(strings.Fields(msg), " ")
+	what := injectedPart(msg, w)
+	if what == "" {
+		return policyRefusal{}, false
+	}
+	pr := policyRefusal{what: what, mesh: meshWayOut(what)}
+	if m := vapDenied.FindStringSubmatch(msg); m != nil {
+		pr.by = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s)", m[1], m[2])
+		for i := range f.PolicyBindings {
+			if b := &f.PolicyBindings[i]; b.Name == m[2] {
+				var sel *metav1.LabelSelector
+				if b.Spec.MatchResources != nil {
+					sel = b.Spec.MatchResources.NamespaceSelector
+				}
+				pr.exempt = exemptCommand("validatingadmissionpolicybinding "+b.Name, "/spec/matchResources", b.Spec.MatchResources == nil, sel, w.Namespace)
+			}
+		}
+		return pr, true
+	}
+	ref, ok := parseWebhookRefusal(msg)
+	if !ok || isIstioWebhook(ref.webhook) {
+		return policyRefusal{}, false
+	}
+	var by []string
+	check := func(kind, config string, i int, name string, rules []admissionregistrationv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector) {
+		if name != ref.webhook || !rulesCoverPodCreate(rules) || !selects(nsSel, nsLabels) || !selects(objSel, w.Labels) {
+			return
+		}
+		by = append(by, kind+" "+config+" (webhook "+name+")")
+		if pr.exempt == "" {
+			pr.exempt = exemptCommand(strings.ToLower(kind)+" "+config, fmt.Sprintf("/webhooks/%d", i), false, nsSel, w.Namespace)
+		}
+	}
+	for _, c := range f.ValidatingWebhooks {
+		for i, h := range c.Webhooks {
+			check("ValidatingWebhookConfiguration", c.Name, i, h.Name, h.Rules, h.NamespaceSelector, h.ObjectSelector)
+		}
+	}
+	for _, c := range f.Webhooks {
+		for i, h := range c.Webhooks {
+			check("MutatingWebhookConfiguration", c.Name, i, h.Name, h.Rules, h.NamespaceSelector, h.ObjectSelector)
+		}
+	}
+	switch {
+	case len(by) > 1:
+		pr.by, pr.exempt = "one of "+strings.Join(by, " or "), ""
+	case len(by) == 1:
+		pr.by = by[0]
+	default:
+		pr.by = "webhook " + ref.webhook
+		if f.ValidatingWebhooksUnknown != "" {
+			pr.by += " (its configuration could not be read: " + f.ValidatingWebhooksUnknown + ")"
+		} else {
+			pr.by += " (no configuration whose selectors match this pod has it now)"
+		}
+	}
+	return pr, true
+}
+
+func selects(s *metav1.LabelSelector, l map[string]string) bool {
+	if s == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	return err == nil && sel.Matches(labels.Set(l))
+}
+
+// exemptCommand is the JSON patch that takes a namespace out of an
+// object's namespaceSelector (at base+"/namespaceSelector"): one more
+// expression, kubernetes.io/metadata.name NotIn [ns]. noBase: the object
+// has nothing at base yet.
+func exemptCommand(object, base string, noBase bool, sel *metav1.LabelSelector, ns string) string {
+	expr := map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []string{ns}}
+	var op map[string]any
+	switch {
+	case noBase:
+		op = map[string]any{"op": "add", "path": base, "value": map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{expr}}}}
+	case sel == nil:
+		op = map[string]any{"op": "add", "path": base + "/namespaceSelector", "value": map[string]any{"matchExpressions": []any{expr}}}
+	case len(sel.MatchExpressions) == 0:
+		op = map[string]any{"op": "add", "path": base + "/namespaceSelector/matchExpressions", "value": []any{expr}}
+	default:
+		op = map[string]any{"op": "add", "path": base + "/namespaceSelector/matchExpressions/-", "value": expr}
+	}
+	b, _ := json.Marshal([]any{op})
+	return fmt.Sprintf("kubectl patch %s --type=json -p '%s'", object, b)
+}
+
+// policyFix is the fix for pods a policy refuses because of what the
+// injector added: both ways out.
+func policyFix(pr policyRefusal, w *Workload) string {
+	if pr.exempt != "" {
+		return pr.exempt + "   # exempts namespace " + w.Namespace + " from " + pr.by + "; or, " + pr.mesh
+	}
+	return "exempt namespace " + w.Namespace + " from " + pr.by + " (an exception in that policy), or, " + pr.mesh
+}
+
+// containerCaps are the capabilities the pod's own containers add.
+func containerCaps(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		if istio.IsIstioContainer(c.Name) {
+			continue
+		}
+		if c.SecurityContext != nil && c.SecurityContext.Capabilities != nil {
+			for _, a := range c.SecurityContext.Capabilities.Add {
+				out = append(out, string(a))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package injection
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// A refusal of what the injector added, by another webhook or an admission
+// policy, is the mesh's cause: put down to the object that acted on this
+// pod (the binding the apiserver names, the webhook configuration whose
+// rules and selectors match it), with a patch exempting the namespace; a
+// refusal of the pod's own, or by a webhook that does not select the pod,
+// is not.
+func TestPolicyRefusalAttributed(t *testing.T) {
+	m := Istio{}
+	checks := 0
+	expect := func(ok bool, format string, args ...any) {
+		t.Helper()
+		checks++
+		if !ok {
+			t.Errorf(format, args...)
+		}
+	}
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}
+	vwc := func(name, ns string) admissionregistrationv1.ValidatingWebhookConfiguration {
+		return admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "caps.policy.example.com", Rules: rules,
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
+	}
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled"})
+	// Two configurations with the same webhook name: only the one whose
+	// selector matches shop acted.
+	f.ValidatingWebhooks = []admissionregistrationv1.ValidatingWebhookConfiguration{vwc("caps-other", "elsewhere"), vwc("caps-shop", "shop")}
+	f.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "no-net-admin"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-net-admin"}}}
+
+	w := template("shop", nil, nil)
+	w.Spec.Containers = []corev1.Container{{Name: "app"}}
+	w.Events = []corev1.Event{refusedEvent(`Error creating: admission webhook "caps.policy.example.com" denied the request: container istio-init adds NET_ADMIN, which is not allowed`)}
+	r := m.Explain(f, w)
+	expect(r.CreationBlocked && r.BlockedBy == BlockedPolicy, "webhook: blocked %v by %q: %s", r.CreationBlocked, r.BlockedBy, r.Verdict)
+	expect(strings.Contains(r.Verdict, "ValidatingWebhookConfiguration caps-shop") && !strings.Contains(r.Verdict+r.Fix, "caps-other"), "webhook: %s / %s", r.Verdict, r.Fix)
+	expect(strings.HasPrefix(r.Fix, `kubectl patch validatingwebhookconfiguration caps-shop --type=json -p '[{"op":"add","path":"/webhooks/0/namespaceSelector/matchExpressions","value":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["shop"]}]}]'`), "webhook fix: %s", r.Fix)
+	expect(strings.Contains(r.Fix, "CNI"), "webhook fix without the mesh's way out: %s", r.Fix)
+
+	w.Events = []corev1.Event{refusedEvent(`Error creating: pods "app-x" is forbidden: ValidatingAdmissionPolicy 'no-net-admin' with binding 'no-net-admin' denied request: NET_ADMIN is not allowed`)}
+	r = m.Explain(f, w)
+	expect(r.BlockedBy == BlockedPolicy && strings.Contains(r.Verdict, "binding no-net-admin"), "policy: %s", r.Verdict)
+	expect(strings.HasPrefix(r.Fix, `kubectl patch validatingadmissionpolicybinding no-net-admin --type=json -p '[{"op":"add","path":"/spec/matchResources","value":{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["shop"]}]}}}]'`), "policy fix: %s", r.Fix)
+
+	// The pod's own container asks for NET_ADMIN: the policy's refusal is
+	// the pod's, not the mesh's.
+	w.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+	r = m.Explain(f, w)
+	expect(r.BlockedBy != BlockedPolicy, "the app's own NET_ADMIN put down to the mesh: %s", r.Verdict)
+	testreport.Count(t, "policy refusal attribution: %d checks", checks)
+}
