@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// fixCase is a fault planted from testdata/fixes (namespace kmfix-NN),
+// diagnose's answer it must get (the item, the code, the words its fix
+// must start with), and whether the pasted fix must leave the workload's
+// pods with a sidecar.
+type fixCase struct {
+	nn, object, code, fixStarts string
+	injected                    bool
+	// healthy: the plant is not a fault; diagnose must not say fail (and
+	// there is no fix to paste).
+	healthy bool
+	state   func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
+}
+
+var fixCases = []fixCase{
+	{nn: "01", object: "deployment/web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-01 istio.io/rev=default --overwrite", injected: true, state: rsFailed},
+	{nn: "02", object: "web", code: "KM-INJ-001", fixStarts: "kubectl mesh why-injected pod/", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning
+	})},
+	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
+	{nn: "04", object: "deployment/web", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin", injected: true, state: rsFailed},
+}
+
+// TestFixesRecover plants faults taken from Istio's issues, checks that
+// diagnose puts each down to what acted on the pod, then pastes the fix it
+// printed, line by line, as a user would (comments and all, through a
+// shell, with kubectl and the plugin on PATH), and waits until the
+// workload recovers: its pods ready (with a sidecar where one is asked
+// for), and diagnose no longer finding the fault.
+func TestFixesRecover(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	if c.KubectlPath == "" {
+		t.Fatal("no kubectl: hack/cluster/build-kube.sh builds it")
+	}
+	bin := meshBinary(t, c)
+	ctx := context.Background()
+	start := time.Now()
+	recovered, checks := 0, 0
+	defer func() {
+		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered, len(fixCases), checks, time.Since(start).Round(time.Second))
+	}()
+	// A PATH where `kubectl` is the cluster's and `kubectl mesh` this build.
+	pathDir := t.TempDir()
+	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
+		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := filepath.Glob("testdata/fixes/[0-9][0-9]-*.yaml")
+	if err != nil || len(files) != len(fixCases) {
+		t.Fatalf("testdata/fixes: %d files (%v), %d cases", len(files), err, len(fixCases))
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		plantFix(ctx, t, c, f)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	errs := make([]error, len(fixCases))
+	var wg sync.WaitGroup
+	for i, fc := range fixCases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = catPoll(waitCtx, "fault "+fc.nn+"'s state", func(ctx context.Context) (bool, string) { return fc.state(ctx, c, "kmfix-"+fc.nn) })
+		}()
+	}
+	wg.Wait()
+	for i, fc := range fixCases {
+		t.Run(fc.nn, func(t *testing.T) {
+			if errs[i] != nil {
+				t.Fatalf("not in its state: %v", errs[i])
+			}
+			ns := "kmfix-" + fc.nn
+			it, found := fixFinding(t, bin, c, ns, fc)
+			checks++
+			if found == nil {
+				return
+			}
+			checks++
+			if !strings.HasPrefix(found.Fix, fc.fixStarts) {
+				t.Fatalf("%s's fix does not start with %q:\n%s", fc.code, fc.fixStarts, found.Fix)
+			}
+			t.Logf("%s %s: %s; fix:\n%s", fc.nn, it.Name, catShort(found.Evidence), found.Fix)
+			for _, line := range strings.Split(found.Fix, "\n") {
+				cmd := exec.CommandContext(ctx, "sh", "-c", line)
+				cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+				out, err := cmd.CombinedOutput()
+				checks++
+				if err != nil {
+					t.Fatalf("the pasted fix failed: %s: %v\n%s", line, err, out)
+				}
+			}
+			recCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			defer cancel()
+			checks++
+			if err := catPoll(recCtx, ns+" recovered", func(ctx context.Context) (bool, string) {
+				return fixRecovered(ctx, bin, c, ns, fc)
+			}); err != nil {
+				t.Fatalf("after the pasted fix: %v", err)
+			}
+			recovered++
+		})
+	}
+}
+
+// fixFinding is diagnose's item for the case's object and its finding of
+// the case's code (nil, with the test failed, when there is none).
+func fixFinding(t *testing.T, bin string, c *testcluster.Cluster, ns string, fc fixCase) (*catItem, *catFinding) {
+	t.Helper()
+	d, r, err := catDiagnose(bin, c.Kubeconfig, ns)
+	if err != nil {
+		t.Fatalf("diagnose -n %s: %v\n%s", ns, err, r.stderr)
+	}
+	for _, x := range d.all() {
+		x := x
+		kindName := strings.ToLower(x.WorkloadKind) + "/" + x.Name
+		if !(x.WorkloadKind == "Pod" && strings.HasPrefix(x.Name, fc.object+"-") || kindName == fc.object) {
+			continue
+		}
+		if x.Status == "pass" && !fc.healthy {
+			t.Errorf("%s is broken, diagnose says pass: %s", fc.object, x.says())
+		}
+		for j := range x.Findings {
+			if x.Findings[j].Code == fc.code {
+				return &x, &x.Findings[j]
+			}
+		}
+		t.Errorf("%s: no finding %s: %s", fc.object, fc.code, x.says())
+		return &x, nil
+	}
+	t.Errorf("no item %s in diagnose -n %s", fc.object, ns)
+	return nil, nil
+}
+
+// fixRecovered: every pod of the namespace is ready (with istio-proxy when
+// the case wants a sidecar), none is being deleted, and diagnose no
+// longer has the fault's code.
+func fixRecovered(ctx context.Context, bin string, c *testcluster.Cluster, ns string, fc fixCase) (bool, string) {
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(pods.Items) == 0 {
+		return false, "no pods yet"
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || !podReadyNow(p) || fc.injected && catStatus(p, "istio-proxy") == nil {
+			return false, "pod " + p.Name + ": " + catPodState(p)
+		}
+	}
+	d, r, err := catDiagnose(bin, c.Kubeconfig, ns)
+	if err != nil {
+		return false, err.Error() + r.stderr
+	}
+	for _, x := range d.all() {
+		for _, f := range x.Findings {
+			if f.Code == fc.code {
+				return false, fmt.Sprintf("diagnose still finds %s on %s: %s", fc.code, x.Name, catShort(f.Evidence))
+			}
+		}
+	}
+	return true, ""
+}
+
+// plantFix applies one fault file: what is not a workload first (the
+// namespace, webhooks, policies), then, a few seconds later, the
+// workloads, so that what selects the pods exists before them, and
+// deletes it all at the end (cluster-scoped objects too).
+func plantFix(ctx context.Context, t *testing.T, c *testcluster.Cluster, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, then [][]byte
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
+			break
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		data, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch obj.GetKind() {
+		case "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod":
+			then = append(then, data)
+		default:
+			first = append(first, data)
+			if obj.GetNamespace() == "" && obj.GetKind() != "Namespace" {
+				kind, name := strings.ToLower(obj.GetKind()), obj.GetName()
+				t.Cleanup(func() {
+					_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
+				})
+			}
+			if obj.GetKind() == "Namespace" {
+				ns := obj.GetName()
+				t.Cleanup(func() {
+					_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+				})
+			}
+		}
+	}
+	for _, d := range first {
+		if err := c.ApplyManifest(ctx, "", d); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	time.Sleep(2 * time.Second) // the workloads' pods are younger than what selects them
+	for _, d := range then {
+		if err := c.ApplyManifest(ctx, "", d); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+}
