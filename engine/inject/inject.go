@@ -651,9 +651,28 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 			v.SharedFrom = ns
 		}
 		v.Compare(r)
+		if v.Refused {
+			e.attributeRefusal(&v, r, nsOf[r], jobs[key].tmpl)
+		}
 		r.Verified = &v
 	}
 	return nil
+}
+
+// attributeRefusal reads a dry run's refusal as a FailedCreate event of the
+// template it was made from: what acted on the pod and the fix, as the
+// explanation of a workload whose pods are refused says them.
+func (e *Engine) attributeRefusal(v *injection.Verification, r *injection.InjectionReport, ns string, tmpl *corev1.PodTemplateSpec) {
+	if e.facts == nil || tmpl == nil {
+		return
+	}
+	w := &injection.Workload{Kind: r.Kind, Namespace: ns, Name: r.Name, NamespaceSource: injection.NamespaceFromCluster,
+		Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
+		Events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Message: v.Message,
+			InvolvedObject: corev1.ObjectReference{Kind: "dry run of", Name: r.Name}}}}
+	if a := e.Mesh.Explain(e.facts, w); a.CreationBlocked {
+		v.BlockedBy, v.Fix = a.BlockedBy, a.Fix
+	}
 }
 
 // verifyWorkers is how many of --verify's requests run at once.

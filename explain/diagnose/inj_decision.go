@@ -231,7 +231,12 @@ func proof(c *Check, r *injection.InjectionReport) {
 		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
 	case v.Refused:
 		c.Status, c.Evidence = Fail, "a dry-run create was refused: "+v.Summary()
-		if kind := injection.RefusalOf(v.Summary()); kind != "" {
+		if v.BlockedBy != "" {
+			c.Code = blockedCode(v.BlockedBy)
+			if v.Fix != "" {
+				c.Fix = v.Fix
+			}
+		} else if kind := injection.RefusalOf(v.Summary()); kind != "" {
 			c.Code = blockedCode(kind)
 		} else if c.Code == "" || c.Code == CodeSidecarMissing {
 			c.Code = CodeWebhookUnreachable

@@ -18,6 +18,10 @@ type Verification struct {
 	// Refused: admission rejected the pod; Message says how.
 	Refused bool   `json:"refused"`
 	Message string `json:"message,omitempty"`
+	// BlockedBy is what refused it (Blocked* constants), and Fix the fix,
+	// when the refusal was put down to what acted on the pod.
+	BlockedBy string `json:"blockedBy,omitempty"`
+	Fix       string `json:"fix,omitempty"`
 	// Agrees compares the proof with the prediction; null when the
 	// prediction was unknown (the proof then answers alone).
 	Agrees *bool `json:"agrees"`
