@@ -177,6 +177,18 @@ var checkCases = []checkCase{
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly", Controller: &yes}}
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}, status: Fail, evidence: "Job"},
+	// A bare pod run once (no Job) with a classic sidecar: the same fault.
+	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
+		p.OwnerReferences = nil
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}, status: Fail, evidence: "restartPolicy Never"},
+	// A CronJob's Job's pod: owned by the Job, as any Job's.
+	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly-29012345", Controller: &yes}}
+		p.Labels = map[string]string{"batch.kubernetes.io/job-name": "nightly-29012345", "batch.kubernetes.io/controller-uid": "u"}
+		p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	}, status: Fail, evidence: "Job's pod"},
 	{code: CodeReservedPort, pod: func(p *corev1.Pod) {
 		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}
 	}, status: Fail, evidence: "port 15021"},
