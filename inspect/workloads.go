@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -145,26 +146,57 @@ func replicas(r *int32) int32 {
 
 // DeploymentWorkload is a Deployment's wants and troubles.
 func DeploymentWorkload(d *appsv1.Deployment) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas), Template: &d.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas),
+		Template: &d.Spec.Template, Labels: d.Labels}}
 	var times []metav1.Time
+	failing, progressing := false, ""
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastUpdateTime, c.LastTransitionTime)
 		bad := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue ||
 			c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
 		if bad {
+			failing = true
 			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+		if c.Type == appsv1.DeploymentProgressing {
+			progressing = condition(string(c.Type)+"="+string(c.Status), c.Reason, c.Message)
+			if m := newReplicaSet.FindStringSubmatch(c.Message); m != nil {
+				w.NewReplicaSet = m[1]
+			}
 		}
 	}
 	if d.Spec.Paused {
 		w.Desired = 0 // a paused Deployment makes no pods
 	}
+	// A rollout its controller cannot carry out: the newest ReplicaSet lacks
+	// pods while the Deployment says why (its old ReplicaSets serve on).
+	// One in progress, or one the controller has not seen yet, is not.
+	if failing && w.Desired > 0 && d.Status.UpdatedReplicas < w.Desired && d.Status.ObservedGeneration >= d.Generation {
+		w.Rollout = fmt.Sprintf("%s of its new template exist (updated %d of %d)", pods(d.Status.UpdatedReplicas), d.Status.UpdatedReplicas, w.Desired)
+		if w.NewReplicaSet != "" {
+			w.Rollout = fmt.Sprintf("%s of its newest ReplicaSet %s exist, of %d wanted", pods(d.Status.UpdatedReplicas), w.NewReplicaSet, w.Desired)
+		}
+		if progressing != "" && !strings.HasPrefix(progressing, "Progressing=False") {
+			w.Progressing = progressing // a False one is among its conditions already
+		}
+	}
 	w.Since = since(d.CreationTimestamp, times...)
 	return w
 }
 
+// newReplicaSet is the ReplicaSet a Deployment's Progressing condition names.
+var newReplicaSet = regexp.MustCompile(`^ReplicaSet "([^"]+)"`)
+
+func pods(n int32) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
 // StatefulSetWorkload is a StatefulSet's wants and troubles.
 func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template, Labels: s.Labels}}
 	var times []metav1.Time
 	for _, c := range s.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -178,7 +210,7 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 
 // DaemonSetWorkload is a DaemonSet's wants: a pod on each node it is to run on.
 func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template, Labels: d.Labels}}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -193,7 +225,7 @@ func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
 // JobWorkload is a Job's wants: a pod while it is neither finished nor
 // suspended; its Failed condition is a fault of its own.
 func JobWorkload(j *batchv1.Job) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1, Template: &j.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1, Template: &j.Spec.Template, Labels: j.Labels}}
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.Desired = 0
 	}

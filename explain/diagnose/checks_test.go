@@ -208,6 +208,15 @@ var checkCases = []checkCase{
 		Conditions: []string{`ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`},
 		Events:     []string{`FailedCreate (12×): Error creating: pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`}},
 		status: Fail, evidence: `deployment/web wants 2 pods and has 0; ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden`, fix: "kubectl create serviceaccount web-sa -n shop"},
+	// A rollout stuck on its newest ReplicaSet, the old pods serving: the
+	// refusal, the Progressing condition, and the fix the refusal calls for.
+	{code: CodeWorkloadShort, workload: &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web", Desired: 2, Pods: 2, Since: t0,
+		Rollout: "0 pods of its newest ReplicaSet web-7c9d8 exist, of 2 wanted", NewReplicaSet: "web-7c9d8",
+		Progressing: `Progressing=True (ReplicaSetUpdated): ReplicaSet "web-7c9d8" is progressing.`,
+		Conditions:  []string{`ReplicaFailure (FailedCreate): pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found`},
+		Events:      []string{`FailedCreate (9×): Error creating: pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found`}},
+		status: Fail, evidence: `deployment/web's rollout is stuck: 0 pods of its newest ReplicaSet web-7c9d8 exist, of 2 wanted; its old pods are diagnosed in their own rows; ReplicaFailure (FailedCreate): pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found; Progressing=True (ReplicaSetUpdated)`,
+		fix: "kubectl create serviceaccount web-v2 -n shop"},
 	{code: CodeJobFailed, workload: &WorkloadState{Kind: "Job", Namespace: "shop", Name: "migrate", Desired: 0, Since: t0,
 		Failed:      "Failed (BackoffLimitExceeded): Job has reached the specified backoff limit",
 		PodFailures: []string{"migrate-x7k2p: app failed: exit 2 (Error); not restarted yet: its log ends: FATAL: password authentication failed"}},
