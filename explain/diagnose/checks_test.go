@@ -32,6 +32,7 @@ type checkCase struct {
 	capture  *capture.CaptureReport
 	noPod    string
 	workload *WorkloadState
+	owner    *WorkloadState // the pod's workload, as read
 	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
 	ranges []ClusterRange
 	now    time.Duration
@@ -616,6 +617,7 @@ func (tc checkCase) facts() Facts {
 		owner = ref.Kind
 	}
 	f.Startup = startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Events: tc.events, Logs: tc.logs, OwnerKind: owner, Now: t0.Add(now)})
+	f.Owner = tc.owner
 	if w := tc.workload; w != nil {
 		// A workload with no pod: its template's injection answer and its
 		// controller's account.

@@ -44,8 +44,10 @@ type WorkloadState struct {
 	Now   time.Time `json:"-"`
 	// Template is its pod template (what fixes patch), when read.
 	Template *corev1.PodTemplateSpec `json:"-"`
-	// Labels are its own metadata.labels (not its template's), when read.
-	Labels map[string]string `json:"-"`
+	// Labels are its own metadata.labels (not its template's), when read;
+	// Controller is its own controller ("CronJob/nightly"), "" for none.
+	Labels     map[string]string `json:"-"`
+	Controller string            `json:"-"`
 	// Rollout says a Deployment's rollout is stuck: its newest ReplicaSet
 	// (NewReplicaSet) lacks pods its controller cannot create while the
 	// old ones serve ("" when it is not); Progressing is its Progressing
