@@ -350,3 +350,30 @@ func WorkloadEvents(events map[string][]corev1.Event, namespace, kind, name stri
 func UnknownEvents(f *injection.ClusterFacts, err error) error {
 	return unknown(f, injection.FactEvents, "list events", err)
 }
+
+// CronJobJobs lists the Jobs a CronJob made (their controller), newest
+// first: one LIST of the namespace's Jobs.
+func (c *Client) CronJobJobs(ctx context.Context, namespace, name string) ([]Workload, error) {
+	list, err := c.Proto.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, ExplainAPIError(err, "list jobs")
+	}
+	var jobs []*batchv1.Job
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "CronJob" && ref.Name == name {
+			jobs = append(jobs, &list.Items[i])
+		}
+	}
+	sort.SliceStable(jobs, func(i, j int) bool {
+		a, b := jobs[i].CreationTimestamp, jobs[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return jobs[i].Name > jobs[j].Name
+	})
+	out := make([]Workload, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, JobWorkload(j))
+	}
+	return out, nil
+}

@@ -162,6 +162,17 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 	if err != nil || !ok {
 		return nil, "", nil, err
 	}
+	if w.Kind == "CronJob" {
+		// Its answer is its last Job's: failed, or short of its pod.
+		jobs, err := e.Client.CronJobJobs(ctx, r.Namespace, r.Name)
+		switch {
+		case err != nil:
+			return nil, "", nil, err
+		case len(jobs) == 0:
+			return nil, "it has made no Job yet", nil, nil
+		}
+		w = jobs[0]
+	}
 	counts := podCounts{}
 	for _, p := range pods {
 		if p != nil {
@@ -179,6 +190,9 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 	}
 	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, failures, nil, warnings, unread)
 	if err != nil || len(items) == 0 {
+		if r.Kind == "CronJob" {
+			return nil, "its last Job " + w.Name + " wants no pods now (finished or suspended)", incomplete, err
+		}
 		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
 	}
 	items[0].facts.Injection = r

@@ -75,7 +75,7 @@ func init() {
 	register(&Spec{Code: CodeJobFailed, Title: "Job failed", Stage: CheckStart, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
 		Means:   "A Job gave up (its backoff limit or deadline exceeded): its pods ran and failed, for the reason their own rows give (their exit codes and logs); a pod whose failure a mesh check explains (a classic sidecar, no network at start) says so there.",
-		Detects: "The Job's Failed condition, its reason and message.",
+		Detects: "The Job's Failed condition, its reason and message; for a CronJob named, its last Job's (its Jobs' pods are diagnosed in their own rows).",
 		Fixes:   "The failed pods' log says why; fix that, then re-create the Job.",
 		Source:  "kubectl's own statuses (Job Failed, BackoffLimitExceeded); istio/istio issues on Jobs in meshed namespaces",
 		Planted: "a Job whose container exits 2, backoffLimit 1",
@@ -154,6 +154,11 @@ func workloadShort(in *Input) []Finding {
 	}
 	if w.Failed != "" {
 		f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that, then re-create the Job"
+		if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok {
+			f.Evidence = "cronjob/" + cron + "'s Job: " + f.Evidence
+			f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that in cronjob/" + cron +
+				": its next run makes a new Job (or run one now: kubectl create job --from=cronjob/" + cron + " " + cron + "-retry -n " + w.Namespace + ")"
+		}
 	}
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
 	if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
