@@ -109,7 +109,10 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 	}
 	if proxy.Role == RoleProxy {
-		if what := runsOnce(f); what != "" {
+		// One that ended (Succeeded, Failed) was not kept alive by it:
+		// something stopped the proxy (the job's /quitquitquit).
+		ended := r.Phase == string(corev1.PodSucceeded) || r.Phase == string(corev1.PodFailed)
+		if what := runsOnce(f); what != "" && !ended {
 			fix := "use a native sidecar (annotation " + istio.AnnotationNativeSidecar + ": \"true\", Kubernetes 1.29+), or have the job call POST http://localhost:15020/quitquitquit when it is done"
 			switch {
 			case !native.Annotation:
