@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -107,8 +108,43 @@ func (c *Client) Workload(ctx context.Context, namespace, kind, name string) (w 
 			return w, true, ExplainAPIError(err, "get jobs")
 		}
 		return JobWorkload(o), true, nil
+	case "CronJob":
+		o, err := c.Kube.BatchV1().CronJobs(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get cronjobs")
+		}
+		return CronJobWorkload(o), true, nil
 	}
 	return w, false, nil
+}
+
+// CronJobWorkload is a CronJob: it wants no pod of its own (its Jobs do).
+func CronJobWorkload(cj *batchv1.CronJob) Workload {
+	return Workload{WorkloadState: diagnose.WorkloadState{Kind: "CronJob", Namespace: cj.Namespace, Name: cj.Name,
+		Template: &cj.Spec.JobTemplate.Spec.Template, Labels: cj.Labels, Since: cj.CreationTimestamp.Time}}
+}
+
+// PodOwner reads the workload whose template makes the pod (a ReplicaSet's
+// Deployment, a StatefulSet, a DaemonSet, a Job, and a Job's CronJob when
+// the Job's labels do not say what the check needs): one GET, two for a
+// CronJob's Job; nil for a pod no such workload makes.
+func (c *Client) PodOwner(ctx context.Context, p *corev1.Pod) (*diagnose.WorkloadState, error) {
+	o := OwnerOf(p)
+	if o == nil {
+		return nil, nil
+	}
+	w, ok, err := c.Workload(ctx, p.Namespace, o.Kind, o.Name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if cron, isCron := strings.CutPrefix(w.Controller, "CronJob/"); isCron && w.Labels[diagnose.InjectLabel] == "" {
+		cj, _, err := c.Workload(ctx, p.Namespace, "CronJob", cron)
+		if err != nil {
+			return nil, err
+		}
+		return &cj.WorkloadState, nil
+	}
+	return &w.WorkloadState, nil
 }
 
 // since is the latest of the object's creation and its conditions' changes:
@@ -145,26 +181,57 @@ func replicas(r *int32) int32 {
 
 // DeploymentWorkload is a Deployment's wants and troubles.
 func DeploymentWorkload(d *appsv1.Deployment) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas), Template: &d.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas),
+		Template: &d.Spec.Template, Labels: d.Labels}}
 	var times []metav1.Time
+	failing, progressing := false, ""
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastUpdateTime, c.LastTransitionTime)
 		bad := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue ||
 			c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
 		if bad {
+			failing = true
 			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+		if c.Type == appsv1.DeploymentProgressing {
+			progressing = condition(string(c.Type)+"="+string(c.Status), c.Reason, c.Message)
+			if m := newReplicaSet.FindStringSubmatch(c.Message); m != nil {
+				w.NewReplicaSet = m[1]
+			}
 		}
 	}
 	if d.Spec.Paused {
 		w.Desired = 0 // a paused Deployment makes no pods
 	}
+	// A rollout its controller cannot carry out: the newest ReplicaSet lacks
+	// pods while the Deployment says why (its old ReplicaSets serve on).
+	// One in progress, or one the controller has not seen yet, is not.
+	if failing && w.Desired > 0 && d.Status.UpdatedReplicas < w.Desired && d.Status.ObservedGeneration >= d.Generation {
+		w.Rollout = fmt.Sprintf("%s of its new template exist (updated %d of %d)", pods(d.Status.UpdatedReplicas), d.Status.UpdatedReplicas, w.Desired)
+		if w.NewReplicaSet != "" {
+			w.Rollout = fmt.Sprintf("%s of its newest ReplicaSet %s exist, of %d wanted", pods(d.Status.UpdatedReplicas), w.NewReplicaSet, w.Desired)
+		}
+		if progressing != "" && !strings.HasPrefix(progressing, "Progressing=False") {
+			w.Progressing = progressing // a False one is among its conditions already
+		}
+	}
 	w.Since = since(d.CreationTimestamp, times...)
 	return w
 }
 
+// newReplicaSet is the ReplicaSet a Deployment's Progressing condition names.
+var newReplicaSet = regexp.MustCompile(`^ReplicaSet "([^"]+)"`)
+
+func pods(n int32) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
 // StatefulSetWorkload is a StatefulSet's wants and troubles.
 func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template, Labels: s.Labels}}
 	var times []metav1.Time
 	for _, c := range s.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -178,7 +245,7 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 
 // DaemonSetWorkload is a DaemonSet's wants: a pod on each node it is to run on.
 func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template, Labels: d.Labels}}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -193,7 +260,10 @@ func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
 // JobWorkload is a Job's wants: a pod while it is neither finished nor
 // suspended; its Failed condition is a fault of its own.
 func JobWorkload(j *batchv1.Job) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1, Template: &j.Spec.Template}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Job", Namespace: j.Namespace, Name: j.Name, Desired: 1, Template: &j.Spec.Template, Labels: j.Labels}}
+	if ref := metav1.GetControllerOf(j); ref != nil {
+		w.Controller = ref.Kind + "/" + ref.Name
+	}
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.Desired = 0
 	}
@@ -279,4 +349,31 @@ func WorkloadEvents(events map[string][]corev1.Event, namespace, kind, name stri
 // UnknownEvents records the warning events as unread in f.
 func UnknownEvents(f *injection.ClusterFacts, err error) error {
 	return unknown(f, injection.FactEvents, "list events", err)
+}
+
+// CronJobJobs lists the Jobs a CronJob made (their controller), newest
+// first: one LIST of the namespace's Jobs.
+func (c *Client) CronJobJobs(ctx context.Context, namespace, name string) ([]Workload, error) {
+	list, err := c.Proto.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, ExplainAPIError(err, "list jobs")
+	}
+	var jobs []*batchv1.Job
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "CronJob" && ref.Name == name {
+			jobs = append(jobs, &list.Items[i])
+		}
+	}
+	sort.SliceStable(jobs, func(i, j int) bool {
+		a, b := jobs[i].CreationTimestamp, jobs[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return jobs[i].Name > jobs[j].Name
+	})
+	out := make([]Workload, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, JobWorkload(j))
+	}
+	return out, nil
 }

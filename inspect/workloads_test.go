@@ -57,3 +57,48 @@ func TestWorkloadWants(t *testing.T) {
 		t.Errorf("events of deployment/web: %q", got)
 	}
 }
+
+// A rollout whose newest ReplicaSet admission refuses, its old pods
+// serving: stuck, the ReplicaSet and the Progressing condition named; one
+// in progress, finished or paused is not.
+func TestDeploymentRolloutStuck(t *testing.T) {
+	two := int32(2)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Generation: 3, Labels: map[string]string{"app": "web"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &two},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 0, AvailableReplicas: 2, Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated", Message: `ReplicaSet "web-7c9d8" is progressing.`},
+			{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: `pods "web-7c9d8-x" is forbidden: exceeded quota: pods`},
+		}}}
+	w := DeploymentWorkload(d)
+	if !w.Short() || w.NewReplicaSet != "web-7c9d8" || !strings.Contains(w.Rollout, "0 pods of its newest ReplicaSet web-7c9d8 exist, of 2 wanted") ||
+		w.Progressing != `Progressing=True (ReplicaSetUpdated): ReplicaSet "web-7c9d8" is progressing.` || w.Labels["app"] != "web" {
+		t.Errorf("stuck rollout: %+v", w.WorkloadState)
+	}
+	// Past its deadline: Progressing=False is among its conditions.
+	d.Status.Conditions[1] = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-7c9d8" has timed out progressing.`}
+	if w := DeploymentWorkload(d); w.Rollout == "" || w.Progressing != "" || len(w.Conditions) != 2 {
+		t.Errorf("stuck past its deadline: %+v", w.WorkloadState)
+	}
+	// In progress, with no failure: not stuck.
+	ok := d.DeepCopy()
+	ok.Status.Conditions = ok.Status.Conditions[:1]
+	ok.Status.UpdatedReplicas = 1
+	w = DeploymentWorkload(ok)
+	if w.Pods = 2; w.Rollout != "" || w.Short() {
+		t.Errorf("a rollout in progress: %+v", w.WorkloadState)
+	}
+	// Not observed yet, paused, scaled to zero: not stuck.
+	for name, mod := range map[string]func(*appsv1.Deployment){
+		"unobserved": func(d *appsv1.Deployment) { d.Generation = 4 },
+		"paused":     func(d *appsv1.Deployment) { d.Spec.Paused = true },
+		"zero":       func(d *appsv1.Deployment) { zero := int32(0); d.Spec.Replicas = &zero },
+		"done":       func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 2 },
+	} {
+		c := d.DeepCopy()
+		mod(c)
+		if w := DeploymentWorkload(c); w.Rollout != "" {
+			t.Errorf("%s: %+v", name, w.WorkloadState)
+		}
+	}
+}

@@ -119,6 +119,11 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 			}
 			items = append(items, it)
 		}
+		more, err := e.readOwners(ctx, items)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		incomplete = append(incomplete, more...)
 	}
 	for _, r := range reports {
 		switch {
@@ -264,6 +269,9 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := e.Verify || e.Rules
 	var items []*item
+	// Pods whose workload's own labels their diagnosis reads wait for the
+	// workloads' list (with -l there is none: they are not held).
+	var held []*item
 	err = e.Inject.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
 		it := item{facts: diagnose.Facts{Injection: r}}
 		if p == nil {
@@ -279,7 +287,8 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			svcs.of(&it.facts, p)
 			failures.add(p, it.facts.Startup)
 		}
-		if keepFacts {
+		hold := workloads != nil && ownerWanted(r, p)
+		if keepFacts || hold {
 			if p != nil {
 				pod := *p
 				it.facts.Pod = &pod
@@ -287,7 +296,11 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 					it.pod = &pod
 				}
 			}
-			items = append(items, &it)
+			if keepFacts {
+				items = append(items, &it)
+			} else {
+				held = append(held, &it)
+			}
 			return nil
 		}
 		return keep(diagnose.Diagnose(it.facts))
@@ -305,6 +318,17 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			return nil, workloads.err
 		}
 		evIncomplete = append(evIncomplete, workloads.unread...)
+		index := ownerIndex(workloads.list)
+		for _, it := range append(append([]*item(nil), items...), held...) {
+			if it.facts.Pod != nil {
+				setOwner(it, it.facts.Pod, index)
+			}
+		}
+		for _, it := range held {
+			if err := keep(diagnose.Diagnose(it.facts)); err != nil {
+				return nil, err
+			}
+		}
 		unread := ""
 		if why, ok := facts.Unknown[injection.FactEvents]; ok {
 			unread = why

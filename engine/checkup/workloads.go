@@ -110,18 +110,35 @@ next:
 	var items []*item
 	for i := range short {
 		w := &short[i]
+		events := newestOnly(warnings, w)
 		if warnings != nil {
-			w.Events = inspect.WorkloadEvents(warnings, w.Namespace, w.Kind, w.Name, 3)
+			w.Events = inspect.WorkloadEvents(events, w.Namespace, w.Kind, w.Name, 3)
 		} else {
 			w.EventsUnknown = warningsUnread
 		}
-		failed := inspect.EventsForOwner(inspect.OnlyReason(warnings, "FailedCreate"), w.Namespace, w.Kind, w.Name)
+		failed := inspect.EventsForOwner(inspect.OnlyReason(events, "FailedCreate"), w.Namespace, w.Kind, w.Name)
 		r := e.Inject.ExplainTemplate(facts, w.Kind, w.Namespace, w.Name, w.Template, failed)
 		st := w.WorkloadState
 		it := &item{facts: diagnose.Facts{Injection: r, Workload: &st, NoPod: noPodOf(&st)}}
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// newestOnly keeps, of a Deployment whose rollout is stuck on a ReplicaSet
+// it names, the events about it and that ReplicaSet: an older ReplicaSet's
+// refusals are history.
+func newestOnly(events map[string][]corev1.Event, w *inspect.Workload) map[string][]corev1.Event {
+	if events == nil || w.Rollout == "" || w.NewReplicaSet == "" {
+		return events
+	}
+	out := map[string][]corev1.Event{}
+	for _, k := range []string{w.Namespace + "/" + w.Kind + "/" + w.Name, w.Namespace + "/ReplicaSet/" + w.NewReplicaSet} {
+		if evs, ok := events[k]; ok {
+			out[k] = evs
+		}
+	}
+	return out
 }
 
 // noPodOf says why a workload's row has no pod.
@@ -131,6 +148,8 @@ func noPodOf(w *diagnose.WorkloadState) string {
 		return "the Job failed: its pods are diagnosed in their own rows"
 	case w.Pods == 0:
 		return "it has no pods: none was created"
+	case w.Rollout != "" && w.Pods >= w.Desired:
+		return "its newest ReplicaSet's pods were never created: its old pods are diagnosed in their own rows"
 	}
 	return "some of its pods were never created"
 }
@@ -142,6 +161,17 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 	w, ok, err := e.Client.Workload(ctx, r.Namespace, r.Kind, r.Name)
 	if err != nil || !ok {
 		return nil, "", nil, err
+	}
+	if w.Kind == "CronJob" {
+		// Its answer is its last Job's: failed, or short of its pod.
+		jobs, err := e.Client.CronJobJobs(ctx, r.Namespace, r.Name)
+		switch {
+		case err != nil:
+			return nil, "", nil, err
+		case len(jobs) == 0:
+			return nil, "it has made no Job yet", nil, nil
+		}
+		w = jobs[0]
 	}
 	counts := podCounts{}
 	for _, p := range pods {
@@ -160,6 +190,9 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 	}
 	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, failures, nil, warnings, unread)
 	if err != nil || len(items) == 0 {
+		if r.Kind == "CronJob" {
+			return nil, "its last Job " + w.Name + " wants no pods now (finished or suspended)", incomplete, err
+		}
 		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
 	}
 	items[0].facts.Injection = r

@@ -32,6 +32,7 @@ type checkCase struct {
 	capture  *capture.CaptureReport
 	noPod    string
 	workload *WorkloadState
+	owner    *WorkloadState // the pod's workload, as read
 	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
 	ranges []ClusterRange
 	now    time.Duration
@@ -177,6 +178,18 @@ var checkCases = []checkCase{
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly", Controller: &yes}}
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}, status: Fail, evidence: "Job"},
+	// A bare pod run once (no Job) with a classic sidecar: the same fault.
+	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
+		p.OwnerReferences = nil
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}, status: Fail, evidence: "restartPolicy Never"},
+	// A CronJob's Job's pod: owned by the Job, as any Job's.
+	{code: CodeJobClassicSidecar, pod: func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "nightly-29012345", Controller: &yes}}
+		p.Labels = map[string]string{"batch.kubernetes.io/job-name": "nightly-29012345", "batch.kubernetes.io/controller-uid": "u"}
+		p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	}, status: Fail, evidence: "Job's pod"},
 	{code: CodeReservedPort, pod: func(p *corev1.Pod) {
 		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}
 	}, status: Fail, evidence: "port 15021"},
@@ -196,6 +209,15 @@ var checkCases = []checkCase{
 		Conditions: []string{`ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`},
 		Events:     []string{`FailedCreate (12×): Error creating: pods "web-5d8f9-" is forbidden: error looking up service account shop/web-sa: serviceaccount "web-sa" not found`}},
 		status: Fail, evidence: `deployment/web wants 2 pods and has 0; ReplicaFailure (FailedCreate): pods "web-5d8f9-" is forbidden`, fix: "kubectl create serviceaccount web-sa -n shop"},
+	// A rollout stuck on its newest ReplicaSet, the old pods serving: the
+	// refusal, the Progressing condition, and the fix the refusal calls for.
+	{code: CodeWorkloadShort, workload: &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web", Desired: 2, Pods: 2, Since: t0,
+		Rollout: "0 pods of its newest ReplicaSet web-7c9d8 exist, of 2 wanted", NewReplicaSet: "web-7c9d8",
+		Progressing: `Progressing=True (ReplicaSetUpdated): ReplicaSet "web-7c9d8" is progressing.`,
+		Conditions:  []string{`ReplicaFailure (FailedCreate): pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found`},
+		Events:      []string{`FailedCreate (9×): Error creating: pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found`}},
+		status: Fail, evidence: `deployment/web's rollout is stuck: 0 pods of its newest ReplicaSet web-7c9d8 exist, of 2 wanted; its old pods are diagnosed in their own rows; ReplicaFailure (FailedCreate): pods "web-7c9d8-" is forbidden: error looking up service account shop/web-v2: serviceaccount "web-v2" not found; Progressing=True (ReplicaSetUpdated)`,
+		fix: "kubectl create serviceaccount web-v2 -n shop"},
 	{code: CodeJobFailed, workload: &WorkloadState{Kind: "Job", Namespace: "shop", Name: "migrate", Desired: 0, Since: t0,
 		Failed:      "Failed (BackoffLimitExceeded): Job has reached the specified backoff limit",
 		PodFailures: []string{"migrate-x7k2p: app failed: exit 2 (Error); not restarted yet: its log ends: FATAL: password authentication failed"}},
@@ -595,6 +617,7 @@ func (tc checkCase) facts() Facts {
 		owner = ref.Kind
 	}
 	f.Startup = startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Events: tc.events, Logs: tc.logs, OwnerKind: owner, Now: t0.Add(now)})
+	f.Owner = tc.owner
 	if w := tc.workload; w != nil {
 		// A workload with no pod: its template's injection answer and its
 		// controller's account.

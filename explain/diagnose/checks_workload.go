@@ -44,18 +44,30 @@ type WorkloadState struct {
 	Now   time.Time `json:"-"`
 	// Template is its pod template (what fixes patch), when read.
 	Template *corev1.PodTemplateSpec `json:"-"`
+	// Labels are its own metadata.labels (not its template's), when read;
+	// Controller is its own controller ("CronJob/nightly"), "" for none.
+	Labels     map[string]string `json:"-"`
+	Controller string            `json:"-"`
+	// Rollout says a Deployment's rollout is stuck: its newest ReplicaSet
+	// (NewReplicaSet) lacks pods its controller cannot create while the
+	// old ones serve ("" when it is not); Progressing is its Progressing
+	// condition then.
+	Rollout       string `json:"rollout,omitempty"`
+	NewReplicaSet string `json:"newReplicaSet,omitempty"`
+	Progressing   string `json:"progressing,omitempty"`
 }
 
-// Short says the workload lacks pods it wants, or its Job failed.
+// Short says the workload lacks pods it wants, its Job failed, or its
+// rollout is stuck.
 func (w *WorkloadState) Short() bool {
-	return w != nil && (w.Pods < w.Desired || w.Failed != "")
+	return w != nil && (w.Pods < w.Desired || w.Failed != "" || w.Rollout != "")
 }
 
 func init() {
 	register(&Spec{Code: CodeWorkloadShort, Title: "workload short of its pods", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
-		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up. There is no pod to diagnose: the controller's own conditions and events say why.",
-		Detects: "The workloads' desired pods against the pods that exist, and their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
+		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up; or a Deployment's rollout is stuck: its newest ReplicaSet's pods are refused while the old ones serve. There is no pod to diagnose: the controller's own conditions and events say why.",
+		Detects: "The workloads' desired pods against the pods that exist; a Deployment's updated replicas against its desired ones when it reports a failure (the newest ReplicaSet named by its Progressing condition, whose events it quotes); their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
 		Fixes:   "What the controller's message calls for (a ServiceAccount to create, a quota to raise); when the mesh is named (a webhook, istio-init, the sidecar), the mesh's fix.",
 		Source:  "kubectl's own READY column and kubectl describe; istio/istio issues on Deployments with no pods after injection was turned on",
 		Planted: "a Deployment whose ServiceAccount does not exist",
@@ -63,7 +75,7 @@ func init() {
 	register(&Spec{Code: CodeJobFailed, Title: "Job failed", Stage: CheckStart, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
 		Means:   "A Job gave up (its backoff limit or deadline exceeded): its pods ran and failed, for the reason their own rows give (their exit codes and logs); a pod whose failure a mesh check explains (a classic sidecar, no network at start) says so there.",
-		Detects: "The Job's Failed condition, its reason and message.",
+		Detects: "The Job's Failed condition, its reason and message; for a CronJob named, its last Job's (its Jobs' pods are diagnosed in their own rows).",
 		Fixes:   "The failed pods' log says why; fix that, then re-create the Job.",
 		Source:  "kubectl's own statuses (Job Failed, BackoffLimitExceeded); istio/istio issues on Jobs in meshed namespaces",
 		Planted: "a Job whose container exits 2, backoffLimit 1",
@@ -99,8 +111,15 @@ func workloadShort(in *Input) []Finding {
 			ev += "; its pods: " + strings.Join(w.PodFailures, "; ")
 		}
 	}
+	if w.Rollout != "" && w.Pods >= w.Desired {
+		// Its old pods serve: the rollout is what is short.
+		ev = fmt.Sprintf("%s/%s's rollout is stuck: %s; its old pods are diagnosed in their own rows", strings.ToLower(w.Kind), w.Name, w.Rollout)
+	}
 	// The controller's conditions, then its events that do not repeat them.
 	said := append([]string(nil), w.Conditions...)
+	if w.Rollout != "" && w.Progressing != "" {
+		said = append(said, w.Progressing)
+	}
 	for _, e := range w.Events {
 		repeated := false
 		for _, c := range w.Conditions {
@@ -112,8 +131,12 @@ func workloadShort(in *Input) []Finding {
 			said = append(said, e)
 		}
 	}
-	if len(said) > 3 {
-		said = said[:3]
+	keep := 3
+	if w.Rollout != "" {
+		keep = 4 // its Progressing condition too
+	}
+	if len(said) > keep {
+		said = said[:keep]
 	}
 	if len(said) > 0 {
 		ev += "; " + strings.Join(said, "; ")
@@ -131,6 +154,11 @@ func workloadShort(in *Input) []Finding {
 	}
 	if w.Failed != "" {
 		f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that, then re-create the Job"
+		if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok {
+			f.Evidence = "cronjob/" + cron + "'s Job: " + f.Evidence
+			f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that in cronjob/" + cron +
+				": its next run makes a new Job (or run one now: kubectl create job --from=cronjob/" + cron + " " + cron + "-retry -n " + w.Namespace + ")"
+		}
 	}
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
 	if t := w.Template; t != nil && resourceRefusal.MatchString(text) {

@@ -118,6 +118,11 @@ type Facts struct {
 	// Workload is what a workload that lacks pods reports (its row has no
 	// pod: NoPod says so).
 	Workload *WorkloadState
+	// Owner is the workload whose template makes the pod (its own labels
+	// and, for a Job, whether a CronJob made it), when read; OwnerUnknown
+	// says why it could not be.
+	Owner        *WorkloadState
+	OwnerUnknown string
 	// ClusterRanges are the cluster's pod and Service address ranges (read
 	// once per run, for the pods whose outbound capture is narrowed);
 	// ClusterRangesUnknown says which could not be read, and

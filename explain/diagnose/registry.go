@@ -33,7 +33,7 @@ var (
 	FactPod       = Fact{"the pod: spec, status, labels, annotations", "get/list pods"}
 	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps; the validating webhooks a refusal names", "get namespaces, list mutatingwebhookconfigurations and validatingwebhookconfigurations (cluster), list configmaps"}
 	FactBackends  = Fact{"the webhooks' Services and endpoints", "get services, list endpointslices (the control plane's namespace)"}
-	FactOwner     = Fact{"the owner's FailedCreate events and its pod template", "list events, get the owner (replicasets, deployments, …)"}
+	FactOwner     = Fact{"the owner's FailedCreate events, its pod template and its own labels", "list events, get the owner (replicasets, deployments, jobs, cronjobs, …)"}
 	FactEvents    = Fact{"the pod's events", "list events"}
 	FactLogs      = Fact{"the log of a failed Istio container", "get pods/log"}
 	FactServices  = Fact{"the Services of the pod's namespace", "list services"}

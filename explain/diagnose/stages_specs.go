@@ -96,8 +96,8 @@ func init() {
 		Planted: "an app container that exits 1",
 		run:     startOf(CodeAppFailing)})
 	register(&Spec{Code: CodeJobClassicSidecar, Title: "Job pod with a classic sidecar", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
-		Means:   "A Job's pod has istio-proxy as a regular container: when the job's container ends the proxy keeps running, and the Job never completes.",
-		Detects: "The owner (Job) and where istio-proxy is in the spec.",
+		Means:   "A run-once pod (a Job's, whether a CronJob or nobody made the Job, or any pod with restartPolicy Never or OnFailure) has istio-proxy as a regular container: when its own containers end the proxy keeps running, and the pod (and its Job) never completes.",
+		Detects: "The owner (a Job) or the pod's restartPolicy (Never, OnFailure), and where istio-proxy is in the spec, while the pod has not ended (one that Succeeded or Failed was not kept alive).",
 		Fixes:   "sidecar.istio.io/nativeSidecar: \"true\" in the Job's template (istiod reads it from Istio 1.24; before, native sidecars are mesh-wide: ENABLE_NATIVE_SIDECARS=true), or have the job call the agent's /quitquitquit when it ends.",
 		Source:  "istio/istio issues on Jobs that never complete",
 		Planted: "a Job with sidecar.istio.io/nativeSidecar: \"false\"",

@@ -109,7 +109,10 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		}
 	}
 	if proxy.Role == RoleProxy {
-		if f.OwnerKind == "Job" || f.Pod.Labels["job-name"] != "" || f.Pod.Labels["batch.kubernetes.io/job-name"] != "" {
+		// One that ended (Succeeded, Failed) was not kept alive by it:
+		// something stopped the proxy (the job's /quitquitquit).
+		ended := r.Phase == string(corev1.PodSucceeded) || r.Phase == string(corev1.PodFailed)
+		if what := runsOnce(f); what != "" && !ended {
 			fix := "use a native sidecar (annotation " + istio.AnnotationNativeSidecar + ": \"true\", Kubernetes 1.29+), or have the job call POST http://localhost:15020/quitquitquit when it is done"
 			switch {
 			case !native.Annotation:
@@ -117,7 +120,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 			case native.Note != "":
 				fix = "use a native sidecar (annotation " + istio.AnnotationNativeSidecar + ": \"true\", Kubernetes 1.29+; " + native.Note + "), or have the job call POST http://localhost:15020/quitquitquit when it is done"
 			}
-			add("job-with-classic-sidecar", proxy.Name, "this Job's pod has a classic istio-proxy container: it keeps running after the job's own containers finish, so the Job never completes", fix)
+			add("job-with-classic-sidecar", proxy.Name, what+" has a classic istio-proxy container: it keeps running after the pod's own containers finish, so the pod never completes", fix)
 		}
 		hold := "hold the app until the proxy is ready (annotation proxy.istio.io/config: '{\"holdApplicationUntilProxyStarts\": true}')" + native.nativeOption(" ")
 		if !r.Hold {
@@ -325,4 +328,19 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 		return logs + "   # fix the cause above, and the kubelet retries istio-init by itself"
 	}
 	return logs + "   # its log says why; fix that, and the kubelet retries istio-init by itself"
+}
+
+// runsOnce names a pod meant to run to completion, "" for one that serves:
+// a Job's pod (whatever owns the Job: a CronJob, or none), or any pod whose
+// restartPolicy is Never or OnFailure (a bare pod run once, another
+// controller's run-once pod).
+func runsOnce(f StartupFacts) string {
+	p := f.Pod
+	switch {
+	case f.OwnerKind == "Job" || p.Labels["job-name"] != "" || p.Labels["batch.kubernetes.io/job-name"] != "":
+		return "this Job's pod"
+	case p.Spec.RestartPolicy == corev1.RestartPolicyNever || p.Spec.RestartPolicy == corev1.RestartPolicyOnFailure:
+		return "this pod (restartPolicy " + string(p.Spec.RestartPolicy) + ": it runs once)"
+	}
+	return ""
 }

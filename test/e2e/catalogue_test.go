@@ -810,6 +810,22 @@ func TestCheckCatalogue(t *testing.T) {
 			plant: func(ctx context.Context, f *catFault) error {
 				return refused(ctx, f, inj, catLean(), func(s *corev1.PodSpec) { s.ServiceAccountName = "no-such-account" }, `serviceaccount "no-such-account" not found`)
 			}},
+		{code: "KM-INJ-015", ns: plain, name: "label-on-deploy", how: "a Deployment labelled sidecar.istio.io/inject=true on its own metadata.labels, its pod template not, in a namespace with no injection label: its pod runs without a sidecar",
+			plant: func(ctx context.Context, f *catFault) error {
+				d := appDeployment(plain, "label-on-deploy", 1, catLean())
+				d.Labels = map[string]string{"sidecar.istio.io/inject": "true"}
+				if _, err := c.Client.AppsV1().Deployments(plain).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				pod, err := catPodOf(ctx, c, plain, "app=label-on-deploy")
+				if err != nil {
+					return err
+				}
+				f.pod = pod
+				f.state = "running without a sidecar; the Deployment, not its template, has the inject label"
+				_, err = catWaitPod(ctx, c, plain, pod, "running and ready", testcluster.Running)
+				return err
+			}},
 		{code: "KM-INIT-008", ns: inj, name: "init-exits", how: "a user init container that prints why and exits 1 (a migration that cannot reach its database)",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("init-exits", nil, catLean())

@@ -1,0 +1,88 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// notInjected: the pod has no sidecar, and the namespace's webhooks would
+// not give it one.
+func notInjected(p *corev1.Pod) {
+	p.Spec.InitContainers, p.Spec.Containers = nil, p.Spec.Containers[1:]
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f9", Controller: &yes}}
+	p.Labels = map[string]string{"app": "web", "pod-template-hash": "5d8f9"}
+}
+
+func notExpected(r *injection.InjectionReport) {
+	no := false
+	r.Injected, r.Expected, r.Mismatch, r.Verdict = &no, &no, nil, "Not injected: no webhook selects it"
+}
+
+func labelled(kind, name, value, controller string) *WorkloadState {
+	return &WorkloadState{Kind: kind, Namespace: "shop", Name: name, Labels: map[string]string{"app": name, InjectLabel: value}, Controller: controller}
+}
+
+func init() {
+	checkCases = append(checkCases, checkCase{code: CodeInjectLabelOnWorkload, pod: notInjected, inj: notExpected, owner: labelled("Deployment", "web", "true", ""),
+		status: Warning, evidence: "deployment/web has sidecar.istio.io/inject=true on its own metadata.labels",
+		fix: `kubectl patch deployment web -n shop --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'`})
+}
+
+// The check names the workload and patches where the pods' labels come
+// from; a pod that is injected, labelled itself, in ambient mode, or whose
+// workload says "false" or nothing, has no finding.
+func TestInjectLabelOnWorkload(t *testing.T) {
+	cases := []struct {
+		name  string
+		owner *WorkloadState
+		pod   func(p *corev1.Pod)
+		inj   func(r *injection.InjectionReport)
+		// fix is what the fix contains, "" for no finding.
+		evidence, fix string
+	}{
+		{name: "statefulset", owner: labelled("StatefulSet", "db", "enabled", ""),
+			evidence: "statefulset/db has sidecar.istio.io/inject=enabled", fix: `kubectl patch statefulset db -n shop --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"enabled"}}}}}'`},
+		{name: "daemonset", owner: labelled("DaemonSet", "agent", "true", ""), fix: "kubectl patch daemonset agent -n shop"},
+		{name: "cronjob", owner: labelled("CronJob", "nightly", "true", ""),
+			fix: `kubectl patch cronjob nightly -n shop --type merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}}}'`},
+		{name: "a CronJob's Job: the CronJob is patched", owner: labelled("Job", "nightly-2901", "true", "CronJob/nightly"),
+			evidence: "made by cronjob/nightly", fix: `kubectl patch cronjob nightly -n shop --type merge -p '{"spec":{"jobTemplate":{"spec":{"template":`},
+		{name: "a Job of its own: re-created", owner: labelled("Job", "migrate", "true", ""), fix: "kubectl replace --force"},
+		{name: "injected", owner: labelled("Deployment", "web", "true", ""), pod: func(p *corev1.Pod) {}},
+		{name: "the pod has the label", owner: labelled("Deployment", "web", "true", ""), pod: func(p *corev1.Pod) {
+			notInjected(p)
+			p.Labels[InjectLabel] = "false"
+		}},
+		{name: "false", owner: labelled("Deployment", "web", "false", "")},
+		{name: "no label", owner: &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"}}},
+		{name: "owner unread"},
+		{name: "ambient", owner: labelled("Deployment", "web", "true", ""), inj: func(r *injection.InjectionReport) { notExpected(r); r.Ambient = true }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := checkCase{pod: notInjected, inj: notExpected, owner: tc.owner}
+			if tc.pod != nil {
+				c.pod = tc.pod
+			}
+			if tc.inj != nil {
+				c.inj = tc.inj
+			}
+			fs := only(Diagnose(c.facts()).Findings, CodeInjectLabelOnWorkload)
+			switch {
+			case tc.fix == "" && len(fs) != 0:
+				t.Errorf("want no finding, got %+v", fs)
+			case tc.fix == "":
+			case len(fs) != 1:
+				t.Errorf("want one finding, got %+v", fs)
+			case fs[0].Status != Warning || !strings.Contains(fs[0].Evidence, tc.evidence) || !strings.Contains(fs[0].Fix, tc.fix):
+				t.Errorf("got %s %q fix %q; want evidence with %q, fix with %q", fs[0].Status, fs[0].Evidence, fs[0].Fix, tc.evidence, tc.fix)
+			}
+		})
+	}
+}
