@@ -191,7 +191,7 @@ func validateOutput(format string, extra ...string) error {
 		}
 	}
 	allowed := append([]string{render.JSON, render.YAML}, extra...)
-	return usageErrorf("unsupported output format %q: use one of %v", format, allowed)
+	return usageErrorf("unsupported output format %q: use one of: %s", format, oneOf(allowed))
 }
 
 // announcer says on w, one line each, what a command is about to create in
