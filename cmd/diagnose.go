@@ -266,13 +266,7 @@ func (o *DiagnoseOptions) Validate() error {
 	if o.DryRun == dryRunClient && !o.Rules && !o.Connections {
 		return usageErrorf("--dry-run prints what --rules or --connections would create; without them diagnose creates nothing")
 	}
-	if err := validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces); err != nil {
-		return err
-	}
-	if err := validateSelector(o.Selector); err != nil {
-		return err
-	}
-	return validateFiles(o.Filenames)
+	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }
 
 // finish prints the diagnoses and picks the exit: a problem found (4), else

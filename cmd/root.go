@@ -103,6 +103,15 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{render.ColorAuto, render.ColorAlways, render.ColorNever}, cobra.ShellCompDirectiveNoFileComp))
 	addProfileFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		quietKlog(c.Flags().Changed("v"), klogFlags.Lookup("v").Value.String())
+		printWarnings(c.ErrOrStderr())
+		// client-go reads --request-timeout only when it connects: checked
+		// here, a bad one is a usage error before any request.
+		if configFlags.Timeout != nil {
+			if err := validateRequestTimeout(*configFlags.Timeout); err != nil {
+				return err
+			}
+		}
 		switch color {
 		case render.ColorAuto, render.ColorAlways, render.ColorNever:
 			render.ColorMode = color
@@ -153,6 +162,12 @@ func Execute(args []string) int {
 func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
+	}
+	var interruptedErr *InterruptedError
+	if msg := connectionRefused(err); msg != "" && !errors.As(err, &interruptedErr) {
+		// As kubectl says it, without a prefix.
+		fmt.Fprintln(errOut, msg)
+		return ExitError
 	}
 	if render.IsTerminal(errOut) {
 		// On a terminal, wrapped to its width as the rest of the output.
