@@ -43,6 +43,9 @@ type DiagnoseOptions struct {
 	// FailOn is the worst status that still exits 0: fail (the default)
 	// or warning.
 	FailOn string
+	// DryRun is --dry-run: none, or client (print what --rules would
+	// create, and diagnose nothing).
+	DryRun string
 	Args   []string
 
 	namespace string
@@ -64,9 +67,11 @@ func NewDiagnoseCmd(configFlags *genericclioptions.ConfigFlags, streams generici
 		Long: `Answer "what is wrong with this pod?": every check of its data-plane setup,
 in the order things happen to a pod, the first failing one and its fix on top.
 It only reads, except with --rules or --connections: for one pod they add an
-ephemeral container to it (it can never be removed), for many pods they create
-one privileged node pod per node in --node-namespace (default "default",
-deleted when done); each is announced on stderr before it is made.
+ephemeral container to it (it can never be removed; --via node instead
+creates a node pod, deleted when done, which leaves nothing behind), for many
+pods they create one privileged node pod per node in --node-namespace
+(default "default", deleted when done); each is announced on stderr before
+it is made, and --dry-run prints them as YAML instead, creating nothing.
 
   injection    injected as expected? (a mismatch, refused at admission, the
                wrong revision) — as why-injected answers; --verify adds the
@@ -101,8 +106,13 @@ unknown; 1 error; 2 usage error.`,
 		Example: `  # What is wrong with this pod?
   kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo
 
-  # ... its live rules and connections too
-  kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections
+  # ... its live rules and connections too, read by a node pod deleted when
+  # done (leaves nothing behind; without --via node, an ephemeral container
+  # is added to the pod, which cannot be removed)
+  kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections --via node
+
+  # ... or print what that would create, as YAML, and create nothing
+  kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections --via node --dry-run
 
   # Every pod of the cluster, worst first
   kubectl mesh diagnose -A
@@ -127,10 +137,16 @@ unknown; 1 error; 2 usage error.`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := o.Complete(args); err != nil {
-				return err
+			// Every flag is checked before the kubeconfig is read and
+			// before any request.
+			o.Args = args
+			if o.Connections {
+				o.Rules = true
 			}
 			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(args); err != nil {
 				return err
 			}
 			err := o.Run(ctx)
@@ -153,6 +169,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
 	c.Flags().BoolVar(&o.ListChecks, "list-checks", false, "Print the catalogue of checks (code, stage, what each reads, the istioctl analyze code) and exit")
+	addDryRunFlag(c.Flags(), &o.DryRun, "what --rules or --connections would create (the ephemeral container, or the node pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, "wide"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
@@ -185,6 +202,9 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 			return pr.Add, pr.Finish
 		},
 		Announce: announcer(o.ErrOut)}
+	if o.DryRun == dryRunClient {
+		o.eng.Announce, o.eng.DryRun = nil, dryRunPrinter(o.Out)
+	}
 	return nil
 }
 
@@ -193,6 +213,16 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.DryRun == dryRunClient {
+		// What --rules would create was printed as it would be created;
+		// nothing was read through it, so nothing is diagnosed.
+		if len(o.Filenames) == 0 && len(o.Args) == 0 {
+			_, err := o.eng.Sweep(ctx, func(*diagnose.Diagnosis) error { return nil })
+			return err
+		}
+		_, _, _, err := o.eng.Targets(ctx)
+		return err
 	}
 	if len(o.Filenames) == 0 && len(o.Args) == 0 {
 		// A sweep keeps only what it prints of each diagnosis.
@@ -229,6 +259,12 @@ func (o *DiagnoseOptions) Validate() error {
 		return usageErrorf("--rules and --connections read running pods; a manifest (-f) has none")
 	case len(o.Args) == 0 && o.viaSet && o.Via == nsexec.ViaEphemeral:
 		return usageErrorf("--rules over many pods reads every pod of a node with one node pod; --via ephemeral is for one POD")
+	}
+	if err := validateDryRun(o.DryRun, o.Output); err != nil {
+		return err
+	}
+	if o.DryRun == dryRunClient && !o.Rules && !o.Connections {
+		return usageErrorf("--dry-run prints what --rules or --connections would create; without them diagnose creates nothing")
 	}
 	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }

@@ -36,10 +36,13 @@ type IptablesOptions struct {
 	NodeNS    string
 	Force     bool
 	Timeout   time.Duration
-	// AllNamespaces and Selector (or an explicit -n) without a POD: the fleet audit.
+	// AllNamespaces and Selector: the pods of the fleet audit (`iptables
+	// audit`); on `iptables` itself, they are refused with a word on it.
 	AllNamespaces bool
 	Selector      string
-	viaSet        bool
+	// DryRun is --dry-run: none, or client (print what would be created).
+	DryRun  string
+	changed func(flag string) bool
 	// Connections classifies the pod's live flows (captured or bypassing).
 	Connections bool
 
@@ -59,8 +62,10 @@ type IptablesOptions struct {
 	liveBackend string
 	namespace   string
 	client      *inspect.Client
-	// fleet: the audit of every selected pod (-n, -l, -A without a POD).
-	fleet  bool
+	// fleet: the audit of every selected pod (`iptables audit`).
+	fleet bool
+	// dryRan: a --dry-run printed what would be created (nothing to explain).
+	dryRan bool
 	input  capture.CaptureInput
 	report *capture.CaptureReport
 	genericiooptions.IOStreams
@@ -70,7 +75,7 @@ type IptablesOptions struct {
 func NewIptablesCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &IptablesOptions{configFlags: configFlags, IOStreams: streams}
 	c := &cobra.Command{
-		Use:   "iptables (POD | TYPE/NAME | --from-file DUMP [--from-file DUMP6] | -n NS | -l SELECTOR | -A) [flags]",
+		Use:   "iptables (POD | TYPE/NAME | --from-file DUMP [--from-file DUMP6]) [flags]",
 		Short: "Explain a pod's traffic-capture rules, compare them with what they should be, trace connections",
 		Long: `Read the packet-filter rules of a pod's network namespace and explain them:
 every Istio (and Linkerd proxy-init) rule in plain language, as a tree from
@@ -80,9 +85,11 @@ given connections go (--trace).
 
 What it changes: a POD read adds an ephemeral container to the pod (it can
 never be removed; --via node instead creates a privileged node pod, deleted
-when done); -n, -l and -A (the fleet audit, no POD) create one privileged
-node pod per node in --node-namespace (default "default"). Each is announced
-on stderr before it is made. --from-file changes nothing.
+when done, and leaves nothing behind). Each is announced on stderr before it
+is made; --dry-run prints it as YAML and creates nothing. --from-file
+changes nothing. The fleet audit of every pod of a namespace is its own
+command, 'kubectl mesh iptables audit' (see its --help): -n alone never
+creates anything.
 
 POD: the rules are dumped from the running pod, both backends (nft, legacy)
 and both families, with counters:
@@ -98,13 +105,8 @@ and both families, with counters:
 
 TYPE/NAME (deploy/web, sts/db, …): one of the workload's pods, picked as
 kubectl logs picks it (running and ready first, then the oldest); it says
-which when there are several. The fleet audit below reads them all.
-
--n NS, -l SELECTOR or -A without a POD: a fleet audit. Every selected running
-pod's rules are read with one short-lived node pod per node (all of the
-node's pods in one go, never an ephemeral container), each compared with
-what its own arguments call for and traced (inbound to its app port,
-outbound to an outside address, DNS): one line per pod, worst first.
+which when there are several. 'kubectl mesh iptables audit' reads them all.
+A pod named "audit" is pod/audit.
 
 --from-file: read a dump instead (- for standard input), in the form it was
 pasted: iptables-save (either backend, with or without counters),
@@ -127,8 +129,17 @@ Trace SPEC:
   in:[IP:]PORT[/tcp|udp][,src=IP][,iface=NAME]    a connection into the pod
 IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 (--pod-ip) leaves through lo.`,
-		Example: `  # Audit every pod of a namespace: drift, DNS and capture, worst first
-  kubectl mesh iptables -n shop
+		Example: `  # Explain a pod's live rules through a node pod that is deleted when done
+  # (leaves nothing behind; without --via node, an ephemeral container is
+  # added to the pod, which cannot be removed)
+  kubectl mesh iptables web-7d4b9c8f6-abcde -n shop --via node
+
+  # What would that create? Print it as YAML, create nothing
+  kubectl mesh iptables web-7d4b9c8f6-abcde -n shop --via node --dry-run
+
+  # Audit every pod of a namespace (one privileged node pod per node):
+  # see 'kubectl mesh iptables audit --help'
+  kubectl mesh iptables audit -n shop
 
   # Dump the rules on the node, then explain them
   nsenter -t "$PID" -n iptables-save -c > pod.rules
@@ -144,35 +155,27 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completePodsAndWorkloads(configFlags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.expectSet = cmd.Flags().Changed("expect-args")
 			if len(args) == 1 {
 				o.Pod = args[0]
 			}
-			o.viaSet = cmd.Flags().Changed("via")
-			if err := o.Complete(cmd.Flags().Changed("namespace")); err != nil {
-				return err
-			}
-			// Every flag is checked before anything is read from the cluster
-			// or created in it: an ephemeral container can never be removed.
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return o.Run(ctx)
+			return o.complete(cmd)
 		},
 	}
 	c.Flags().StringVarP(&o.Container, "container", "c", "", "The container whose image the debug container runs (default: istio-proxy's, else istio-init's)")
 	c.Flags().StringVar(&o.Via, "via", nsexec.ViaEphemeral, "How to reach the pod's network namespace: ephemeral or node")
 	c.Flags().BoolVar(&o.Connections, "connections", false, "With a POD: read its connection-tracking table in the same dump and say which live flows the proxy took and which bypass it (and the rule that let each through)")
-	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Without a POD: audit every running pod of the cluster (one node pod per node)")
-	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Without a POD: audit the running pods matching this label selector (one node pod per node)")
+	// -A and -l selected the fleet audit's pods before it was its own
+	// command: kept, hidden, to say so.
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "The fleet audit's: see 'kubectl mesh iptables audit'")
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "The fleet audit's: see 'kubectl mesh iptables audit'")
+	_ = c.Flags().MarkHidden("all-namespaces")
+	_ = c.Flags().MarkHidden("selector")
+	addDryRunFlag(c.Flags(), &o.DryRun, "the ephemeral container (or with --via node the node pod) that would be created")
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the debug container (default: the pod's proxy image)")
 	c.Flags().DurationVar(&o.Interval, "interval", 0, "Dump twice, this long apart, and show each rule's counter deltas")
-	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods: --via node's and the fleet audit's")
+	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for --via node's node pod")
 	c.Flags().BoolVar(&o.Force, "force", false, "Add an ephemeral container even to a pod that is not Running")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for the dump")
-	c.Flags().IntVar(&o.Parallel, "parallel", 0, "Without a POD: how many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	c.Flags().StringArrayVar(&o.FromFiles, "from-file", nil, "a dump to read: iptables-save, iptables -S, iptables -L -v or nft list ruleset output (- for standard input); twice for separate IPv4 and IPv6 dumps")
 	c.Flags().StringSliceVar(&o.PodIPs, "pod-ip", nil, "The pod's addresses (for --trace, and for --expect-args: they decide whether istio-iptables writes IPv6 rules)")
@@ -182,20 +185,38 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
+	c.AddCommand(NewIptablesAuditCmd(configFlags, streams))
 	return c
 }
 
-// Complete connects for a POD or the fleet audit (no request is sent
-// yet); namespaceFlag says -n was given.
-func (o *IptablesOptions) Complete(namespaceFlag bool) error {
-	if o.Pod == "" && !o.isFleet(namespaceFlag) {
-		return nil // dumps from files: Validate reads them once the flags are checked
+// complete runs the command once its arguments are in o: every flag is
+// checked before anything is read from the cluster or created in it (an
+// ephemeral container can never be removed), then it connects and runs.
+func (o *IptablesOptions) complete(cmd *cobra.Command) error {
+	o.expectSet = cmd.Flags().Changed("expect-args")
+	o.changed = cmd.Flags().Changed
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	ns, explicit, client, err := connect(o.configFlags)
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return o.Run(ctx)
+}
+
+// Complete connects for a POD or the fleet audit (no request is sent
+// yet); dumps from files were read by Validate.
+func (o *IptablesOptions) Complete() error {
+	if o.Pod == "" && !o.fleet {
+		return nil
+	}
+	ns, _, client, err := connect(o.configFlags)
 	if err != nil {
 		return err
 	}
-	o.namespace, o.client, o.fleet = ns, client, o.isFleet(explicit)
+	o.namespace, o.client = ns, client
 	return nil
 }
 
@@ -236,6 +257,9 @@ func (o *IptablesOptions) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if o.dryRan {
+			return nil // printed what would be created; nothing was read
 		}
 		if err := o.validateCommon(); err != nil {
 			return err

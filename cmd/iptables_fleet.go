@@ -5,18 +5,63 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
 
-// isFleet: no POD and no dump, but pods to select (-A, -l or an explicit -n).
-func (o *IptablesOptions) isFleet(explicitNS bool) bool {
-	return o.Pod == "" && len(o.FromFiles) == 0 && (o.AllNamespaces || o.Selector != "" || explicitNS)
+// NewIptablesAuditCmd builds `kubectl mesh iptables audit`: the fleet
+// audit, its own command because it creates privileged pods on every node
+// it reads, which `-n` alone (read-only everywhere in kubectl) must never do.
+func NewIptablesAuditCmd(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &IptablesOptions{configFlags: configFlags, IOStreams: streams, fleet: true}
+	c := &cobra.Command{
+		Use:   "audit [-n NS | -l SELECTOR | -A] [flags]",
+		Short: "Audit the capture rules of every selected pod, with one privileged node pod per node",
+		Long: `Read the capture rules of every selected running pod (the namespace's, as
+kubectl get pods selects them: -n, -l, -A) and compare each with what its
+own arguments call for; trace a connection into its app port, one out to an
+outside address and DNS: one line per pod, worst first.
+
+What it changes: one short-lived privileged pod (hostPID, hostNetwork,
+tolerating every taint) per node with a selected pod, in --node-namespace
+(default "default"); each reads all of its node's pods in one go, and is
+deleted when its node is read, also on error or Ctrl-C. No ephemeral
+container is added to any pod. They are announced on stderr before they are
+made; --dry-run prints them as YAML and creates nothing.`,
+		Example: `  # Which node pods would the audit of namespace shop create? (creates nothing)
+  kubectl mesh iptables audit -n shop --dry-run
+
+  # Audit every pod of namespace shop: drift, DNS and capture, worst first
+  kubectl mesh iptables audit -n shop
+
+  # Every pod of the cluster, as JSON
+  kubectl mesh iptables audit -A -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.complete(cmd)
+		},
+	}
+	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Audit every running pod of the cluster")
+	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Audit the running pods matching this label selector")
+	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables for the node pods (default: a pod's proxy image on that node)")
+	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pods")
+	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a node's dump")
+	c.Flags().IntVar(&o.Parallel, "parallel", 0, "How many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	addDryRunFlag(c.Flags(), &o.DryRun, "the node pods that would be created")
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
+	o.Via = nsexec.ViaNode
+	return c
 }
 
 // runFleet reads the capture rules of every selected running pod with one
@@ -46,6 +91,18 @@ func (o *IptablesOptions) runFleet(ctx context.Context, ns string, client *inspe
 	}
 	if selected == 0 {
 		fmt.Fprintln(o.ErrOut, "No running pods found.")
+		return nil
+	}
+	if o.DryRun == dryRunClient {
+		// Each node pod as it would be created; the pods that could not
+		// be read anyway (no image to read them with) are said on stderr.
+		lines, _, err := rules.Audit(ctx, client, byNode, rules.AuditOptions{Image: o.Image, NodeNamespace: o.NodeNS, Timeout: o.Timeout, Parallel: o.Parallel, DryRun: dryRunPrinter(o.Out)})
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			fmt.Fprintf(o.ErrOut, "pod %s/%s would not be read: %s\n", render.Escape(l.Namespace), render.Escape(l.Pod), render.Escape(l.Error))
+		}
 		return nil
 	}
 	progress := render.NewProgress(o.ErrOut, fmt.Sprintf("reading capture rules (%d nodes, one node pod each): pods", len(byNode)), selected)

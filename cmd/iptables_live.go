@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/engine/rules"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
 // readLive dumps the rules of a running pod and takes the pod's own
@@ -31,7 +32,7 @@ func (o *IptablesOptions) readLive(ctx context.Context) error {
 			return err
 		}
 		if pod = target.Pick(pods); len(pods) > 1 {
-			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
+			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables audit -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
 		}
 		name, o.Pod = pod.Name, pod.Name
 	} else {
@@ -44,10 +45,17 @@ func (o *IptablesOptions) readLive(ctx context.Context) error {
 			return err
 		}
 	}
-	read, err := rules.ReadPod(ctx, ic, rules.Request{Pod: pod, Container: o.Container, Image: o.Image, Via: o.Via,
-		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, Force: o.Force, Connections: o.Connections, Announce: announcer(o.ErrOut)})
+	req := rules.Request{Pod: pod, Container: o.Container, Image: o.Image, Via: o.Via,
+		NodeNamespace: o.NodeNS, Interval: o.Interval, Timeout: o.Timeout, Force: o.Force, Connections: o.Connections, Announce: announcer(o.ErrOut)}
+	if o.DryRun == dryRunClient {
+		req.Announce, req.DryRun = nil, dryRunPrinter(o.Out)
+	}
+	read, err := rules.ReadPod(ctx, ic, req)
 	var input *engine.InputError
 	switch {
+	case errors.Is(err, nsexec.ErrDryRun):
+		o.dryRan = true
+		return nil
 	case errors.Is(err, context.Canceled):
 		return &InterruptedError{Err: fmt.Errorf("interrupted (a node pod, if one was created, has been deleted)")}
 	case errors.As(err, &input):

@@ -190,7 +190,16 @@ func TestIptablesBadInput(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"no input", []string{"iptables"}, "give a POD, the rules to read with --from-file"},
+		{"no input", []string{"iptables"}, "give a POD, or the rules to read with --from-file"},
+		{"-n without a POD", []string{"iptables", "-n", "shop"}, "To audit every pod of namespace shop: kubectl mesh iptables audit -n shop"},
+		{"-A on iptables itself", []string{"iptables", "-A"}, "its own command: kubectl mesh iptables audit -A"},
+		{"-l on iptables itself", []string{"iptables", "-l", "app=web"}, "its own command: kubectl mesh iptables audit -l app=web"},
+		{"--from-file with live flags", []string{"iptables", "--from-file", dumpFile, "--interval", "5s", "-c", "istio-proxy"}, "--container, --interval read a live POD; --from-file reads a dump"},
+		{"--from-file with -n", []string{"iptables", "--from-file", dumpFile, "-n", "shop"}, "--namespace reads a live POD"},
+		{"--from-file with --dry-run", []string{"iptables", "--from-file", dumpFile, "--dry-run"}, "--dry-run reads a live POD"},
+		{"--dry-run=server", []string{"iptables", "mypod", "--dry-run=server"}, "--dry-run=server is not supported"},
+		{"--dry-run with -o json", []string{"iptables", "mypod", "--dry-run", "-o", "json"}, "--dry-run prints what would be created as YAML"},
+		{"--from-file that does not exist", []string{"iptables", "--from-file", "/nonexistent"}, `the path "/nonexistent" does not exist`},
 		{"not iptables", []string{"iptables", "--from-file", write("text", "hello\n")}, "line 1: not a form of rules kubectl-mesh reads (accepted: iptables-save"},
 		{"forms mixed", []string{"iptables", "--from-file", write("mixed", string(full)+"-P PREROUTING ACCEPT\n")}, "line 31: iptables -S output after iptables-save output (from line 1)"},
 		{"-S table unknown", []string{"iptables", "--from-file", write("chain", "-N ISTIO_OUTPUT\n-A ISTIO_OUTPUT -j RETURN\n")}, "line 1: cannot tell which table"},
@@ -205,7 +214,9 @@ func TestIptablesBadInput(t *testing.T) {
 		{"bad --via", []string{"iptables", "mypod", "--via", "ssh"}, `--via "ssh": ephemeral or node`},
 		{"--istio-version not a version", []string{"iptables", "--from-file", dumpFile, "--istio-version", "banana"}, `"banana" is not an Istio version`},
 		{"--istio-version half a version", []string{"iptables", "mypod", "--istio-version", "1.x"}, `"1.x" is not an Istio version`},
-		{"--istio-version for an audit", []string{"iptables", "-A", "--istio-version", "1.24"}, "--istio-version is for one POD or --from-file"},
+		{"--istio-version for an audit", []string{"iptables", "audit", "-A", "--istio-version", "1.24"}, "unknown flag: --istio-version"},
+		{"audit -o raw", []string{"iptables", "audit", "-A", "-o", "raw"}, `unsupported output format "raw": use one of: json|yaml`},
+		{"audit with a POD", []string{"iptables", "audit", "web"}, "unknown command \"web\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.args...)
@@ -245,9 +256,10 @@ func TestIptablesValidateFlagsBeforeAnyRequest(t *testing.T) {
 		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, AllNamespaces: true}, false},
 		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, expectSet: true, ExpectArgs: "-p 'x"}, false},
 		{&IptablesOptions{FromFiles: []string{"-"}, Via: "ephemeral", Timeout: time.Minute, Traces: []string{"in:8080"}}, false},
-		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Traces: []string{"out:10.0.0.1:80"}}, true},
+		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, AllNamespaces: true}, false},
+		{&IptablesOptions{FromFiles: []string{"-"}, Via: "ephemeral", Timeout: time.Minute, changed: func(f string) bool { return f == "timeout" }}, false},
 		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Output: "xml"}, true},
-		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, Parallel: 4}, false},
+		{&IptablesOptions{Pod: "web", Via: "ephemeral", Timeout: time.Minute, DryRun: "server"}, false},
 		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Parallel: -1}, true},
 		{&IptablesOptions{Via: "ephemeral", Timeout: time.Minute, Parallel: 65}, true},
 	}

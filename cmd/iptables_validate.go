@@ -10,11 +10,27 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/nsexec"
 )
 
+// liveOnlyFlags are the flags of `iptables` that read (or create in) a
+// live pod: with --from-file, they would be silently ignored.
+var liveOnlyFlags = []string{"namespace", "container", "via", "interval", "timeout", "image", "force", "node-namespace", "dry-run", "connections"}
+
+// flagChanged says whether the flag was given on the command line.
+func (o *IptablesOptions) flagChanged(name string) bool {
+	return o.changed != nil && o.changed(name)
+}
+
 // validateFlags checks every flag and argument on its own, before any
 // request: the live path adds an ephemeral container or a node pod, so a
 // usage error found after it would leave the pod changed for nothing.
 func (o *IptablesOptions) validateFlags(fleet bool) error {
-	if err := validateOutput(o.Output, outputRaw); err != nil {
+	extra := []string{outputRaw}
+	if fleet {
+		extra = nil
+	}
+	if err := validateOutput(o.Output, extra...); err != nil {
+		return err
+	}
+	if err := validateDryRun(o.DryRun, o.Output); err != nil {
 		return err
 	}
 	switch {
@@ -26,31 +42,41 @@ func (o *IptablesOptions) validateFlags(fleet bool) error {
 		return usageErrorf("--timeout must be positive")
 	case o.Parallel < 0 || o.Parallel > 64:
 		return usageErrorf("--parallel must be between 0 (the node's CPUs) and 64")
-	case o.Parallel != 0 && !fleet:
-		return usageErrorf("--parallel is for the fleet audit (-n, -l, -A without a POD)")
+	case !fleet && (o.AllNamespaces || o.Selector != ""):
+		which := "-A"
+		if o.Selector != "" {
+			which = "-l " + o.Selector
+		}
+		return usageErrorf("-A and -l select the pods of the fleet audit, its own command: kubectl mesh iptables audit %s (it creates one privileged pod per node; --dry-run prints them instead)", which)
 	case o.Pod != "" && len(o.FromFiles) > 0:
 		return usageErrorf("give either a POD or --from-file, not both")
-	case o.Pod != "" && (o.AllNamespaces || o.Selector != ""):
-		return usageErrorf("-A and -l select the pods of a fleet audit; they take no POD")
 	case len(o.FromFiles) > 2:
 		return usageErrorf("--from-file takes at most two dumps (IPv4 and IPv6)")
 	case o.Connections && o.Pod == "" && !fleet:
 		return usageErrorf("--connections reads a live POD's connection-tracking table: give a POD")
 	}
-	if fleet {
-		switch {
-		case o.Via == nsexec.ViaEphemeral && o.viaSet:
-			return usageErrorf("the fleet audit reads every pod of a node with one node pod; --via ephemeral is for one POD")
-		case o.Interval > 0 || o.expectSet || len(o.Traces) > 0 || len(o.PodIPs) > 0 || len(o.Nameservers) > 0:
-			return usageErrorf("--interval, --expect-args, --trace, --pod-ip and --nameserver are for one POD; the audit compares each pod with its own arguments")
-		case o.Output == outputRaw || o.Connections:
-			return usageErrorf("-o raw and --connections are for one POD")
+	if !fleet && o.Pod == "" && len(o.FromFiles) == 0 {
+		if o.flagChanged("namespace") {
+			ns := o.configFlags.Namespace
+			if ns == nil {
+				ns = new(string)
+			}
+			return usageErrorf("no POD given: -n only names the namespace of a POD (kubectl mesh iptables POD -n %[1]s).\nTo audit every pod of namespace %[1]s: kubectl mesh iptables audit -n %[1]s (it creates one privileged pod per node; --dry-run prints them instead)", *ns)
+		}
+		return usageErrorf("give a POD, or the rules to read with --from-file (iptables-save, iptables -S, iptables -L -v or nft list ruleset output of the pod's network namespace; - for standard input).\nTo audit every pod of a namespace: kubectl mesh iptables audit -n NS")
+	}
+	if !fleet && len(o.FromFiles) > 0 {
+		var live []string
+		for _, f := range liveOnlyFlags {
+			if o.flagChanged(f) {
+				live = append(live, "--"+f)
+			}
+		}
+		if len(live) > 0 {
+			return usageErrorf("%s read%s a live POD; --from-file reads a dump and takes none of them", strings.Join(live, ", "), map[bool]string{true: "", false: "s"}[len(live) > 1])
 		}
 	}
 	if o.IstioVersion != "" {
-		if fleet {
-			return usageErrorf("--istio-version is for one POD or --from-file; the audit reads each pod's release from its images")
-		}
 		if _, _, err := capture.ParseIstioVersion(o.IstioVersion); err != nil {
 			return usageErrorf("--istio-version: %v", err)
 		}
@@ -92,13 +118,14 @@ func (o *IptablesOptions) Validate() error {
 	if err := o.validateFlags(o.fleet); err != nil {
 		return err
 	}
-	if o.Pod != "" || o.fleet {
+	if o.fleet {
+		return validateSelector(o.Selector)
+	}
+	if o.Pod != "" {
 		return nil // a POD's own context is checked once it is read (Run)
 	}
-	// --connections and more than two dumps were refused by validateFlags.
-	if len(o.FromFiles) == 0 {
-		return usageErrorf("give a POD, the rules to read with --from-file (iptables-save, iptables -S, iptables -L -v or nft list ruleset output of the pod's network namespace; - for standard input), or -n/-l/-A to audit every pod they select")
-	}
+	// No POD and no dump, more than two dumps, --connections: refused by
+	// validateFlags.
 	if err := o.readFiles(); err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func startProfile() error {
 	}
 	p := pprof.Lookup(profileName)
 	if p == nil {
-		return &UsageError{Err: fmt.Errorf("--profile must be one of %v, not %q", profileNames, profileName)}
+		return &UsageError{Err: fmt.Errorf("--profile must be one of: %s, not %q", oneOf(profileNames), profileName)}
 	}
 	profileStop = func() error {
 		f, err := os.Create(profileOutput)

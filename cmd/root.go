@@ -103,6 +103,15 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{render.ColorAuto, render.ColorAlways, render.ColorNever}, cobra.ShellCompDirectiveNoFileComp))
 	addProfileFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		quietKlog(c.Flags().Changed("v"), klogFlags.Lookup("v").Value.String())
+		printWarnings(c.ErrOrStderr())
+		// client-go reads --request-timeout only when it connects: checked
+		// here, a bad one is a usage error before any request.
+		if configFlags.Timeout != nil {
+			if err := validateRequestTimeout(*configFlags.Timeout); err != nil {
+				return err
+			}
+		}
 		switch color {
 		case render.ColorAuto, render.ColorAlways, render.ColorNever:
 			render.ColorMode = color
@@ -154,6 +163,12 @@ func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
+	var interruptedErr *InterruptedError
+	if msg := connectionRefused(err); msg != "" && !errors.As(err, &interruptedErr) {
+		// As kubectl says it, without a prefix.
+		fmt.Fprintln(errOut, msg)
+		return ExitError
+	}
 	if render.IsTerminal(errOut) {
 		// On a terminal, wrapped to its width as the rest of the output.
 		render.NewPrinter(errOut).Para("error: ", render.EscapeLines(err.Error()))
@@ -191,7 +206,7 @@ func validateOutput(format string, extra ...string) error {
 		}
 	}
 	allowed := append([]string{render.JSON, render.YAML}, extra...)
-	return usageErrorf("unsupported output format %q: use one of %v", format, allowed)
+	return usageErrorf("unsupported output format %q: use one of: %s", format, oneOf(allowed))
 }
 
 // announcer says on w, one line each, what a command is about to create in

@@ -51,10 +51,13 @@ For many pods (-n, -l, -A, a workload): one row per pod, worst first.`,
   kubectl mesh startup deploy/reviews -n bookinfo
   kubectl mesh startup -A -o json`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
+			// Every flag is checked before the kubeconfig is read and
+			// before any request.
+			o.Args = args
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
+			if err := o.Complete(args); err != nil {
 				return err
 			}
 			return o.Run(c.Context())
@@ -88,7 +91,7 @@ func (o *StartupOptions) Validate() error {
 	case len(o.Args) > 2:
 		return usageErrorf("expected POD, TYPE/NAME or TYPE NAME, got %d arguments", len(o.Args))
 	}
-	return nil
+	return validateSelector(o.Selector)
 }
 
 // Run reads the pods, their events and the failed containers' logs, and prints.

@@ -35,7 +35,7 @@ func touches() []touch {
 			nsexec.Describe(nsexec.EphemeralPermissions("NS")) + " in the pod's namespace"},
 		{[]string{"iptables POD --via node", "diagnose POD --rules --via node"},
 			nodePod, nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
-		{[]string{"iptables -n NS / -l SEL / -A (fleet audit)", "diagnose -n / -l / -A / a workload, with --rules or --connections"},
+		{[]string{"iptables audit -n NS / -l SEL / -A", "diagnose -n / -l / -A / a workload, with --rules or --connections"},
 			"creates such a pod on every node that runs a selected pod, never an ephemeral container; `-n` is the scope of the pods read, not where the node pods go",
 			nsexec.Describe(nsexec.NodePodPermissions("NS")) + " in `--node-namespace`"},
 	}

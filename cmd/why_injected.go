@@ -73,10 +73,13 @@ if re-created first.`,
   # Every pod in the cluster: which ones need a restart?
   kubectl mesh why-injected -A`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
+			// Every flag is checked before the kubeconfig is read and
+			// before any request.
+			o.Args = args
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
+			if err := o.Complete(args); err != nil {
 				return err
 			}
 			return o.Run(c.Context())
@@ -139,7 +142,10 @@ func validateTargets(filenames, args []string, selector string, all bool) error 
 	case len(args) > 2:
 		return usageErrorf("expected POD, TYPE/NAME or TYPE NAME, got %d arguments", len(args))
 	}
-	return nil
+	if err := validateSelector(selector); err != nil {
+		return err
+	}
+	return validateFiles(filenames)
 }
 
 // Run reads the cluster once, explains the targets and prints the answer.

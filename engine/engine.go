@@ -5,8 +5,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -28,7 +30,11 @@ func ReadInput(name string, stdin io.Reader) ([]byte, error) {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, err
+			// A file that cannot be opened is a bad argument, as a bad flag.
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, &InputError{Err: fmt.Errorf("the path %q does not exist", name)}
+			}
+			return nil, &InputError{Err: err}
 		}
 		defer f.Close()
 		r = f

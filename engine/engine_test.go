@@ -43,7 +43,8 @@ func TestReadInputIsBounded(t *testing.T) {
 	if b, err := ReadInput("-", bytes.NewReader([]byte("apiVersion: v1\n"))); err != nil || string(b) != "apiVersion: v1\n" {
 		t.Errorf("small stdin: %q %v", b, err)
 	}
-	if _, err := ReadInput(filepath.Join(t.TempDir(), "missing"), nil); err == nil || errors.As(err, &usage) {
-		t.Errorf("a missing file is an error, not a usage error: %v", err)
+	// A file given that does not exist is a bad argument (issue 43: exit 2).
+	if _, err := ReadInput(filepath.Join(t.TempDir(), "missing"), nil); !errors.As(err, &usage) || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a missing file is a usage error: %v", err)
 	}
 }

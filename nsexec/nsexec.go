@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -68,7 +69,16 @@ type Runner struct {
 	// Announce, when set, is told what is about to be created, just before
 	// the request that creates it (as kubectl debug says it on stderr).
 	Announce func(string)
+	// DryRun, when set, is given each object a dump would create (the node
+	// pod, or the pod with the ephemeral container it would be patched
+	// with), exactly as it would be sent, instead of creating it; the dump
+	// then ends with ErrDryRun. No permission is asked for.
+	DryRun func(obj any) error
 }
+
+// ErrDryRun ends a dump that was only printed (Runner.DryRun): nothing was
+// created, so nothing was read.
+var ErrDryRun = errors.New("dry run: nothing was created")
 
 func (r *Runner) announce(format string, args ...any) {
 	if r.Announce != nil {
@@ -262,19 +272,17 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 	if p.Status.Phase != corev1.PodRunning && !req.AllowNotRunning {
 		return nil, fmt.Errorf("pod %s/%s is %s, not Running: an ephemeral container cannot be removed once added; give --force to add one anyway, or --via node", p.Namespace, p.Name, p.Status.Phase)
 	}
+	name := "mesh-dump-" + rand.String(5)
+	ec := EphemeralContainer(name, req.Image, script(rounds, seconds, "", true, true))
+	if r.DryRun != nil {
+		if err := r.DryRun(EphemeralPatchObject(p, ec)); err != nil {
+			return nil, err
+		}
+		return nil, ErrDryRun
+	}
 	if err := r.check(ctx, EphemeralPermissions(p.Namespace)...); err != nil {
 		return nil, err
 	}
-	name := "mesh-dump-" + rand.String(5)
-	var root int64
-	no := false
-	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: name, Image: req.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:                  []string{"/bin/sh", "-c", withEnd(script(rounds, seconds, "", true, true))},
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
-			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
-	}}
 	// A strategic-merge patch of the pods/ephemeralcontainers subresource,
 	// as kubectl debug sends: the permission checked above is the one used,
 	// and whoever may run kubectl debug may run this.
@@ -300,6 +308,32 @@ func (r *Runner) ephemeral(ctx context.Context, req Request, rounds, seconds int
 		return nil, err
 	}
 	return &Result{Via: ViaEphemeral, Container: name, Sections: parse(out)}, nil
+}
+
+// EphemeralContainer is the debug container that runs dump (a script) in
+// a pod's network namespace: root, NET_ADMIN and NET_RAW only, not
+// privileged.
+func EphemeralContainer(name, image, dump string) corev1.EphemeralContainer {
+	var root int64
+	no := false
+	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:                  []string{"/bin/sh", "-c", withEnd(dump)},
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsNonRoot: &no, Privileged: &no, AllowPrivilegeEscalation: &no,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}}},
+	}}
+}
+
+// EphemeralPatchObject is what a dry run prints for an ephemeral
+// container: the pod, by name, with the one container its
+// pods/ephemeralcontainers subresource would be patched with.
+func EphemeralPatchObject(p *corev1.Pod, ec corev1.EphemeralContainer) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": p.Name, "namespace": p.Namespace},
+		"spec":     map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}},
+	}
 }
 
 // waitAndRead waits for the container to start, follows its log until the
@@ -423,6 +457,9 @@ func containerID(p *corev1.Pod) string {
 
 // checkNode asks whether the user may run a node pod in namespace ns.
 func (r *Runner) checkNode(ctx context.Context, ns string) error {
+	if r.DryRun != nil {
+		return nil // nothing is created: nothing to be allowed
+	}
 	return r.check(ctx, NodePodPermissions(ns)...)
 }
 
@@ -463,14 +500,13 @@ func describe(a authorizationv1.ResourceAttributes) string {
 	return a.Verb + " " + a.Resource
 }
 
-// runNodePod runs cmd in a short-lived privileged pod on node (host PID and
-// network, in namespace ns), waits for it to finish and returns its output
-// and "<ns>/<pod>". The pod is deleted on success, on error and when ctx ends.
-func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, timeout time.Duration) (string, string, error) {
+// NodePod is the short-lived privileged pod that runs cmd on node (host
+// PID and network, every taint tolerated, no service account token).
+func NodePod(name, node, ns, image, cmd string) *corev1.Pod {
 	yes := true
 	var zero int64
-	name := "mesh-dump-" + rand.String(5)
-	pod := &corev1.Pod{
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{NodePodLabel: "node"}},
 		Spec: corev1.PodSpec{
 			NodeName: node, HostPID: true, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
@@ -479,6 +515,21 @@ func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, ti
 			Containers: []corev1.Container{{Name: "dump", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"/bin/sh", "-c", cmd}, SecurityContext: &corev1.SecurityContext{Privileged: &yes, RunAsUser: &zero}}},
 		},
+	}
+}
+
+// runNodePod runs cmd in a short-lived privileged pod on node (host PID and
+// network, in namespace ns), waits for it to finish and returns its output
+// and "<ns>/<pod>". The pod is deleted on success, on error and when ctx ends.
+func (r *Runner) runNodePod(ctx context.Context, node, ns, image, cmd string, timeout time.Duration) (string, string, error) {
+	var zero int64
+	name := "mesh-dump-" + rand.String(5)
+	pod := NodePod(name, node, ns, image, cmd)
+	if r.DryRun != nil {
+		if err := r.DryRun(pod); err != nil {
+			return "", "", err
+		}
+		return "", "", ErrDryRun
 	}
 	// Always delete it, by name: on success, on error, and when interrupted
 	// even while its creation is in flight (registered before the create).

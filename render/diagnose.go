@@ -105,7 +105,7 @@ func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
 		}
 	}
 	if len(notRun) > 0 {
-		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (an ephemeral container, or --via node).", strings.Join(notRun, ", ")))
+		p.Para("", fmt.Sprintf("Not checked: %s; --rules reads the pod's rules, --connections its live flows too (for one pod they add an ephemeral container, which cannot be removed; --via node instead leaves nothing behind; --dry-run prints what would be created).", strings.Join(notRun, ", ")))
 	}
 	if needs = strs.Dedupe(needs); len(needs) > 0 {
 		fmt.Fprintln(p.Out)
@@ -126,9 +126,31 @@ func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
 		fmt.Fprintln(p.Out)
 		fmt.Fprintln(p.Out, p.Bold("In full:"))
 		for _, m := range more {
-			p.Command(fmt.Sprintf("  %-12s ", m[0]), Escape(m[1]))
+			prefix := fmt.Sprintf("  %-12s ", m[0])
+			p.Command(prefix, Escape(m[1]))
+			if note := EphemeralNote(m[1]); note != "" {
+				p.Para(strings.Repeat(" ", len(prefix)), note)
+			}
 		}
 	}
+}
+
+// EphemeralNote is what a suggested kubectl-mesh command would leave in
+// the pod, said next to it: reading one pod's live rules adds an ephemeral
+// container unless --via node is given. "" for a command that only reads.
+func EphemeralNote(cmd string) string {
+	live := false
+	switch {
+	case strings.Contains(cmd, "--via node"), strings.Contains(cmd, "--from-file"):
+	case strings.HasPrefix(cmd, "kubectl mesh iptables ") && !strings.HasPrefix(cmd, "kubectl mesh iptables audit"):
+		live = true
+	case strings.HasPrefix(cmd, "kubectl mesh diagnose ") && (strings.Contains(cmd, " --rules") || strings.Contains(cmd, " --connections")):
+		live = true
+	}
+	if !live {
+		return ""
+	}
+	return "adds an ephemeral container to the pod, which cannot be removed; add --via node for a node pod that leaves nothing behind"
 }
 
 // DiagnosisRows prints many: a count per status, one row per pod,

@@ -46,6 +46,11 @@ type Engine struct {
 	// Announce, when set, is told what the rules' reading is about to
 	// create (an ephemeral container, node pods), before it does.
 	Announce func(string)
+	// DryRun, when set, is given what reading the rules would create (the
+	// ephemeral container, each node pod), in the order a real run creates
+	// them, instead of creating it: the rules are then not read, and the
+	// diagnoses say nothing of them (the caller prints none).
+	DryRun func(obj any) error
 }
 
 // dash is s, or "-" when it is empty.
@@ -398,13 +403,13 @@ func (e *Engine) readRules(ctx context.Context, items []*item, one bool) error {
 		return &engine.InputError{Err: fmt.Errorf("--via ephemeral reads one pod; %d running pods are selected: without --via, one node pod per node reads them all", len(itemOf))}
 	}
 	var done func(int)
-	if e.Progress != nil {
+	if e.Progress != nil && e.DryRun == nil {
 		var finish func()
 		done, finish = e.Progress(len(byNode), len(itemOf))
 		defer finish()
 	}
 	lines, _, err := rules.Audit(ctx, e.Client, byNode, rules.AuditOptions{Image: e.Image, NodeNamespace: e.NodeNamespace, Timeout: e.Timeout,
-		Connections: e.Connections, Listeners: true, Done: done, Announce: e.Announce})
+		Connections: e.Connections, Listeners: true, Done: done, Announce: e.Announce, DryRun: e.DryRun})
 	if err != nil {
 		return err
 	}
@@ -430,7 +435,10 @@ func (e *Engine) readRules(ctx context.Context, items []*item, one bool) error {
 // readOne reads one pod's rules the way `kubectl mesh iptables POD` does.
 func (e *Engine) readOne(ctx context.Context, it *item) error {
 	read, err := rules.ReadPod(ctx, e.Client, rules.Request{Pod: it.pod, Via: e.Via, Image: e.Image, NodeNamespace: e.NodeNamespace,
-		Timeout: e.Timeout, Connections: e.Connections, Announce: e.Announce})
+		Timeout: e.Timeout, Connections: e.Connections, Announce: e.Announce, DryRun: e.DryRun})
+	if errors.Is(err, nsexec.ErrDryRun) {
+		return nil // printed, not created: nothing read
+	}
 	var rep *capture.CaptureReport
 	if err == nil {
 		rep, err = capture.ExplainCapture(read.Input)

@@ -55,6 +55,10 @@ type AuditOptions struct {
 	// Announce, when set, is told once, before any is created, how many
 	// node pods the audit creates, where and how.
 	Announce func(string)
+	// DryRun, when set, is given each node pod instead of its creation,
+	// one node after another in the nodes' order; nothing is read, and
+	// only the pods that could not be read for another reason have a line.
+	DryRun func(obj any) error
 }
 
 // Audit reads the rules of the pods of each node of byNode with one node
@@ -82,7 +86,7 @@ func Audit(ctx context.Context, client *inspect.Client, byNode map[string][]*cor
 		}
 	}
 
-	if opts.Announce != nil && len(nodes) > 0 {
+	if opts.Announce != nil && len(nodes) > 0 && opts.DryRun == nil {
 		ns := opts.NodeNamespace
 		if ns == "" {
 			ns = "default"
@@ -97,10 +101,14 @@ func Audit(ctx context.Context, client *inspect.Client, byNode map[string][]*cor
 		}
 		opts.Announce(fmt.Sprintf("reading %d pods with %d node pod%s (one per node, in namespace %s; privileged, hostPID, hostNetwork, tolerating every taint): each is deleted when its node is read, also on error or Ctrl-C; no ephemeral container is added", pods, len(nodes), s, ns))
 	}
-	runner := &nsexec.Runner{Client: client.Kube}
+	runner := &nsexec.Runner{Client: client.Kube, DryRun: opts.DryRun}
 	var mu sync.Mutex
 	var lines []*AuditLine
-	sem := make(chan struct{}, fleetNodes)
+	parallel := fleetNodes
+	if opts.DryRun != nil {
+		parallel = 1 // printed in the nodes' order
+	}
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, node := range nodes {
 		wg.Add(1)
@@ -177,6 +185,9 @@ func auditNode(ctx context.Context, runner *nsexec.Runner, fleet fleetFacts, opt
 	}
 	dumps, _, err := runner.DumpNode(ctx, nsexec.NodeRequest{Node: node, Namespace: opts.NodeNamespace, Image: image, Pods: pods,
 		Parallel: opts.Parallel, Conntrack: opts.Connections, Sockets: opts.Listeners, Timeout: opts.Timeout})
+	if errors.Is(err, nsexec.ErrDryRun) {
+		return nil
+	}
 	if err != nil {
 		var perm *nsexec.PermissionError
 		if errors.As(err, &perm) {

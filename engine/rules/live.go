@@ -42,6 +42,9 @@ type Request struct {
 	// Announce, when set, is told what is about to be created (the
 	// ephemeral container or the node pod), just before it is.
 	Announce func(string)
+	// DryRun, when set, is given what would be created instead of creating
+	// it (nsexec.Runner.DryRun); ReadPod then returns nsexec.ErrDryRun.
+	DryRun func(obj any) error
 }
 
 // Read is a pod's rules as read: the explanation's input, the dumps as
@@ -79,7 +82,7 @@ func ReadPod(ctx context.Context, ic *inspect.Client, req Request) (*Read, error
 		}
 		return nil, &engine.InputError{Err: fmt.Errorf("pod %s has no istio-proxy or istio-init container whose image has iptables: give one with --image", pod.Name)}
 	}
-	res, err := (&nsexec.Runner{Client: ic.Kube, Announce: req.Announce}).Dump(ctx, nsexec.Request{Pod: pod, Via: req.Via, Image: image,
+	res, err := (&nsexec.Runner{Client: ic.Kube, Announce: req.Announce, DryRun: req.DryRun}).Dump(ctx, nsexec.Request{Pod: pod, Via: req.Via, Image: image,
 		NodeNamespace: req.NodeNamespace, Interval: req.Interval, Timeout: req.Timeout, AllowNotRunning: req.Force})
 	if err != nil {
 		return nil, err

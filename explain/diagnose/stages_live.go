@@ -121,7 +121,7 @@ func connectionsCheck(f Facts, target string) Check {
 		if rule != "" {
 			c.Evidence += " (let through by: " + rule + ")"
 		}
-		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail
+		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail + " --via node (without --via node, an ephemeral container is added to the pod, which cannot be removed)"
 		return c
 	}
 	c.Status, c.Evidence = Pass, r.ConnectionsSummary

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the fleet audit, `kubectl mesh iptables -n NS`, over PODS pods
+# Benchmark of the fleet audit, `kubectl mesh iptables audit -n NS`, over PODS pods
 # real istiod injected (default 50, their proxies asking for 10m CPU and 32Mi
 # through Istio's sidecar.istio.io/proxyCPU and proxyMemory annotations, so
 # that the local 2-core node holds them), beside
@@ -46,24 +46,28 @@ log "the node is quiet enough to measure: CPU ${b}% busy over 5 s"
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 time_it() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>/tmp/kmesh-bench.err || die "failed: $(tail -3 /tmp/kmesh-bench.err)"; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", e - s }'; }
 audit=(); single=(); base=()
+# A baseline built before the audit was its own command (iptables audit)
+# ran it as `iptables -n NS`.
+baseline_audit=(iptables audit)
+if [ -n "${BASELINE:-}" ] && ! "$BASELINE" iptables --help 2>/dev/null | grep -q 'iptables audit'; then baseline_audit=(iptables); fi
 all=$("$KUBECTL" -n "$NS" get pods -o name) # whole, then cut: head would end kubectl early (pipefail)
 pods=$(printf '%s\n' "$all" | sed -n "1,${FEW}p" | cut -d/ -f2)
 for _ in $(seq "$RUNS"); do
-  audit+=("$(time_it "$MESH" iptables -n "$NS" -o json)")
-  [ -z "${BASELINE:-}" ] || base+=("$(time_it "$BASELINE" iptables -n "$NS" -o json)")
+  audit+=("$(time_it "$MESH" iptables audit -n "$NS" -o json)")
+  [ -z "${BASELINE:-}" ] || base+=("$(time_it "$BASELINE" "${baseline_audit[@]}" -n "$NS" -o json)")
   for p in $pods; do single+=("$(time_it "$MESH" iptables -n "$NS" "$p" --via node)"); done
 done
 a=$(printf '%s\n' "${audit[@]}" | median); s=$(printf '%s\n' "${single[@]}" | median)
-lines=$("$MESH" iptables -n "$NS" -o json | jq '.items | length')
-drift=$("$MESH" iptables -n "$NS" -o json | jq '[.items[] | select(.drift == true or .error != null)] | length')
+lines=$("$MESH" iptables audit -n "$NS" -o json | jq '.items | length')
+drift=$("$MESH" iptables audit -n "$NS" -o json | jq '[.items[] | select(.drift == true or .error != null)] | length')
 eph=$("$KUBECTL" -n "$NS" get pods -o json | jq '[.items[].spec.ephemeralContainers // [] | length] | add')
 left=$("$KUBECTL" get pods -A -l kubectl-mesh.io/nsexec --no-headers 2>/dev/null | wc -l)
 echo "== $PODS injected pods on 1 node; median of $RUNS runs"
-printf '%-52s %8.2f s  (%.0f ms per pod)\n' "kubectl mesh iptables -n $NS (fleet audit)" "$a" "$(awk -v a="$a" -v n="$lines" 'BEGIN { print a * 1000 / n }')"
+printf '%-52s %8.2f s  (%.0f ms per pod)\n' "kubectl mesh iptables audit -n $NS (fleet audit)" "$a" "$(awk -v a="$a" -v n="$lines" 'BEGIN { print a * 1000 / n }')"
 printf '%-52s %8.2f s  (one node pod per pod)\n' "kubectl mesh iptables POD --via node (each of $FEW)" "$s"
 if [ -n "${BASELINE:-}" ]; then
   b=$(printf '%s\n' "${base[@]}" | median)
-  printf '%-52s %8.2f s  (%.0f ms per pod; runs %s)\n' "$(basename "$BASELINE") iptables -n $NS (baseline)" "$b" \
+  printf '%-52s %8.2f s  (%.0f ms per pod; runs %s)\n' "$(basename "$BASELINE") ${baseline_audit[*]} -n $NS (baseline)" "$b" \
     "$(awk -v a="$b" -v n="$lines" 'BEGIN { print a * 1000 / n }')" "$(printf '%s\n' "${base[@]}" | sort -n | tr '\n' ' ' | sed 's/ $//')"
 fi
 awk -v a="$a" -v s="$s" -v n="$lines" 'BEGIN { printf "one by one, %d pods would take %.1f s: %.1fx the audit\n", n, s * n, s * n / a }'

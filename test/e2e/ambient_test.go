@@ -297,7 +297,7 @@ func TestIptablesAmbientPod(t *testing.T) {
 	checks++
 
 	// The fleet audit of the namespace: one node pod, the same comparison.
-	fl := mesh(t, c, "", "iptables", "-n", ns, "-o", "json")
+	fl := mesh(t, c, "", "iptables", "audit", "-n", ns, "-o", "json")
 	var audit struct {
 		Kind  string `json:"kind"`
 		Items []struct {

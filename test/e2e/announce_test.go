@@ -55,7 +55,7 @@ func TestAnnouncesWhatItCreates(t *testing.T) {
 	}{
 		{"iptables POD", []string{"iptables", "web", "-n", ns}, ephemeralRE, true},
 		{"iptables POD --via node", []string{"iptables", "web", "-n", ns, "--via", "node", "--node-namespace", nodeNS}, nodePodRE, false},
-		{"iptables fleet audit", []string{"iptables", "-n", ns, "--node-namespace", nodeNS}, sweepRE, false},
+		{"iptables fleet audit", []string{"iptables", "audit", "-n", ns, "--node-namespace", nodeNS}, sweepRE, false},
 		{"diagnose POD --rules", []string{"diagnose", "web", "-n", ns, "--rules"}, ephemeralRE, true},
 		{"diagnose -n NS --rules", []string{"diagnose", "-n", ns, "--rules", "--node-namespace", nodeNS, "-l", "app=web"}, sweepRE, false},
 		{"diagnose POD (reads only)", []string{"diagnose", "web", "-n", ns}, nil, false},

@@ -79,11 +79,17 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"iptables", "target", "--expect-args", "--no-such-flag"},
 		{"iptables", "target", "--from-file", manifest},
 		{"iptables", "target", "-l", "app=target"},
-		// ...and the fleet audit (node pods).
-		{"iptables", "-o", "xml"},
-		{"iptables", "--trace", "out:10.0.0.1:80"},
-		{"iptables", "--connections"},
-		{"iptables", "--via", "ephemeral"},
+		// ...no POD with -n: not a fleet audit, a usage error...
+		{"iptables"},
+		{"iptables", "--timeout", "30s"},
+		// ...and the fleet audit (node pods), its own command.
+		{"iptables", "audit", "-o", "xml"},
+		{"iptables", "audit", "-o", "raw"},
+		{"iptables", "audit", "--trace", "out:10.0.0.1:80"},
+		{"iptables", "audit", "--connections"},
+		{"iptables", "audit", "--via", "ephemeral"},
+		{"iptables", "audit", "-l", "a in (b"},
+		{"iptables", "audit", "--dry-run=server"},
 		// diagnose: --rules (ephemeral container or node pods), --verify (dry runs).
 		{"diagnose", "target", "--rules", "-o", "xml"},
 		{"diagnose", "target", "--rules", "--fail-on", "bogus"},

@@ -72,7 +72,7 @@ func TestIptablesFleetAudit(t *testing.T) {
 	}
 
 	start := time.Now()
-	r := mesh(t, c, "", "iptables", "-n", ns, "-o", "json")
+	r := mesh(t, c, "", "iptables", "audit", "-n", ns, "-o", "json")
 	took := time.Since(start)
 	d := decode[auditDoc](t, r)
 	if r.code != 0 || d.Kind != "CaptureAuditList" || len(d.Items) != 20 {
@@ -108,13 +108,13 @@ func TestIptablesFleetAudit(t *testing.T) {
 		}
 	}
 	noNodePods(t, c)
-	human := mesh(t, c, "", "iptables", "-n", ns)
+	human := mesh(t, c, "", "iptables", "audit", "-n", ns)
 	if !strings.HasPrefix(human.stdout, "20 pods on 1 nodes read with 1 node pods (no ephemeral container): 2 with drift, 0 unreadable") {
 		t.Errorf("human output does not open with the count:\n%s", human.stdout)
 	}
 
 	// Ctrl-C while the node pod works: exit 130, nothing left.
-	interruptOnNodePod(t, c, "iptables", "-n", ns)
+	interruptOnNodePod(t, c, "iptables", "audit", "-n", ns)
 	b, _ := json.Marshal(d.Items[0])
 	t.Logf("first line: %s", b)
 	testreport.Count(t, "fleet audit: 20 pods read with 1 node pod in %.1fs (%.0f ms per pod), the 2 planted drifts found, 0 ephemeral containers, 0 node pods left (also after Ctrl-C)",
