@@ -241,7 +241,11 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 		yes := true
 		owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
 			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}}
-		if tmpl, _, ok, err := e.Client.OwnerTemplate(ctx, owned); err == nil && ok {
+		tmpl, _, short, ok, err := e.Client.OwnerState(ctx, owned)
+		if err == nil && ok && !short {
+			continue // it has its pods now: the refusal is over (their own rows say how they are)
+		}
+		if err == nil && ok {
 			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
 		}
 		r := e.Mesh.Explain(facts, w)

@@ -36,11 +36,11 @@ type fixCase struct {
 }
 
 var fixCases = []fixCase{
-	{nn: "01", object: "deployment/web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-01 istio.io/rev=default --overwrite", injected: true, state: rsFailed},
+	{nn: "01", object: "replicaset/web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-01 istio.io/rev=default --overwrite", injected: true, state: rsFailed},
 	{nn: "02", object: "web", code: "KM-INJ-001", fixStarts: "kubectl mesh why-injected pod/", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning
 	})},
-	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
+	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment/ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
 	{nn: "04", object: "deployment/web", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin", injected: true, state: rsFailed},
 }
 
@@ -139,7 +139,7 @@ func fixFinding(t *testing.T, bin string, c *testcluster.Cluster, ns string, fc 
 	for _, x := range d.all() {
 		x := x
 		kindName := strings.ToLower(x.WorkloadKind) + "/" + x.Name
-		if !(x.WorkloadKind == "Pod" && strings.HasPrefix(x.Name, fc.object+"-") || kindName == fc.object) {
+		if !(x.WorkloadKind == "Pod" && strings.HasPrefix(x.Name, fc.object+"-") || kindName == fc.object || strings.HasPrefix(kindName, fc.object+"-")) {
 			continue
 		}
 		if x.Status == "pass" && !fc.healthy {
