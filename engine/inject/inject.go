@@ -677,8 +677,11 @@ func (e *Engine) attributeRefusal(v *injection.Verification, r *injection.Inject
 		Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
 		Events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Message: v.Message,
 			InvolvedObject: corev1.ObjectReference{Kind: "dry run of", Name: r.Name}}}}
-	if a := e.Mesh.Explain(e.facts, w); a.CreationBlocked {
+	switch a := e.Mesh.Explain(e.facts, w); {
+	case a.CreationBlocked:
 		v.BlockedBy, v.Fix = a.BlockedBy, a.Fix
+	case a.RefusedBy != nil:
+		v.RefusedBy, v.Fix = a.RefusedBy.By, a.RefusedBy.Fix
 	}
 }
 

@@ -152,6 +152,13 @@ func workloadShort(in *Input) []Finding {
 			break
 		}
 	}
+	if r := in.Injection; r != nil && r.RefusedBy != nil && len(said) > 0 {
+		// The refusal named by what acted on the pods.
+		f.Evidence += "; refused by " + r.RefusedBy.By
+		if r.RefusedBy.Fix != "" {
+			f.Fix = r.RefusedBy.Fix
+		}
+	}
 	if w.Failed != "" {
 		f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that, then re-create the Job"
 		if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok {

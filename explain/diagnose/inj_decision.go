@@ -231,8 +231,12 @@ func proof(c *Check, r *injection.InjectionReport) {
 		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
 	case v.Refused:
 		c.Status, c.Evidence = Fail, "a dry-run create was refused: "+v.Summary()
-		if v.BlockedBy != "" {
+		if v.BlockedBy != "" || v.RefusedBy != "" {
 			c.Code = blockedCode(v.BlockedBy)
+			if v.BlockedBy == "" {
+				c.Code = CodeWorkloadShort // the platform's own refusal
+				c.Evidence += "; refused by " + v.RefusedBy
+			}
 			if v.Fix != "" {
 				c.Fix = v.Fix
 			}

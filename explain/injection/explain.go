@@ -368,6 +368,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	var policy *policyRefusal
 	for _, ev := range w.Events {
 		kind := RefusalOf(ev.Message)
+		if pr, ok := refusalBy(f, w, nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || injecting == nil) && r.RefusedBy == nil {
+			// The platform's own refusal: named, not the mesh's.
+			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w)}
+		}
 		if pr, ok := thirdPartyRefusal(f, w, nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && injecting != nil {
 			// Another webhook or a policy refuses what the injector added.
 			kind = BlockedPolicy

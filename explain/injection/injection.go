@@ -188,6 +188,9 @@ type InjectionReport struct {
 	// while it does not.
 	FailOpenWebhook string `json:"failOpenWebhook,omitempty"`
 	FailOpenFix     string `json:"failOpenFix,omitempty"`
+	// RefusedBy is what refuses the pods when it is not the mesh (another
+	// webhook, an admission policy), named by what acted on them.
+	RefusedBy *Refusal `json:"refusedBy,omitempty"`
 	// NotVerified says why --verify has no proof for this report.
 	NotVerified string `json:"notVerified,omitempty"`
 

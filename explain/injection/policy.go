@@ -23,6 +23,31 @@ type policyRefusal struct {
 	what   string // what of the injection it refuses
 	exempt string // the command that exempts the namespace from it ("" when none can be written)
 	mesh   string // the way out on the mesh's side
+	// down: the webhook could not be called (problem says why), rather than
+	// denying the pod.
+	down    bool
+	problem string
+}
+
+// Refusal is a refusal of the pod by something other than the mesh, put
+// down to what acted on it: a webhook (by its configuration whose rules
+// and selectors match the pod) or a ValidatingAdmissionPolicy (by the
+// binding the apiserver names), and the fix.
+type Refusal struct {
+	By  string `json:"by"`
+	Fix string `json:"fix,omitempty"`
+}
+
+// platformFix is the fix for a refusal of the pod's own (not of what the
+// injector added): exempt the namespace, or make the webhook answer.
+func platformFix(pr policyRefusal, w *Workload) string {
+	switch {
+	case pr.exempt != "" && pr.down:
+		return pr.exempt + "   # exempts namespace " + w.Namespace + " from " + pr.by + ", which does not answer (" + truncate(pr.problem, 120) + "); or bring its backend back"
+	case pr.exempt != "":
+		return pr.exempt + "   # exempts namespace " + w.Namespace + " from " + pr.by + "; or change the template to what it admits"
+	}
+	return ""
 }
 
 var vapDenied = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: ?(.*)`)
@@ -70,11 +95,16 @@ func meshWayOut(what string) string {
 // it quotes, put down to the configuration whose rules and selectors
 // match this pod.
 func thirdPartyRefusal(f *ClusterFacts, w *Workload, nsLabels map[string]string, msg string) (policyRefusal, bool) {
+	pr, ok := refusalBy(f, w, nsLabels, msg)
+	return pr, ok && pr.what != ""
+}
+
+// refusalBy puts a refusal by something other than the mesh's own webhooks
+// down to what acted (what: "" when it is about nothing the injector
+// added: the platform's own refusal, still named).
+func refusalBy(f *ClusterFacts, w *Workload, nsLabels map[string]string, msg string) (policyRefusal, bool) {
 	msg = strings.Join(strings.Fields(msg), " ")
 	what := injectedPart(msg, w)
-	if what == "" {
-		return policyRefusal{}, false
-	}
 	pr := policyRefusal{what: what, mesh: meshWayOut(what)}
 	if m := vapDenied.FindStringSubmatch(msg); m != nil {
 		pr.by = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s)", m[1], m[2])
@@ -92,6 +122,10 @@ func thirdPartyRefusal(f *ClusterFacts, w *Workload, nsLabels map[string]string,
 	ref, ok := parseWebhookRefusal(msg)
 	if !ok || isIstioWebhook(ref.webhook) {
 		return policyRefusal{}, false
+	}
+	pr.down = !ref.denied
+	if pr.down {
+		pr.problem = ref.problem
 	}
 	var by []string
 	check := func(kind, config string, i int, name string, rules []admissionregistrationv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector) {

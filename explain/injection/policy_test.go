@@ -62,3 +62,22 @@ func TestPolicyRefusalAttributed(t *testing.T) {
 	expect(r.BlockedBy != BlockedPolicy, "the app's own NET_ADMIN put down to the mesh: %s", r.Verdict)
 	testreport.Count(t, "policy refusal attribution: %d checks", checks)
 }
+
+// A refusal of the pod's own, by a webhook that does not answer, is named
+// by the configuration whose selectors match the pod, with a fix; it is
+// not the mesh's.
+func TestPlatformRefusalNamed(t *testing.T) {
+	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"pods"}}}}
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled", "scan": "yes"})
+	f.ValidatingWebhooks = []admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "image-scanner"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "scan.example.com", Rules: rules,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"scan": "yes"}}}}}}
+	w := template("shop", nil, nil)
+	w.Events = []corev1.Event{refusedEvent(`Error creating: Internal error occurred: failed calling webhook "scan.example.com": failed to call webhook: Post "https://127.0.0.1:18999/validate?timeout=5s": dial tcp 127.0.0.1:18999: connect: connection refused`)}
+	r := Istio{}.Explain(f, w)
+	if r.CreationBlocked || r.RefusedBy == nil || r.RefusedBy.By != "ValidatingWebhookConfiguration image-scanner (webhook scan.example.com)" ||
+		!strings.HasPrefix(r.RefusedBy.Fix, `kubectl patch validatingwebhookconfiguration image-scanner --type=json -p '[{"op":"add","path":"/webhooks/0/namespaceSelector/matchExpressions"`) {
+		t.Fatalf("blocked %v by %q, refused by %+v", r.CreationBlocked, r.BlockedBy, r.RefusedBy)
+	}
+}

@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -21,6 +22,8 @@ type Verification struct {
 	// BlockedBy is what refused it (Blocked* constants), and Fix the fix,
 	// when the refusal was put down to what acted on the pod.
 	BlockedBy string `json:"blockedBy,omitempty"`
+	// RefusedBy names what refused it when that is not the mesh.
+	RefusedBy string `json:"refusedBy,omitempty"`
 	Fix       string `json:"fix,omitempty"`
 	// Agrees compares the proof with the prediction; null when the
 	// prediction was unknown (the proof then answers alone).
@@ -69,6 +72,11 @@ func (v *Verification) Compare(r *InjectionReport) {
 	case r.CreationBlocked && !v.Refused:
 		differ = "predicted: pods cannot be created; admission accepted the pod"
 	case r.CreationBlocked:
+	case v.Refused && RefusalOf(v.Message) == "" && !strings.Contains(v.Message, "istio"):
+		// Refused by the platform for a reason of its own: the prediction
+		// is of the mesh's admission, and says nothing against it.
+		v.Agrees, v.Disagreement = nil, ""
+		return
 	case v.Refused:
 		differ = "predicted: the pod is admitted; admission refused it: " + v.Message
 	case *r.Expected != v.Injected:
