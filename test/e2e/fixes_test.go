@@ -42,6 +42,11 @@ var fixCases = []fixCase{
 	})},
 	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment/ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
 	{nn: "04", object: "deployment/web", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin", injected: true, state: rsFailed},
+	// The red team's first round (its 01, 02, 09 and 11), replanted.
+	{nn: "05", object: "deployment/web", code: "KM-INJ-013", fixStarts: "kubectl patch validatingwebhookconfiguration kmfix-image-scanner", injected: true, state: rsFailed},
+	{nn: "06", object: "statefulset/db", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin-sts", injected: true, state: podEvent("FailedCreate")},
+	{nn: "07", object: "catalog", code: "KM-CONN-007", fixStarts: "kubectl patch service catalog -n kmfix-07", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
+	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
 // TestFixesRecover plants faults taken from Istio's issues, checks that
