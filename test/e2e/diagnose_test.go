@@ -396,7 +396,7 @@ exit 1`
 			if !found {
 				continue
 			}
-			k.firstIs(t, where, it, diagnose.CheckInjection, diagnose.Fail, "kubectl get endpointslices -n "+brokenNS+" -l kubernetes.io/service-name=istiod-broken")
+			k.firstIs(t, where, it, diagnose.CheckInjection, diagnose.Fail, "kubectl delete mutatingwebhookconfiguration istio-sidecar-injector-broken-"+brokenNS+"   # only if revision broken is gone for good")
 			k.check(t, strings.Contains(it.Verdict, "istiod-broken") || strings.Contains(it.Verdict, "endpoints"), "%s: verdict %q names neither the service nor its endpoints", where, it.Verdict)
 			for _, name := range []string{diagnose.CheckInit, diagnose.CheckStart, diagnose.CheckCapture, diagnose.CheckConnections} {
 				k.check(t, checkOf(it, name).Status == diagnose.NotChecked, "%s: %s is %q, want not checked (no pod)", where, name, checkOf(it, name).Status)
