@@ -102,7 +102,7 @@ func (in *Input) refineNoNetAdmin(f *Finding) {
 		return
 	}
 	them := map[bool]string{true: "it", false: "them"}[len(missing) == 1]
-	f.Evidence += "; its spec has no " + strings.Join(missing, " and ") + ", which Istio's injector adds to istio-init"
+	f.Evidence += "; its spec has no " + strings.Join(missing, " and ")
 	// The template's own istio-init, which the injector merges over its
 	// own, is the pod's doing, not admission's.
 	if o := in.Owner; o != nil && o.Template != nil {
@@ -115,7 +115,7 @@ func (in *Input) refineNoNetAdmin(f *Finding) {
 	}
 	ms := in.otherMutators()
 	if len(ms) == 0 {
-		f.Evidence += ": the pod's own istio-init (which the injector merges over its own) or an admission mutator called after the injector removed " + them
+		f.Evidence += ", which Istio's injector adds to istio-init: the pod's own istio-init (which the injector merges over its own) or an admission mutator called after the injector removed " + them
 		switch {
 		case in.Injection != nil && in.Injection.OtherMutatorsUnknown != "":
 			f.Evidence += " (which mutators act on the pod is unknown: " + in.Injection.OtherMutatorsUnknown + ")"
@@ -124,14 +124,14 @@ func (in *Input) refineNoNetAdmin(f *Finding) {
 		}
 		return
 	}
-	f.Evidence += ": the injector added " + them + ", and an admission mutator called after it removed " + them
+	f.Evidence += ": Istio's injector added " + them + ", and an admission mutator called after it removed " + them
 	if len(ms) == 1 {
 		f.Evidence += ": removed by " + ms[0].By
 	} else {
 		f.Evidence += ": " + mutatorsNamed(ms)
 	}
 	f.Mesh = "istio-init's " + strings.Join(missing, "/") + ", which the injector adds, removed at admission by " + mutatorsNamed(ms)
-	f.Fix = mutatorFix(p, ms, "removes them") + "\n" + meshSideCNI
+	f.Fix = mutatorFix(p, ms, "removes "+them) + "\n" + meshSideCNI
 }
 
 // imageRewrite says the image of an injected container is not the one
