@@ -112,6 +112,8 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		vwhErr              error
 		vapbs               *admissionregistrationv1.ValidatingAdmissionPolicyBindingList
 		vapbErr             error
+		mapbs               *admissionregistrationv1.MutatingAdmissionPolicyBindingList
+		mapbErr             error
 		nss                 *corev1.NamespaceList
 		labelled            *corev1.ConfigMapList
 		deps                *appsv1.DeploymentList
@@ -128,6 +130,9 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		},
 		func() {
 			vapbs, vapbErr = c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+		},
+		func() {
+			mapbs, mapbErr = c.Kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
 		},
 		func() { nss, nsErr = c.Proto.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}) },
 		func() {
@@ -154,6 +159,13 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	}
 	if vapbErr == nil {
 		f.PolicyBindings = vapbs.Items
+	}
+	if mapbErr != nil {
+		// They are only named as what may have rewritten an injected pod:
+		// not knowing them changes no verdict.
+		f.MutatingPolicyBindingsUnknown = "list mutatingadmissionpolicybindings.admissionregistration.k8s.io: " + mapbErr.Error()
+	} else {
+		f.MutatingPolicyBindings = mapbs.Items
 	}
 	if nsErr != nil {
 		if err := unknown(f, injection.FactNamespaces, "list namespaces", nsErr); err != nil {

@@ -47,7 +47,7 @@ func init() {
 	register(&Spec{Code: CodeCannotStart, Title: "init container cannot start", Stage: CheckInit, Kind: Static, Status: Fail, Reads: reads,
 		Means:   "An init container waits for a reason it does not get past by itself (its image cannot be pulled, its configuration refers to something missing): the pod never starts. When the injector added that container (istio-init, istio-validation), the mesh's image or annotations are the cause.",
 		Detects: "Every waiting reason the kubelet reports for an init container but a crash loop's back-off (KM-INIT-008) and the normal PodInitializing and ContainerCreating, with its message and the container's events.",
-		Fixes:   "For a container the injector added: the annotation that set its image or value; otherwise what the kubelet's message says.",
+		Fixes:   "For a container the injector added: the annotation that set its image or value, or, when its image is not the one the injector set and another mutating webhook or MutatingAdmissionPolicy matches the pod, the exemption of the pod's namespace from it; otherwise what the kubelet's message says.",
 		Source:  "kubectl's own statuses (Init:ImagePullBackOff, Init:CreateContainerConfigError); istio/istio issues on istio-init images that cannot be pulled",
 		Planted: "an init container whose image does not exist on the node",
 		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodeCannotStart) }})
@@ -208,11 +208,13 @@ func (in *Input) initPlatform() []Finding {
 			}
 			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev, Fix: waitingFix(in, c, ev)}
 			if by := injectedBy(p, c.Name); by != "" {
-				f.Evidence += "; " + by
-				f.Mesh = by
-				if imageReason(c.Reason) {
+				if rewritten, fix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
+					by, f.Fix = rewritten, fix
+				} else if imageReason(c.Reason) {
 					f.Fix = meshImageFix(p, c.Name)
 				}
+				f.Evidence += "; " + by
+				f.Mesh = by
 			}
 			out = append(out, f)
 		}

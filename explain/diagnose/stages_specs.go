@@ -18,9 +18,9 @@ func init() {
 	startupReads := []Fact{FactPod, FactEvents, FactLogs}
 
 	register(&Spec{Code: CodeInitNoNetAdmin, Title: "istio-init lacks NET_ADMIN/NET_RAW", Stage: CheckInit, Kind: Static, Status: Fail, Reads: startupReads,
-		Means:   "istio-init cannot write the pod's rules: a policy (PodSecurity, an SCC, a mutating policy) removed the NET_ADMIN and NET_RAW capabilities it asks for. The pod never starts.",
-		Detects: "istio-init's exit and its log or termination message: permission denied, operation not permitted.",
-		Fixes:   "Show the capabilities istio-init has, then allow NET_ADMIN and NET_RAW for it, or install Istio with its CNI plugin.",
+		Means:   "istio-init cannot write the pod's rules: it lacks the NET_ADMIN and NET_RAW capabilities the injector gives it, removed by the pod's own istio-init or by an admission mutator called after the injector (a mutating webhook or MutatingAdmissionPolicy, istio/istio#49054). The pod never starts.",
+		Detects: "istio-init's exit and its log or termination message: permission denied, operation not permitted; then its capabilities in the pod's spec, and the mutating webhooks and MutatingAdmissionPolicyBindings other than Istio's whose rules and selectors match the pod.",
+		Fixes:   "Exempt the pod's namespace from the mutator that removed them (a patch of its namespaceSelector) and re-create the pod, or use a revision with Istio's CNI plugin; else show the capabilities istio-init has.",
 		Source:  "Istio docs, application requirements (NET_ADMIN and NET_RAW capabilities)",
 		Planted: "a sidecar pod written by hand whose istio-init (the real istio-iptables) drops ALL capabilities",
 		run:     initOf(CodeInitNoNetAdmin)})

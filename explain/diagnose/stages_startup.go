@@ -155,6 +155,14 @@ func (in *Input) initAnswer() *stageAnswer {
 	}
 	a, ok := fromHazards(CheckInit, s, in.Target, initHazards, initWarnings)
 	in.init = a
+	for i := range a.findings {
+		if f := &a.findings[i]; f.Code == CodeInitNoNetAdmin {
+			in.refineNoNetAdmin(f)
+			if a.row.Code == f.Code && a.row.Status == f.Status {
+				a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
+			}
+		}
+	}
 	// The platform's account of the init containers: a cause it names goes
 	// before "stuck in init", which is then only its symptom.
 	if platform := in.initPlatform(); len(platform) > 0 {
@@ -323,12 +331,14 @@ func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target
 			}
 			f := Finding{Code: code, Status: Fail, Fix: own, Evidence: ev}
 			if by := injectedBy(p, c.Name); by != "" {
+				if rewritten, rfix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
+					by, own = rewritten, rfix
+				} else if imageReason(c.Reason) {
+					own = meshImageFix(p, c.Name)
+				}
 				f.Evidence += "; " + by
 				f.Mesh = by
-				if imageReason(c.Reason) {
-					own = meshImageFix(p, c.Name)
-					f.Fix = own
-				}
+				f.Fix = own
 			}
 			failed = append(failed, f)
 			if fix == "" || strings.HasPrefix(fix, "kubectl logs") && c.Restarts == 0 {

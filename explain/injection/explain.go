@@ -345,6 +345,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			if want := revs[st.revision]; want != nil && want.version != "" && istio.ImageTag(st.image) != want.version {
 				add("proxy version", st.image, EffectWarning, "revision "+st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
 			}
+			// What else rewrites the pod at admission, and what the
+			// injector put in it: what the pod's containers are read against.
+			r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, nsLabels)
+			r.InjectorImage = injectorImage(revs[st.revision], w.Pod.Annotations)
 		} else {
 			add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
 		}

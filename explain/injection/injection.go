@@ -43,6 +43,12 @@ type ClusterFacts struct {
 	// PolicyBindings are the ValidatingAdmissionPolicyBindings, read to
 	// exempt a namespace from the one a refusal names.
 	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// MutatingPolicyBindings are the MutatingAdmissionPolicyBindings, read
+	// to name what else rewrites an injected pod at admission;
+	// MutatingPolicyBindingsUnknown says why they could not be read (then
+	// no verdict changes: they are only not named).
+	MutatingPolicyBindings        []admissionregistrationv1.MutatingAdmissionPolicyBinding
+	MutatingPolicyBindingsUnknown string
 	// Namespaces present in the cluster, by name.
 	Namespaces map[string]*corev1.Namespace
 	// NamespacesAbsent are namespaces a GET found missing, when listing
@@ -121,6 +127,18 @@ type Workload struct {
 	Events []corev1.Event
 }
 
+// Mutator is an admission mutator other than Istio's injector that acts
+// on a pod's creation.
+type Mutator struct {
+	// By names it as kubectl does: "MutatingWebhookConfiguration NAME
+	// (webhook WEBHOOK)", "MutatingAdmissionPolicyBinding NAME (policy
+	// POLICY)".
+	By string `json:"by"`
+	// Exempt is the command that takes the pod's namespace out of its
+	// namespaceSelector.
+	Exempt string `json:"exempt,omitempty"`
+}
+
 // Owner is the controller that creates a pod.
 type Owner struct {
 	Kind string `json:"kind"`
@@ -193,6 +211,16 @@ type InjectionReport struct {
 	RefusedBy *Refusal `json:"refusedBy,omitempty"`
 	// NotVerified says why --verify has no proof for this report.
 	NotVerified string `json:"notVerified,omitempty"`
+	// OtherMutators are the admission mutators other than Istio's
+	// injector whose rules and selectors match a live injected pod: what
+	// may have rewritten what the injector added (OtherMutatorsUnknown
+	// names what of them could not be read).
+	OtherMutators        []Mutator `json:"otherMutators,omitempty"`
+	OtherMutatorsUnknown string    `json:"-"`
+	// InjectorImage is the proxy image the injector sets in istio-proxy
+	// and istio-init of a live injected pod (its revision's values, or the
+	// pod's sidecar.istio.io/proxyImage), "" when it is not known.
+	InjectorImage string `json:"injectorImage,omitempty"`
 
 	// memo is the answer (Memo) this report was made from, for the pod
 	// called Name owned by memoOwner.

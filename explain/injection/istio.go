@@ -91,10 +91,12 @@ type istioInjectorConfig struct {
 type istioInjectorValues struct {
 	Revision string `json:"revision"`
 	Global   struct {
-		Hub   string `json:"hub"`
-		Tag   any    `json:"tag"`
-		Proxy struct {
-			HoldApplicationUntilProxyStarts bool `json:"holdApplicationUntilProxyStarts"`
+		Hub     string `json:"hub"`
+		Tag     any    `json:"tag"`
+		Variant string `json:"variant"`
+		Proxy   struct {
+			HoldApplicationUntilProxyStarts bool   `json:"holdApplicationUntilProxyStarts"`
+			Image                           string `json:"image"`
 		} `json:"proxy"`
 	} `json:"global"`
 	Pilot struct {

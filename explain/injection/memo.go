@@ -278,6 +278,11 @@ func (Istio) memoLabels(f *ClusterFacts) func(string) bool {
 			add(c.Webhooks[i].ObjectSelector)
 		}
 	}
+	for _, b := range f.MutatingPolicyBindings {
+		if m := b.Spec.MatchResources; m != nil {
+			add(m.ObjectSelector)
+		}
+	}
 	if cfg, unknown := ambientConfigOf(f); unknown != "" || cfg != nil && cfg.err != "" {
 		return nil
 	} else if cfg != nil {

@@ -31,7 +31,7 @@ var knownFailures = []struct {
 	// First: without NET_ADMIN every iptables call fails, each in its own
 	// words ("could not fetch rule set generation id: Permission denied").
 	{[]string{"permission denied", "operation not permitted", "cap_net_admin"}, "",
-		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (a PodSecurity, PSP or SCC policy removed them)", CauseNoNetAdmin},
+		"istio-init lacks the NET_ADMIN/NET_RAW capabilities it needs (its iptables calls are denied)", CauseNoNetAdmin},
 	{[]string{"can't initialize iptables table", "table does not exist", "could not fetch rule set generation id"}, "",
 		"iptables cannot use the nat table here: the node's kernel lacks the module for this backend, or the legacy/nft backends are mixed (iptables-legacy vs iptables-nft)", ""},
 	{[]string{"iptables validation failed", "workload is not ready for istio"}, "",

@@ -309,7 +309,7 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 		return logs + "   # istio-init's memory limit is the sidecar's: raise the mesh's global.proxy.resources.limits.memory, or set " + key + " on the pod template"
 	case CauseNoNetAdmin:
 		return fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, r.Name, ns) +
-			"   # istio-init needs NET_ADMIN and NET_RAW: let the namespace's policy (PodSecurity, PSP, SCC) or the pod's own istio-init override grant them, or install Istio with its CNI plugin (no istio-init)"
+			"   # istio-init needs NET_ADMIN and NET_RAW, which the injector adds: if they are not there, something at admission after the injector removed them; or install Istio with its CNI plugin (no istio-init)"
 	case CauseBadPorts:
 		v, ok := f.Pod.Annotations[istio.AnnotationIncludeOutboundPorts]
 		if !ok || portList(v) {
