@@ -32,7 +32,13 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		switch r.BlockedBy {
 		case BlockedQuota:
 			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
-			r.Fix = "kubectl patch " + templateRef(w) + " -n " + w.Namespace + ` -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"100m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyCPULimit":"500m","sidecar.istio.io/proxyMemoryLimit":"256Mi"}}}}}'   # size the sidecar within the quota (kubectl describe quota -n ` + w.Namespace + "), or raise the quota"
+			kind, name := templateOwnerOf(w)
+			str := func(s string) *string { return &s }
+			size := map[string]*string{"sidecar.istio.io/proxyCPU": str("100m"), "sidecar.istio.io/proxyMemory": str("128Mi"), "sidecar.istio.io/proxyCPULimit": str("500m"), "sidecar.istio.io/proxyMemoryLimit": str("256Mi")}
+			r.Fix = SetTemplateAnnotations(kind, name, w.Namespace, size) + "size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
+			if kind == "Pod" {
+				r.Fix = "set the annotations sidecar.istio.io/proxyCPU=100m, proxyMemory=128Mi, proxyCPULimit=500m, proxyMemoryLimit=256Mi in the pod's manifest, then re-create it   # size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
+			}
 		case BlockedPodSecurity:
 			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
 			r.Fix = "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
@@ -112,8 +118,8 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
 		switch {
-		case strings.HasPrefix(enable, "kubectl patch"):
-			r.Fix = enable // a changed template rolls the pods out by itself
+		case strings.HasPrefix(enable, "kubectl patch"), strings.HasPrefix(enable, "kubectl get job"):
+			r.Fix = enable // a changed template rolls the pods out by itself; a re-created Job makes new ones
 		case enable != "":
 			r.Fix = enable + "\n" + restart
 		}
@@ -343,6 +349,13 @@ func setTemplateLabel(w *Workload, key, value string) string {
 	if w.Owner != nil {
 		kind, name = w.Owner.Kind, w.Owner.Name
 	}
+	if kind == "Job" {
+		v := &value
+		if value == "" {
+			v = nil
+		}
+		return RecreateJob(name, w.Namespace, nil, map[string]*string{key: v})
+	}
 	if kind == "Pod" || kind == "ReplicaSet" && w.Owner != nil {
 		if value == "" {
 			return fmt.Sprintf("kubectl label pod %s -n %s %s-   # then re-create the pod", w.Name, w.Namespace, key)
@@ -373,18 +386,6 @@ func restartCommand(w *Workload) string {
 		}
 	}
 	return fmt.Sprintf("kubectl delete pod %s -n %s, then create it again from its manifest", w.Name, w.Namespace)
-}
-
-// templateRef names the object whose template makes w's pods, as kubectl
-// names it: a ReplicaSet of a Deployment by its Deployment.
-func templateRef(w *Workload) string {
-	kind, name := w.Kind, w.Name
-	if kind == "ReplicaSet" {
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			kind, name = "Deployment", name[:i]
-		}
-	}
-	return strings.ToLower(kind) + "/" + name
 }
 
 func boolp(b bool) *bool { return &b }
