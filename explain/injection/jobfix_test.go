@@ -18,8 +18,8 @@ func TestTemplateFixesOfAJob(t *testing.T) {
 		mustNot    string
 	}{
 		{name: "Job: istiod refuses an annotation value", kind: "Job", labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			ann:  map[string]string{"sidecar.istio.io/interceptionMode": "TPROXY_V2"},
-			want: []string{recreate, `"sidecar.istio.io/interceptionMode":null`, `"selector":null`, `"controller-uid":null`, `"batch.kubernetes.io/controller-uid":null`, "| kubectl replace --force -f -", "sidecar.istio.io/interceptionMode: not REDIRECT"},
+			ann:     map[string]string{"sidecar.istio.io/interceptionMode": "TPROXY_V2"},
+			want:    []string{recreate, `"sidecar.istio.io/interceptionMode":null`, `"selector":null`, `"controller-uid":null`, `"batch.kubernetes.io/controller-uid":null`, "| kubectl replace --force -f -", "sidecar.istio.io/interceptionMode: not REDIRECT"},
 			mustNot: "kubectl patch job"},
 		{name: "Deployment: patched", kind: "Deployment", labels: map[string]string{"sidecar.istio.io/inject": "true"},
 			ann:  map[string]string{"sidecar.istio.io/interceptionMode": "TPROXY_V2"},
