@@ -185,6 +185,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if v, ok := w.Labels[istio.LabelRev]; ok {
 		if e := hasSelector("istio.io/rev in", true); e != nil {
 			add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+		} else if _, nsRev := nsLabels[istio.LabelRev]; !nsRev && nsKnown && nsLabels[istio.LabelInjection] == "" && v != "" && !revisionActive(evals, v) {
+			add("pod label istio.io/rev", quote(v), EffectWarning, podSource+"; matches no active revision or tag: no Istio webhook serves "+quote(v))
 		} else {
 			add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
 		}

@@ -145,7 +145,7 @@ func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	}
 	_, rev := nsLabels[istio.LabelRev]
 	_, injection := nsLabels[istio.LabelInjection]
-	return rev && !injection || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
+	return rev && !injection || !rev && !injection && w.Labels[istio.LabelRev] != "" || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
 		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w)
 }
 
@@ -219,6 +219,13 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 				return revisionNotFound(ns, rev, evals)
 			}
 		}
+		if rev := w.Labels[istio.LabelRev]; rev != "" {
+			if _, nsRev := nsLabels[istio.LabelRev]; !nsRev {
+				if _, inj := nsLabels[istio.LabelInjection]; !inj && !revisionActive(evals, rev) {
+					return podRevisionNotFound(w, rev, evals)
+				}
+			}
+		}
 		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
 			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
 				setTemplateLabel(w, istio.KeyInject, "true")
@@ -256,21 +263,10 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 const revisionGone = "no active Istio webhook serves revision or tag"
 
 func revisionNotFound(ns, rev string, evals []*webhookEval) (string, string) {
-	revs, tags := activeRevisions(evals)
+	known, names := knownRevisions(evals)
 	why := fmt.Sprintf(revisionGone+" %q (namespace label istio.io/rev)", rev)
-	var known []string
-	if len(revs) > 0 {
-		known = append(known, "revisions "+strings.Join(revs, ", "))
-	}
-	if len(tags) > 0 {
-		known = append(known, "tags "+strings.Join(tags, ", "))
-	}
 	if len(known) > 0 {
 		why += "; the cluster has " + strings.Join(known, " and ")
-	}
-	names := append(append([]string(nil), revs...), tags...)
-	if slices.Contains(names, "default") {
-		names = append([]string{"default"}, slices.DeleteFunc(names, func(n string) bool { return n == "default" })...)
 	}
 	switch {
 	case len(names) > 0:
@@ -281,6 +277,43 @@ func revisionNotFound(ns, rev string, evals []*webhookEval) (string, string) {
 	}
 	why += "; no active Istio revision or tag is known"
 	return why, ""
+}
+
+// knownRevisions says which revisions and tags active webhooks serve
+// ("revisions a, b", "tags c"), and their names, the default first.
+func knownRevisions(evals []*webhookEval) (known, names []string) {
+	revs, tags := activeRevisions(evals)
+	if len(revs) > 0 {
+		known = append(known, "revisions "+strings.Join(revs, ", "))
+	}
+	if len(tags) > 0 {
+		known = append(known, "tags "+strings.Join(tags, ", "))
+	}
+	names = append(append([]string(nil), revs...), tags...)
+	if slices.Contains(names, "default") {
+		names = append([]string{"default"}, slices.DeleteFunc(names, func(n string) bool { return n == "default" })...)
+	}
+	return known, names
+}
+
+// revisionActive: an active webhook serves rev (a revision or a tag).
+func revisionActive(evals []*webhookEval, rev string) bool {
+	revs, tags := activeRevisions(evals)
+	return slices.Contains(revs, rev) || slices.Contains(tags, rev)
+}
+
+// podRevisionNotFound says that the pod's own label istio.io/rev (in a
+// namespace with no injection label, where it is what selects a webhook)
+// names no active revision or tag, which exist, and the fix: the label set
+// to one that exists on the pod's template.
+func podRevisionNotFound(w *Workload, rev string, evals []*webhookEval) (string, string) {
+	known, names := knownRevisions(evals)
+	why := fmt.Sprintf(revisionGone+" %q: the pod's label istio.io/rev=%q matches no active revision or tag", rev, rev)
+	if len(known) == 0 {
+		return why + "; no active Istio revision or tag is known", ""
+	}
+	why += "; the cluster has " + strings.Join(known, " and ")
+	return why, setTemplateLabel(w, istio.LabelRev, names[0]) + "   # a revision or tag that exists (" + strings.Join(known, "; ") + ")"
 }
 
 // activeRevisions are the istio.io/rev values an active Istio webhook
