@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // CodeInjectLabelOnWorkload: sidecar.istio.io/inject on a workload's own
@@ -52,8 +54,7 @@ func InjectLabelOnWorkload(in *Input) []Finding {
 			"its pod template (and so pod " + p.Name + ") does not: the injection webhooks read the pod's labels, so none of its pods gets a sidecar"
 		f.Fix = fmt.Sprintf("kubectl patch cronjob %s -n %s %s   # its next Jobs' pods carry the label", cron, o.Namespace, patch(`{"jobTemplate":{"spec":{"template":LABELS}}}`))
 	case o.Kind == "Job":
-		f.Fix = fmt.Sprintf(`kubectl get job %s -n %s -o json | jq '.spec.template.metadata.labels[%q] = %q | del(.metadata.uid, .metadata.resourceVersion, .metadata.creationTimestamp, .metadata.managedFields, .status, .spec.selector, .spec.template.metadata.labels["controller-uid"], .spec.template.metadata.labels["batch.kubernetes.io/controller-uid"])' | kubectl replace --force -f -   # a Job's template cannot be patched: this re-creates the Job with the label on its pods`,
-			name, o.Namespace, InjectLabel, v)
+		f.Fix = injection.RecreateJob(name, o.Namespace, nil, map[string]*string{InjectLabel: &v}) + ", the label on its pods"
 	default:
 		f.Fix = fmt.Sprintf("kubectl patch %s %s -n %s %s   # the rollout re-creates its pods with the label", kind, name, o.Namespace, tmpl)
 	}

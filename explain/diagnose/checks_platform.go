@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -720,6 +721,9 @@ func specFixAnnotation(p *corev1.Pod, key, value string) string {
 	if owner == "" {
 		return fmt.Sprintf("in the pod's manifest, set the annotation %s: %q, then re-create the pod", key, value)
 	}
+	if job, ok := strings.CutPrefix(owner, "job/"); ok {
+		return injection.RecreateJob(job, p.Namespace, map[string]*string{key: &value}, nil)
+	}
 	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
 }
 
@@ -759,6 +763,13 @@ func removeAnnotations(p *corev1.Pod, keys []string) string {
 // templatePatch is the JSON patch of a workload that removes annotations
 // from its template.
 func templatePatch(owner, ns string, keys []string) string {
+	if job, ok := strings.CutPrefix(owner, "job/"); ok {
+		gone := map[string]*string{}
+		for _, k := range keys {
+			gone[k] = nil
+		}
+		return injection.RecreateJob(job, ns, gone, nil)
+	}
 	var ops []string
 	for _, k := range keys {
 		ops = append(ops, `{"op":"remove","path":"/spec/template/metadata/annotations/`+jsonPointer(k)+`"}`)

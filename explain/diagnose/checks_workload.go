@@ -3,11 +3,14 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // CodeWorkloadShort: a workload that wants pods and lacks some;
@@ -68,7 +71,7 @@ func init() {
 		Reads:   []Fact{FactPod, FactOwner},
 		Means:   "A Deployment, StatefulSet, DaemonSet or Job wants pods that do not exist: its controller cannot create them (admission refuses them: a quota, a policy, a missing ServiceAccount, a webhook), or a Job gave up; or a Deployment's rollout is stuck: its newest ReplicaSet's pods are refused while the old ones serve. There is no pod to diagnose: the controller's own conditions and events say why.",
 		Detects: "The workloads' desired pods against the pods that exist; a Deployment's updated replicas against its desired ones when it reports a failure (the newest ReplicaSet named by its Progressing condition, whose events it quotes); their conditions (ReplicaFailure, ProgressDeadlineExceeded, a Job's Failed) and warning events (FailedCreate, any message).",
-		Fixes:   "What the controller's message calls for (a ServiceAccount to create, a quota to raise); when the mesh is named (a webhook, istio-init, the sidecar), the mesh's fix.",
+		Fixes:   "What the controller's message calls for (a ServiceAccount to create, a quota to raise); when the mesh is named (a webhook, istio-init, the sidecar), the mesh's fix; a LimitRange's maximum or limit-to-request ratio that only the injected sidecar breaks, the sidecar's resource annotations on the template (a CronJob's jobTemplate; a Job re-created).",
 		Source:  "kubectl's own READY column and kubectl describe; istio/istio issues on Deployments with no pods after injection was turned on",
 		Planted: "a Deployment whose ServiceAccount does not exist",
 		run:     func(in *Input) []Finding { return onlyWorkload(in, false) }})
@@ -169,7 +172,13 @@ func workloadShort(in *Input) []Finding {
 	}
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
 	if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
-		if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
+		if ev, mesh, set, ok := sidecarRatio(t, text); ok {
+			// The LimitRange's limit-to-request ratio: no app container
+			// breaks it, the injected sidecar does.
+			f.Mesh = mesh
+			f.Evidence += "; " + ev
+			f.Fix = templateAnnotationsFix(w, set, "the sidecar's limit within the namespace's LimitRange ratio, its request kept (or raise the request instead)")
+		} else if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
 			// The sidecar's resources come from these annotations.
 			f.Mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
 			f.Evidence += "; the sidecar's resources are set by " + f.Mesh
@@ -177,7 +186,8 @@ func workloadShort(in *Input) []Finding {
 		} else {
 			// A LimitRange's maximum that no container of the template
 			// asks for: the injected sidecar's default limits do.
-			var set, said []string
+			var said []string
+			set := map[string]string{}
 			seen := map[string]bool{}
 			for _, m := range limitRangeMax.FindAllStringSubmatch(text, -1) {
 				if seen[m[1]] || appHasLimit(t, m[1], m[3]) {
@@ -188,14 +198,13 @@ func workloadShort(in *Input) []Finding {
 				if m[1] == "memory" {
 					key = "sidecar.istio.io/proxyMemoryLimit"
 				}
-				set = append(set, fmt.Sprintf("%q:%q", key, m[2]))
+				set[key] = m[2]
 				said = append(said, m[1]+" "+m[3]+" (maximum "+m[2]+")")
 			}
 			if len(set) > 0 {
 				f.Mesh = "the sidecar's default limits (" + strings.Join(said, ", ") + ", from the mesh's values)"
 				f.Evidence += "; no container of the template has those limits: they are " + f.Mesh
-				f.Fix = fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%s}}}}}'`, owner, w.Namespace, strings.Join(set, ",")) +
-					"   # the sidecar's limits within the namespace's LimitRange maximum"
+				f.Fix = templateAnnotationsFix(w, set, "the sidecar's limits within the namespace's LimitRange maximum")
 			}
 		}
 	}
@@ -221,7 +230,7 @@ func pods(n int32) string {
 }
 
 // resourceRefusal: a controller's message about containers' resources.
-var resourceRefusal = regexp.MustCompile(`resources\.(requests|limits)|must be less than or equal to|maximum (cpu|memory) usage|minimum (cpu|memory) usage|Insufficient (cpu|memory)`)
+var resourceRefusal = regexp.MustCompile(`resources\.(requests|limits)|max limit to request ratio|must be less than or equal to|maximum (cpu|memory) usage|minimum (cpu|memory) usage|Insufficient (cpu|memory)`)
 
 // limitRangeMax is a LimitRange's refusal: resource, maximum, limit asked.
 var limitRangeMax = regexp.MustCompile(`maximum (cpu|memory) usage per Container is ([^,\] ]+), but limit is ([^,\] ]+)`)
@@ -238,4 +247,104 @@ func appHasLimit(t *corev1.PodTemplateSpec, res, limit string) bool {
 		}
 	}
 	return false
+}
+
+// limitRangeRatio is a LimitRange's refusal of a container's limit-to-request
+// ratio: resource, maximum ratio.
+var limitRangeRatio = regexp.MustCompile(`(cpu|memory) max limit to request ratio per Container is ([0-9.]+)`)
+
+// sidecarDefaults are the sidecar's request and limit of each resource when
+// no annotation sets them: Istio's own values.
+var sidecarDefaults = map[string][2]string{"cpu": {"100m", "2000m"}, "memory": {"128Mi", "1Gi"}}
+
+// sidecarRatio: the controller's message is a LimitRange's refusal of a
+// limit-to-request ratio that no container of the template breaks (each
+// has both within the ratio, or neither), so the injected sidecar does.
+// It says the sidecar's request and limit (the template's annotations, or
+// Istio's defaults) and the annotations that fix it: the request kept, the
+// limit the ratio times it.
+func sidecarRatio(t *corev1.PodTemplateSpec, text string) (ev, mesh string, set map[string]string, ok bool) {
+	set = map[string]string{}
+	var evs, meshes []string
+	seen := map[string]bool{}
+	for _, m := range limitRangeRatio.FindAllStringSubmatch(text, -1) {
+		res := m[1]
+		if seen[res] {
+			continue
+		}
+		seen[res] = true
+		ratio, err := strconv.ParseFloat(m[2], 64)
+		if err != nil || ratio < 1 || appBreaksRatio(t, res, ratio) {
+			return "", "", nil, false
+		}
+		reqKey, limKey := "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"
+		if res == "memory" {
+			reqKey, limKey = "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"
+		}
+		req, lim := sidecarDefaults[res][0], sidecarDefaults[res][1]
+		from := "Istio's defaults"
+		if v, ok := t.Annotations[reqKey]; ok {
+			req, from = v, "the template's "+reqKey
+		}
+		if v, ok := t.Annotations[limKey]; ok {
+			lim = v
+			from += ", the template's " + limKey
+		} else if from != "Istio's defaults" {
+			from += ", Istio's default limit"
+		}
+		q, err := resource.ParseQuantity(req)
+		if err != nil || q.IsZero() {
+			return "", "", nil, false
+		}
+		var newLim string
+		if res == "cpu" {
+			newLim = fmt.Sprintf("%dm", int64(float64(q.MilliValue())*ratio))
+		} else {
+			newLim = resource.NewQuantity(int64(float64(q.Value())*ratio), resource.BinarySI).String()
+		}
+		set[reqKey], set[limKey] = req, newLim
+		evs = append(evs, fmt.Sprintf("%s: request %s, limit %s (%s), a ratio above %s", res, req, lim, from, m[2]))
+		meshes = append(meshes, fmt.Sprintf("the sidecar's %s request %s and limit %s", res, req, lim))
+	}
+	if len(set) == 0 {
+		return "", "", nil, false
+	}
+	ev = "no container of the template breaks the LimitRange's limit-to-request ratio: the injected sidecar (istio-proxy) does, " + strings.Join(evs, "; ")
+	return ev, strings.Join(meshes, ", "), set, true
+}
+
+// appBreaksRatio says a container of the template has a request of res and
+// no limit, or a limit above ratio times its request (one with a limit and
+// no request gets the limit as its request; one with neither, the
+// LimitRange's defaults).
+func appBreaksRatio(t *corev1.PodTemplateSpec, res string, ratio float64) bool {
+	name := corev1.ResourceName(res)
+	for _, c := range append(append([]corev1.Container(nil), t.Spec.InitContainers...), t.Spec.Containers...) {
+		req, hasReq := c.Resources.Requests[name]
+		lim, hasLim := c.Resources.Limits[name]
+		switch {
+		case hasReq && !hasLim, hasReq && req.IsZero() && hasLim:
+			return true
+		case hasReq && hasLim && float64(lim.MilliValue()) > ratio*float64(req.MilliValue()):
+			return true
+		}
+	}
+	return false
+}
+
+// templateAnnotationsFix is the command that sets annotations on the
+// workload's pod template (a Job's CronJob's, for a Job it made; a Job of
+// its own is re-created), comment after it.
+func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment string) string {
+	kind, name := w.Kind, w.Name
+	cron, isCron := strings.CutPrefix(w.Controller, "CronJob/")
+	if isCron && kind == "Job" {
+		kind, name = "CronJob", cron
+		comment += "; its next Jobs get them (job/" + w.Name + " keeps its template: kubectl delete job " + w.Name + " -n " + w.Namespace + ", or run one now: kubectl create job " + cron + "-retry --from=cronjob/" + cron + " -n " + w.Namespace + ")"
+	}
+	change := map[string]*string{}
+	for k, v := range set {
+		change[k] = &v
+	}
+	return injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
 }

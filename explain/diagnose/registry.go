@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -254,6 +255,14 @@ func annotationPatch(p *corev1.Pod, key, to string) string {
 			return "in the pod's manifest, rename the annotation " + key + " to " + to + ", then re-create the pod"
 		}
 		return "remove the annotation " + key + " from the pod's manifest, then re-create the pod"
+	}
+	if job, ok := strings.CutPrefix(owner, "job/"); ok {
+		change := map[string]*string{key: nil}
+		if to != "" {
+			v := p.Annotations[key]
+			change[to] = &v
+		}
+		return injection.RecreateJob(job, p.Namespace, change, nil)
 	}
 	path := "/spec/template/metadata/annotations/"
 	op := `{"op":"remove","path":"` + path + jsonPointer(key) + `"}`

@@ -115,12 +115,16 @@ func annotationFactors(w *Workload, problems []annotationProblem) []Factor {
 }
 
 // annotationFix says how to correct the refused annotations.
-func annotationFix(problems []annotationProblem) string {
+func annotationFix(w *Workload, problems []annotationProblem) string {
 	var names []string
 	for _, p := range problems {
 		names = append(names, p.name)
 	}
-	return "correct or remove the pod template's annotation " + strings.Join(names, ", ") + " (" + problems[0].err.Error() + ")"
+	why := problems[0].name + ": " + problems[0].err.Error()
+	if fix := removeTemplateAnnotations(w, names, "istiod refuses "+why+"; or set a value it accepts"); fix != "" {
+		return fix
+	}
+	return "correct or remove the pod's annotation " + strings.Join(names, ", ") + " in its manifest (" + problems[0].err.Error() + "), then re-create the pod"
 }
 
 func checkInterceptionMode(v string) error {

@@ -185,6 +185,8 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if v, ok := w.Labels[istio.LabelRev]; ok {
 		if e := hasSelector("istio.io/rev in", true); e != nil {
 			add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+		} else if _, nsRev := nsLabels[istio.LabelRev]; !nsRev && nsKnown && nsLabels[istio.LabelInjection] == "" && v != "" && !revisionActive(evals, v) {
+			add("pod label istio.io/rev", quote(v), EffectWarning, podSource+"; matches no active revision or tag: no Istio webhook serves "+quote(v))
 		} else {
 			add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
 		}
@@ -461,12 +463,14 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	}
 	if len(refused) > 0 {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
-		r.Fix = annotationFix(refused)
+		r.Fix = annotationFix(w, refused)
 	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && r.BlockedBy == BlockedAnnotation {
 		// istiod's own refusal, read off the controller's events.
 		r.Reason = "refused at admission: invalid annotation " + m[2]
-		r.Fix = "kubectl patch " + templateRef(w) + " -n " + w.Namespace + ` --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/` +
-			strings.ReplaceAll(strings.ReplaceAll(m[2], "~", "~0"), "/", "~1") + `"}]'   # istiod refuses its value ` + truncate(m[1], 80) + "; or correct it"
+		r.Fix = removeTemplateAnnotations(w, []string{m[2]}, "istiod refuses its value "+truncate(m[1], 80)+"; or correct it")
+		if r.Fix == "" {
+			r.Fix = "remove the annotation " + m[2] + " from the pod's manifest (istiod refuses its value " + truncate(m[1], 80) + "; or correct it), then re-create the pod"
+		}
 	}
 	if !r.CreationBlocked && w.Pod == nil && r.IsExpected() {
 		// A template's pods will fail in istio-init; a live pod's failure is

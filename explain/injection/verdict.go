@@ -32,7 +32,13 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		switch r.BlockedBy {
 		case BlockedQuota:
 			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
-			r.Fix = "kubectl patch " + templateRef(w) + " -n " + w.Namespace + ` -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"100m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyCPULimit":"500m","sidecar.istio.io/proxyMemoryLimit":"256Mi"}}}}}'   # size the sidecar within the quota (kubectl describe quota -n ` + w.Namespace + "), or raise the quota"
+			kind, name := templateOwnerOf(w)
+			str := func(s string) *string { return &s }
+			size := map[string]*string{"sidecar.istio.io/proxyCPU": str("100m"), "sidecar.istio.io/proxyMemory": str("128Mi"), "sidecar.istio.io/proxyCPULimit": str("500m"), "sidecar.istio.io/proxyMemoryLimit": str("256Mi")}
+			r.Fix = SetTemplateAnnotations(kind, name, w.Namespace, size) + "size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
+			if kind == "Pod" {
+				r.Fix = "set the annotations sidecar.istio.io/proxyCPU=100m, proxyMemory=128Mi, proxyCPULimit=500m, proxyMemoryLimit=256Mi in the pod's manifest, then re-create it   # size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
+			}
 		case BlockedPodSecurity:
 			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
 			r.Fix = "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
@@ -112,8 +118,8 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
 		switch {
-		case strings.HasPrefix(enable, "kubectl patch"):
-			r.Fix = enable // a changed template rolls the pods out by itself
+		case strings.HasPrefix(enable, "kubectl patch"), strings.HasPrefix(enable, "kubectl get job"):
+			r.Fix = enable // a changed template rolls the pods out by itself; a re-created Job makes new ones
 		case enable != "":
 			r.Fix = enable + "\n" + restart
 		}
@@ -139,7 +145,7 @@ func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	}
 	_, rev := nsLabels[istio.LabelRev]
 	_, injection := nsLabels[istio.LabelInjection]
-	return rev && !injection || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
+	return rev && !injection || !rev && !injection && w.Labels[istio.LabelRev] != "" || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
 		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w)
 }
 
@@ -213,6 +219,13 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 				return revisionNotFound(ns, rev, evals)
 			}
 		}
+		if rev := w.Labels[istio.LabelRev]; rev != "" {
+			if _, nsRev := nsLabels[istio.LabelRev]; !nsRev {
+				if _, inj := nsLabels[istio.LabelInjection]; !inj && !revisionActive(evals, rev) {
+					return podRevisionNotFound(w, rev, evals)
+				}
+			}
+		}
 		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
 			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
 				setTemplateLabel(w, istio.KeyInject, "true")
@@ -250,21 +263,10 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 const revisionGone = "no active Istio webhook serves revision or tag"
 
 func revisionNotFound(ns, rev string, evals []*webhookEval) (string, string) {
-	revs, tags := activeRevisions(evals)
+	known, names := knownRevisions(evals)
 	why := fmt.Sprintf(revisionGone+" %q (namespace label istio.io/rev)", rev)
-	var known []string
-	if len(revs) > 0 {
-		known = append(known, "revisions "+strings.Join(revs, ", "))
-	}
-	if len(tags) > 0 {
-		known = append(known, "tags "+strings.Join(tags, ", "))
-	}
 	if len(known) > 0 {
 		why += "; the cluster has " + strings.Join(known, " and ")
-	}
-	names := append(append([]string(nil), revs...), tags...)
-	if slices.Contains(names, "default") {
-		names = append([]string{"default"}, slices.DeleteFunc(names, func(n string) bool { return n == "default" })...)
 	}
 	switch {
 	case len(names) > 0:
@@ -275,6 +277,43 @@ func revisionNotFound(ns, rev string, evals []*webhookEval) (string, string) {
 	}
 	why += "; no active Istio revision or tag is known"
 	return why, ""
+}
+
+// knownRevisions says which revisions and tags active webhooks serve
+// ("revisions a, b", "tags c"), and their names, the default first.
+func knownRevisions(evals []*webhookEval) (known, names []string) {
+	revs, tags := activeRevisions(evals)
+	if len(revs) > 0 {
+		known = append(known, "revisions "+strings.Join(revs, ", "))
+	}
+	if len(tags) > 0 {
+		known = append(known, "tags "+strings.Join(tags, ", "))
+	}
+	names = append(append([]string(nil), revs...), tags...)
+	if slices.Contains(names, "default") {
+		names = append([]string{"default"}, slices.DeleteFunc(names, func(n string) bool { return n == "default" })...)
+	}
+	return known, names
+}
+
+// revisionActive: an active webhook serves rev (a revision or a tag).
+func revisionActive(evals []*webhookEval, rev string) bool {
+	revs, tags := activeRevisions(evals)
+	return slices.Contains(revs, rev) || slices.Contains(tags, rev)
+}
+
+// podRevisionNotFound says that the pod's own label istio.io/rev (in a
+// namespace with no injection label, where it is what selects a webhook)
+// names no active revision or tag, which exist, and the fix: the label set
+// to one that exists on the pod's template.
+func podRevisionNotFound(w *Workload, rev string, evals []*webhookEval) (string, string) {
+	known, names := knownRevisions(evals)
+	why := fmt.Sprintf(revisionGone+" %q: the pod's label istio.io/rev=%q matches no active revision or tag", rev, rev)
+	if len(known) == 0 {
+		return why + "; no active Istio revision or tag is known", ""
+	}
+	why += "; the cluster has " + strings.Join(known, " and ")
+	return why, setTemplateLabel(w, istio.LabelRev, names[0]) + "   # a revision or tag that exists (" + strings.Join(known, "; ") + ")"
 }
 
 // activeRevisions are the istio.io/rev values an active Istio webhook
@@ -343,6 +382,13 @@ func setTemplateLabel(w *Workload, key, value string) string {
 	if w.Owner != nil {
 		kind, name = w.Owner.Kind, w.Owner.Name
 	}
+	if kind == "Job" {
+		v := &value
+		if value == "" {
+			v = nil
+		}
+		return RecreateJob(name, w.Namespace, nil, map[string]*string{key: v})
+	}
 	if kind == "Pod" || kind == "ReplicaSet" && w.Owner != nil {
 		if value == "" {
 			return fmt.Sprintf("kubectl label pod %s -n %s %s-   # then re-create the pod", w.Name, w.Namespace, key)
@@ -373,18 +419,6 @@ func restartCommand(w *Workload) string {
 		}
 	}
 	return fmt.Sprintf("kubectl delete pod %s -n %s, then create it again from its manifest", w.Name, w.Namespace)
-}
-
-// templateRef names the object whose template makes w's pods, as kubectl
-// names it: a ReplicaSet of a Deployment by its Deployment.
-func templateRef(w *Workload) string {
-	kind, name := w.Kind, w.Name
-	if kind == "ReplicaSet" {
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			kind, name = "Deployment", name[:i]
-		}
-	}
-	return strings.ToLower(kind) + "/" + name
 }
 
 func boolp(b bool) *bool { return &b }

@@ -1,0 +1,113 @@
+package injection
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// RecreateJob is the command that re-creates Job name with its pod
+// template changed: a Job's template is immutable, so kubectl patch is
+// refused. It reads the Job, applies a merge patch locally (no jq), and
+// replaces it (delete, then create). The patch also clears what the
+// apiserver generated for the old Job: its selector (and manualSelector,
+// so that a new one is generated), the controller-uid labels on the Job
+// and its template, and the old object's identity; a merge patch's null
+// for a key that is not there changes nothing, so it holds for Jobs of any
+// apiserver version. annotations and labels map a key to its new value, or
+// to nil to remove it.
+func RecreateJob(name, ns string, annotations, labels map[string]*string) string {
+	uid := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
+	tmplLabels := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
+	for k, v := range labels {
+		tmplLabels[k] = v
+	}
+	tmplMeta := map[string]any{"labels": tmplLabels}
+	if len(annotations) > 0 {
+		a := map[string]any{}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		tmplMeta["annotations"] = a
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{"uid": nil, "resourceVersion": nil, "creationTimestamp": nil, "managedFields": nil, "labels": uid},
+		"status":   nil,
+		"spec":     map[string]any{"selector": nil, "manualSelector": nil, "template": map[string]any{"metadata": tmplMeta}},
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	return fmt.Sprintf("kubectl get job %s -n %s -o json | kubectl patch --local -f - --type=merge -p '%s' -o json | kubectl replace --force -f -   # a Job's pod template cannot be patched: this deletes job/%s and creates it again with the change",
+		name, ns, b, name)
+}
+
+// templateOwnerOf is the kind and name of the object whose pod template
+// makes w's pods, "Pod" for a pod no controller re-creates.
+func templateOwnerOf(w *Workload) (kind, name string) {
+	kind, name = w.Kind, w.Name
+	if kind == "Pod" {
+		if w.Owner == nil {
+			return "Pod", name
+		}
+		kind, name = w.Owner.Kind, w.Owner.Name
+	}
+	if kind == "ReplicaSet" {
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			kind, name = "Deployment", name[:i]
+		}
+	}
+	return kind, name
+}
+
+// removeTemplateAnnotations is the command that removes annotations from
+// the pod template that makes w's pods (comment says why, after "# "); ""
+// for a pod no controller re-creates.
+func removeTemplateAnnotations(w *Workload, keys []string, comment string) string {
+	kind, name := templateOwnerOf(w)
+	switch kind {
+	case "Pod":
+		return ""
+	case "Job":
+		gone := map[string]*string{}
+		for _, k := range keys {
+			gone[k] = nil
+		}
+		return RecreateJob(name, w.Namespace, gone, nil) + "; " + comment
+	}
+	path := "/spec/template/metadata/annotations/"
+	if kind == "CronJob" {
+		path = "/spec/jobTemplate/spec/template/metadata/annotations/"
+	}
+	var ops []string
+	for _, k := range keys {
+		ops = append(ops, `{"op":"remove","path":"`+path+strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")+`"}`)
+	}
+	return "kubectl patch " + strings.ToLower(kind) + "/" + name + " -n " + w.Namespace + " --type=json -p '[" + strings.Join(ops, ",") + "]'   # " + comment
+}
+
+// SetTemplateAnnotations is the command that sets annotations (a value, or
+// nil to remove) on the pod template of kind/name: a merge patch of its
+// spec.template (a CronJob's spec.jobTemplate.spec.template); a Job is
+// re-created (RecreateJob). It ends with "   # " and no comment, for the
+// caller's, when the command is a patch.
+func SetTemplateAnnotations(kind, name, ns string, set map[string]*string) string {
+	if kind == "Job" {
+		return RecreateJob(name, ns, set, nil) + "; "
+	}
+	a := map[string]any{}
+	for k, v := range set {
+		a[k] = v
+	}
+	tmpl := map[string]any{"metadata": map[string]any{"annotations": a}}
+	spec := map[string]any{"template": tmpl}
+	if kind == "CronJob" {
+		spec = map[string]any{"jobTemplate": map[string]any{"spec": spec}}
+	}
+	b, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("kubectl patch %s/%s -n %s --type=merge -p '%s'   # ", strings.ToLower(kind), name, ns, b)
+}
