@@ -254,6 +254,7 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 		r.Events = append(r.Events, EventLine{Time: t, Reason: e.Reason, Container: containerOfField(e.InvolvedObject.FieldPath), Message: e.Message, Count: max(e.Count, 1), Type: e.Type})
 	}
 	sort.SliceStable(r.Events, func(i, j int) bool { return r.Events[i].Time.Before(r.Events[j].Time) })
+	firstStartedFromEvents(r, f.Events)
 
 	var proxy *ContainerStartup
 	for i := range r.InitContainers {
@@ -401,4 +402,35 @@ func initResult(cs []ContainerStartup) string {
 		}
 	}
 	return result
+}
+
+// firstStartedFromEvents takes a container's first start from the
+// kubelet's Started events (their first timestamp) when it is earlier than
+// what its status still reports: after a few restarts the status keeps
+// only the last two runs, and the first is the one that met the proxy.
+func firstStartedFromEvents(r *StartupReport, events []corev1.Event) {
+	first := map[string]time.Time{}
+	for _, e := range events {
+		if e.Reason != "Started" {
+			continue
+		}
+		t := e.FirstTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		c := containerOfField(e.InvolvedObject.FieldPath)
+		if c == "" || t.IsZero() {
+			continue
+		}
+		if was, ok := first[c]; !ok || t.Before(was) {
+			first[c] = t
+		}
+	}
+	for _, cs := range [][]ContainerStartup{r.InitContainers, r.Containers} {
+		for i := range cs {
+			if t, ok := first[cs[i].Name]; ok && (cs[i].FirstStartedAt == nil || t.Before(*cs[i].FirstStartedAt)) {
+				cs[i].FirstStartedAt = timePtr(t)
+			}
+		}
+	}
 }

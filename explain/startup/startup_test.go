@@ -111,6 +111,13 @@ func TestStartup(t *testing.T) {
 					t.Errorf("readyAt %v hazard %q", r.Containers[1].ReadyAt, r.Hazards[0].Message)
 				}
 			}},
+		{name: "classic sidecar, app restarted past its first run: the kubelet's first Started event dates it",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
+				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st:     []corev1.ContainerStatus{running("app", 60, true), running("istio-proxy", 3.5, true)}},
+			events: []corev1.Event{unhealthy("istio-proxy", 8, "Startup"), unhealthy("istio-proxy", 22, "Startup"),
+				{Reason: "Started", FirstTimestamp: at(3), LastTimestamp: at(60), Count: 4, InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}}},
+			hazards: "app-before-proxy-ready@app", init: "completed", order: "istio-init app istio-proxy"},
 		{name: "classic sidecar, no hold, proxy ready in the app's second: still a hazard",
 			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
