@@ -15,6 +15,9 @@ import (
 // ambient mode, has no inject label of its own, and a workload with a pod
 // template makes it.
 func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
+	if p != nil && r != nil && classicJobPod(p) {
+		return true // the fix of its classic sidecar patches the Job's maker
+	}
 	if p == nil || r == nil || r.Injected == nil || *r.Injected || r.Ambient {
 		return false
 	}
@@ -82,4 +85,17 @@ func (e *Engine) readOwners(ctx context.Context, items []*item) (incomplete []st
 		read[key], it.facts.Owner = w, w
 	}
 	return incomplete, nil
+}
+
+// classicJobPod: a Job's pod with a classic istio-proxy container.
+func classicJobPod(p *corev1.Pod) bool {
+	if o := inspect.OwnerOf(p); o == nil || o.Kind != "Job" {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == "istio-proxy" {
+			return true
+		}
+	}
+	return false
 }

@@ -155,6 +155,9 @@ func workloadShort(in *Input) []Finding {
 			break
 		}
 	}
+	if r := in.Injection; r != nil && r.CreationBlocked && r.Fix != "" && strings.HasPrefix(f.Fix, "kubectl describe") {
+		f.Fix = r.Fix // the injection check names what refuses the pods, and its fix
+	}
 	if r := in.Injection; r != nil && r.RefusedBy != nil && len(said) > 0 {
 		// The refusal named by what acted on the pods.
 		f.Evidence += "; refused by " + r.RefusedBy.By

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -87,8 +88,8 @@ var (
 // fromHazards starts a stage read from the startup report: not checked
 // without one, failed or warned by the hazards of the kinds given (ok is
 // then true: the row is decided); every such hazard is a finding.
-func fromHazards(name string, s *startup.StartupReport, target string, fails, warns []string) (a *stageAnswer, ok bool) {
-	a = &stageAnswer{row: Check{Name: name, Detail: "kubectl mesh startup " + target}}
+func fromHazards(in *Input, name string, s *startup.StartupReport, fails, warns []string) (a *stageAnswer, ok bool) {
+	a = &stageAnswer{row: Check{Name: name, Detail: "kubectl mesh startup " + in.Target}}
 	c := &a.row
 	if s == nil {
 		c.Status, c.Evidence = NotChecked, "not read"
@@ -105,10 +106,14 @@ func fromHazards(name string, s *startup.StartupReport, target string, fails, wa
 					continue
 				}
 				code := hazardCode(s, h)
-				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: h.Fix, container: h.Container})
+				fix := h.Fix
+				if code == CodeJobClassicSidecar {
+					fix = in.jobNativeFix(h.Fix)
+				}
+				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: fix, container: h.Container})
 				msgs = append(msgs, h.Message)
 				if c.Fix == "" {
-					c.Fix, c.Code = h.Fix, code
+					c.Fix, c.Code = fix, code
 				}
 			}
 		}
@@ -153,7 +158,7 @@ func (in *Input) initAnswer() *stageAnswer {
 		in.init = a
 		return a
 	}
-	a, ok := fromHazards(CheckInit, s, in.Target, initHazards, initWarnings)
+	a, ok := fromHazards(in, CheckInit, s, initHazards, initWarnings)
 	in.init = a
 	for i := range a.findings {
 		if f := &a.findings[i]; f.Code == CodeInitNoNetAdmin {
@@ -213,7 +218,7 @@ func (in *Input) startAnswer() *stageAnswer {
 		return in.start
 	}
 	s := in.Startup
-	a, ok := fromHazards(CheckStart, s, in.Target, startFailures, startWarnings)
+	a, ok := fromHazards(in, CheckStart, s, startFailures, startWarnings)
 	in.start = a
 	for i := range a.findings {
 		if f := &a.findings[i]; f.Code == CodeAppFailing || f.Code == CodeProxyFailing {
@@ -373,4 +378,23 @@ func runningSince(c startup.ContainerStartup) string {
 // unscheduled: the pod waits for the scheduler, no container was created.
 func unscheduled(s *startup.StartupReport) bool {
 	return s.Node == "" && s.Phase == "Pending"
+}
+
+// jobNativeFix is the fix of a Job's pod kept alive by its classic sidecar,
+// as a command on what makes the pod: a CronJob's template (and the stuck
+// run deleted), a Job of its own re-created (its template cannot be
+// patched); else the hazard's own advice.
+func (in *Input) jobNativeFix(advice string) string {
+	p, o := in.Pod, in.Owner
+	if p == nil || o == nil || o.Kind != "Job" {
+		return advice
+	}
+	yes := "true"
+	native := map[string]*string{istio.AnnotationNativeSidecar: &yes}
+	if cron, ok := strings.CutPrefix(o.Controller, "CronJob/"); ok {
+		return fmt.Sprintf(`kubectl patch cronjob %s -n %s --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{%q:"true"}}}}}}}'`, cron, p.Namespace, istio.AnnotationNativeSidecar) +
+			"   # its next runs get a native sidecar, which the kubelet stops when the job is done\n" +
+			"kubectl delete job " + o.Name + " -n " + p.Namespace + "   # the run its classic sidecar keeps alive"
+	}
+	return injection.RecreateJob(o.Name, p.Namespace, native, nil)
 }
