@@ -32,6 +32,9 @@ type fixCase struct {
 	// healthy: the plant is not a fault; diagnose must not say fail (and
 	// there is no fix to paste).
 	healthy bool
+	// completes: its pods run to completion (a Job): recovered is every
+	// pod Succeeded rather than ready.
+	completes bool
 	state   func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
 }
 
@@ -46,6 +49,8 @@ var fixCases = []fixCase{
 	{nn: "05", object: "deployment/web", code: "KM-INJ-013", fixStarts: "kubectl patch validatingwebhookconfiguration kmfix-image-scanner", injected: true, state: rsFailed},
 	{nn: "06", object: "statefulset/db", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin-sts", injected: true, state: podEvent("FailedCreate")},
 	{nn: "07", object: "catalog", code: "KM-CONN-007", fixStarts: "kubectl patch service catalog -n kmfix-07", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
+	{nn: "09", object: "deployment/search", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/search -n kmfix-09 --type=merge", injected: true, state: rsFailed},
+	{nn: "10", object: "job/migrate", code: "KM-INJ-007", fixStarts: "kubectl get job migrate -n kmfix-10 -o json | kubectl patch --local", completes: true, state: podEvent("FailedCreate")},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
@@ -175,6 +180,12 @@ func fixRecovered(ctx context.Context, bin string, c *testcluster.Cluster, ns st
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if fc.completes {
+			if p.Status.Phase != corev1.PodSucceeded {
+				return false, "pod " + p.Name + ": " + catPodState(p)
+			}
+			continue
+		}
 		if p.DeletionTimestamp != nil || !podReadyNow(p) || fc.injected && catStatus(p, "istio-proxy") == nil {
 			return false, "pod " + p.Name + ": " + catPodState(p)
 		}
