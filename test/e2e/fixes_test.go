@@ -116,6 +116,25 @@ func TestFixesRecover(t *testing.T) {
 				t.Fatalf("%s's fix does not start with %q:\n%s", fc.code, fc.fixStarts, found.Fix)
 			}
 			t.Logf("%s %s: %s; fix:\n%s", fc.nn, it.Name, catShort(found.Evidence), found.Fix)
+			if strings.HasPrefix(fc.code, "KM-INJ-") {
+				// --verify's dry run meets the same refusal: the sweep
+				// finishes, and the answer is the same.
+				d, r, err := catDiagnose(bin, c.Kubeconfig, ns, "--verify")
+				checks++
+				if err != nil || r.code == 1 {
+					t.Fatalf("diagnose -n %s --verify: exit %d, %v\n%s", ns, r.code, err, r.stderr)
+				}
+				same := false
+				for _, x := range d.all() {
+					for _, f := range x.Findings {
+						same = same || f.Code == fc.code
+					}
+				}
+				checks++
+				if !same {
+					t.Errorf("diagnose -n %s --verify has no %s", ns, fc.code)
+				}
+			}
 			for _, line := range strings.Split(found.Fix, "\n") {
 				cmd := exec.CommandContext(ctx, "sh", "-c", line)
 				cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
