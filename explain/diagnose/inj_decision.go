@@ -191,6 +191,9 @@ func (in *Input) injection() *stageAnswer {
 		if r.Injected != nil && *r.Injected {
 			c.Code = CodeInjectedDifferent
 		}
+		if r.FailedOpen {
+			c.Code = CodeWebhookUnreachable // the webhook did not answer: the cause, not the symptom
+		}
 	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
 		c.Status, c.Evidence, c.Needs, c.Code = Unknown, r.Verdict, r.Needs, CodeSidecarMissing
 	case len(warned) > 0:
@@ -227,6 +230,9 @@ func proof(c *Check, r *injection.InjectionReport) {
 		c.Status, c.Code, c.Needs = Fail, CodeWebhookUnreachable, nil
 		c.Evidence = "a dry-run create now: " + v.Summary() + "; pods created while it does not answer get no sidecar"
 		c.Fix = r.FailOpenFix + "\n" + "kubectl rollout restart the workload (or re-create the pod) once a dry run shows the sidecar: " + c.Detail + " --verify"
+		if r.FailedOpen {
+			c.Fix = r.Fix // the same three steps as without --verify
+		}
 	case v.Agrees != nil && *v.Agrees:
 		c.Evidence += "; a dry-run create through the real admission chain agrees: " + v.Summary()
 	case v.Refused:

@@ -206,6 +206,9 @@ type InjectionReport struct {
 	// while it does not.
 	FailOpenWebhook string `json:"failOpenWebhook,omitempty"`
 	FailOpenFix     string `json:"failOpenFix,omitempty"`
+	// FailedOpen: the live pod has no sidecar because that webhook did not
+	// answer when it was created (it selected the pod already).
+	FailedOpen bool `json:"failedOpen,omitempty"`
 	// RefusedBy is what refuses the pods when it is not the mesh (another
 	// webhook, an admission policy), named by what acted on them.
 	RefusedBy *Refusal `json:"refusedBy,omitempty"`

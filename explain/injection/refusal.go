@@ -223,6 +223,7 @@ func failOpenVerdict(r *InjectionReport, w *Workload, e *webhookEval, when strin
 	r.Verdict = fmt.Sprintf("Not injected, though %s selected it when it was created (%s): its failurePolicy Ignore let the apiserver create the pod without a sidecar when the webhook did not answer. Re-created while it does not answer, the pod again gets no sidecar.",
 		describeActed([]*webhookEval{e}), when)
 	r.Reason = "webhook " + e.fullName() + " failed open (failurePolicy Ignore): restart only once it answers"
+	r.FailedOpen = true
 	verify := "kubectl mesh why-injected pod/" + w.Name + " -n " + w.Namespace + " --verify   # does the webhook answer now? a sidecar in the dry run: the restart below is enough"
 	r.Fix = verify + "\n" + r.FailOpenFix + "\n" + restartCommand(w)
 }

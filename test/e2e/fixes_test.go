@@ -40,7 +40,7 @@ type fixCase struct {
 
 var fixCases = []fixCase{
 	{nn: "01", object: "replicaset/web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-01 istio.io/rev=default --overwrite", injected: true, state: rsFailed},
-	{nn: "02", object: "web", code: "KM-INJ-001", fixStarts: "kubectl mesh why-injected pod/", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
+	{nn: "02", object: "web", code: "KM-INJ-004", fixStarts: "kubectl mesh why-injected pod/", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning
 	})},
 	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment/ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
