@@ -15,8 +15,8 @@ import (
 // ambient mode, has no inject label of its own, and a workload with a pod
 // template makes it.
 func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
-	if p != nil && r != nil && classicJobPod(p) {
-		return true // the fix of its classic sidecar patches the Job's maker
+	if p != nil && r != nil && (classicJobPod(p) || proxyInTrouble(p)) {
+		return true // the fix patches what makes the pod
 	}
 	if p == nil || r == nil || r.Injected == nil || *r.Injected || r.Ambient {
 		return false
@@ -95,6 +95,22 @@ func classicJobPod(p *corev1.Pod) bool {
 	for _, c := range p.Spec.Containers {
 		if c.Name == "istio-proxy" {
 			return true
+		}
+	}
+	return false
+}
+
+// proxyInTrouble: an injected pod whose istio-proxy is not ready (waiting,
+// failed, or running unready): its template's own istio-proxy may be why.
+func proxyInTrouble(p *corev1.Pod) bool {
+	if p.Annotations["sidecar.istio.io/status"] == "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, sts := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, st := range sts {
+			if st.Name == "istio-proxy" && !st.Ready {
+				return true
+			}
 		}
 	}
 	return false

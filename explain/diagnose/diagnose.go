@@ -189,6 +189,7 @@ func Diagnose(f Facts) *Diagnosis {
 	for i := range d.Checks {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}
+	templateOverride(d, in)
 	markUnexplained(d)
 	d.Status = d.Worst()
 	seen := map[string]bool{}

@@ -39,6 +39,10 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			if kind == "Pod" {
 				r.Fix = "set the annotations sidecar.istio.io/proxyCPU=100m, proxyMemory=128Mi, proxyCPULimit=500m, proxyMemoryLimit=256Mi in the pod's manifest, then re-create it   # size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
 			}
+		case BlockedTemplate:
+			if fix := removeTemplateAnnotations(w, []string{istio.AnnotationTemplates}, "istiod has no such template: its own (sidecar) is used then; or name one its injector ConfigMap has"); fix != "" {
+				r.Fix = fix
+			}
 		case BlockedPodSecurity:
 			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
 			r.Fix = "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
@@ -69,8 +73,21 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			msg = istio.LabelInjection + "=enabled is a namespace label: on a pod no webhook reads it (a pod asks with the label " + istio.KeyInject + "=\"true\"); " + whyNot
 		case w.Labels[istio.KeyInject] == "true":
 			msg = "the pod's label " + istio.KeyInject + "=\"true\" is overruled: " + whyNot
+		case nearMiss(w, nsLabels) != "":
+			msg = nearMiss(w, nsLabels)
 		}
 		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: "+msg)
+	}
+	if pr := w.Labels[istio.LabelRev]; pr != "" && expected && nsLabels[istio.LabelInjection] == "enabled" && pr != r.Revision && pr != tagOf(evals, r.Webhook) {
+		r.Warn(WarnConflictingLabels, fmt.Sprintf("the pod's label istio.io/rev=%q is overruled: its namespace's istio-injection=enabled selects revision %s",
+			pr, r.Revision))
+		if r.Fix == "" {
+			r.Fix = fmt.Sprintf("kubectl label namespace %s istio-injection- %s=%s   # a choice: the namespace moves to revision %s (its other pods too, at their restart); or remove the pod's label %s to keep %s",
+				w.Namespace, istio.LabelRev, pr, pr, istio.LabelRev, r.Revision)
+			if w.Pod != nil {
+				r.Fix += "\n" + restartCommand(w)
+			}
+		}
 	}
 	if w.Pod == nil {
 		if expected {
@@ -146,7 +163,21 @@ func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	_, rev := nsLabels[istio.LabelRev]
 	_, injection := nsLabels[istio.LabelInjection]
 	return rev && !injection || !rev && !injection && w.Labels[istio.LabelRev] != "" || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
-		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w)
+		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w) || nearMiss(w, nsLabels) != ""
+}
+
+// nearMiss is an injection label whose value asks for a sidecar in a way
+// no webhook selects: the namespace's istio-injection other than "enabled"
+// or "disabled" (istio-injection=true), the pod's sidecar.istio.io/inject
+// other than "true" or "false" (inject=yes). "" when there is none.
+func nearMiss(w *Workload, nsLabels map[string]string) string {
+	if v, ok := nsLabels[istio.LabelInjection]; ok && v != "enabled" && v != "disabled" {
+		return fmt.Sprintf("namespace label istio-injection=%q is neither \"enabled\" nor \"disabled\": no Istio webhook selects it, and it keeps every other one off", v)
+	}
+	if v, ok := w.Labels[istio.KeyInject]; ok && v != "true" && v != "false" {
+		return fmt.Sprintf("pod label %s=%q is not \"true\": the webhooks' object selectors match only \"true\"", istio.KeyInject, v)
+	}
+	return ""
 }
 
 // podAsksWithNamespaceKey: the pod carries the namespace's injection label
@@ -225,6 +256,9 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 					return podRevisionNotFound(w, rev, evals)
 				}
 			}
+		}
+		if v := w.Labels[istio.KeyInject]; v != "" && v != "true" && v != "false" {
+			return nearMiss(w, nsLabels), setTemplateLabel(w, istio.KeyInject, "true")
 		}
 		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
 			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
