@@ -1,8 +1,10 @@
 package injection
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -464,6 +466,15 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	if len(refused) > 0 {
 		r.Reason = "refused at admission: invalid annotation " + refused[0].name
 		r.Fix = annotationFix(w, refused)
+	} else if keys := deniedByTemplate(blocked, w); len(keys) > 0 && r.BlockedBy == BlockedWebhook {
+		// istiod's templates failed on an annotation's value: its refusal,
+		// not a webhook that cannot be called.
+		r.BlockedBy = BlockedAnnotation
+		r.Reason = "refused at admission: istiod's injection template fails on the annotation " + strings.Join(keys, " or ")
+		r.Fix = removeTemplateAnnotations(w, keys, "istiod's injection template cannot read the value (it expects JSON); or correct it")
+		if r.Fix == "" {
+			r.Fix = "remove or correct the annotation " + strings.Join(keys, " and ") + " in the pod's manifest (istiod's injection template cannot read its value), then re-create the pod"
+		}
 	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && r.BlockedBy == BlockedAnnotation {
 		// istiod's own refusal, read off the controller's events.
 		r.Reason = "refused at admission: invalid annotation " + m[2]
@@ -527,4 +538,46 @@ func RefusalOf(msg string) string {
 		return BlockedQuota
 	}
 	return ""
+}
+
+// deniedByTemplate are the annotations of w that istiod's refusal names
+// when its injection template fails on one ("failed to run injection
+// template … at <`sidecar.istio.io/userVolume`>…", the key possibly cut
+// short, when every key it may be is given): none when the refusal is not
+// that, or names none of w's annotations.
+func deniedByTemplate(msg string, w *Workload) []string {
+	if !strings.Contains(msg, "denied the request") || !strings.Contains(msg, "injection template") {
+		return nil
+	}
+	var out []string
+	for k := range w.Annotations {
+		if istio.IsIstioAnnotation(k) && strings.Contains(msg, "`"+k+"`") {
+			out = append(out, k) // quoted whole
+		}
+	}
+	if len(out) > 0 {
+		// With it, the others whose value looks like JSON and is not
+		// (YAML's flow style): the template reads them next.
+		for k, v := range w.Annotations {
+			if v = strings.TrimSpace(v); istio.IsIstioAnnotation(k) && !slices.Contains(out, k) && (strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[")) && !json.Valid([]byte(v)) {
+				out = append(out, k)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	for k := range w.Annotations {
+		if !istio.IsIstioAnnotation(k) {
+			continue
+		}
+		// A prefix of the key the message quotes, past its domain.
+		for n := len(k); n > strings.IndexByte(k, '/')+3; n-- {
+			if strings.Contains(msg, "`"+k[:n]) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -142,3 +142,20 @@ func TestFailedOpenIsNotHistory(t *testing.T) {
 		t.Fatalf("dry run without a sidecar: %+v", v)
 	}
 }
+
+// istiod's injection template failing on an annotation's value is its
+// refusal of that annotation (KM-INJ-007), named whole, or every key the
+// message's cut-short quote may be.
+func TestDeniedByTemplate(t *testing.T) {
+	w := template("shop", nil, map[string]string{"sidecar.istio.io/userVolume": "{tls: {}}", "sidecar.istio.io/userVolumeMount": "{tls: {}}", "other": "x"})
+	msg := "admission webhook \"namespace.sidecar-injector.istio.io\" denied the request: failed to run injection template: template: inject:471:73: executing \"inject\" at <`sidecar.istio.io/userVolumeMount`>: range can't iterate over {}"
+	if got := deniedByTemplate(msg, w); len(got) != 2 || got[1] != "sidecar.istio.io/userVolumeMount" {
+		t.Errorf("whole key, and its YAML-valued sibling: %v", got)
+	}
+	if got := deniedByTemplate("denied the request: failed to run injection template: at <`sidecar.istio.io/userVo…", w); len(got) != 2 {
+		t.Errorf("cut-short key: %v", got)
+	}
+	if got := deniedByTemplate("denied the request: something else", w); len(got) != 0 {
+		t.Errorf("not a template failure: %v", got)
+	}
+}

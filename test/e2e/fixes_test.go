@@ -35,7 +35,7 @@ type fixCase struct {
 	// completes: its pods run to completion (a Job): recovered is every
 	// pod Succeeded rather than ready.
 	completes bool
-	state   func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
+	state     func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
 }
 
 var fixCases = []fixCase{
