@@ -236,20 +236,18 @@ func policyBlocksIstiod(in *Input) []Finding {
 	}
 	port := discoveryPort(p)
 	var restricting []networkingv1.NetworkPolicy
-	dns := false
+	dns, istiod := false, false
 	for _, np := range in.NetworkPolicies {
 		if !restricts(np, networkingv1.PolicyTypeEgress) {
 			continue
 		}
 		restricting = append(restricting, np)
 		for _, r := range np.Spec.Egress {
-			if admits(r.Ports, port, corev1.ProtocolTCP, p) {
-				return nil
-			}
+			istiod = istiod || admits(r.Ports, port, corev1.ProtocolTCP, p)
 			dns = dns || admits(r.Ports, portDNS, corev1.ProtocolUDP, p)
 		}
 	}
-	if len(restricting) == 0 {
+	if len(restricting) == 0 || istiod && dns {
 		return nil
 	}
 	var said []string
@@ -266,9 +264,15 @@ func policyBlocksIstiod(in *Input) []Finding {
 		}
 		said = append(said, s)
 	}
-	ev := strings.Join(said, "; ") + fmt.Sprintf(", and none admits TCP %d, istiod's port for the proxy's configuration (xDS) and certificate", port)
-	if !dns {
-		ev += "; nor DNS (UDP 53), which the agent resolves istiod's name with"
+	ev := strings.Join(said, "; ")
+	switch {
+	case !istiod:
+		ev += fmt.Sprintf(", and none admits TCP %d, istiod's port for the proxy's configuration (xDS) and certificate", port)
+		if !dns {
+			ev += "; nor DNS (UDP 53), which the agent resolves istiod's name with"
+		}
+	default:
+		ev += fmt.Sprintf(": TCP %d to istiod is admitted, but not DNS (UDP 53), which the agent resolves istiod's name with (and the app every name)", port)
 	}
 	f := Finding{Status: Fail}
 	if proxyReady(p) {
@@ -278,7 +282,10 @@ func policyBlocksIstiod(in *Input) []Finding {
 		ev += ": the proxy gets no configuration and is not ready"
 	}
 	f.Evidence = ev
-	rules := []string{fmt.Sprintf(`{"ports":[{"port":%d,"protocol":"TCP"}]}`, port)}
+	var rules []string
+	if !istiod {
+		rules = append(rules, fmt.Sprintf(`{"ports":[{"port":%d,"protocol":"TCP"}]}`, port))
+	}
 	if !dns {
 		rules = append(rules, fmt.Sprintf(`{"ports":[{"port":%d,"protocol":"UDP"},{"port":%d,"protocol":"TCP"}]}`, portDNS, portDNS))
 	}
