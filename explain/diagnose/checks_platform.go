@@ -611,6 +611,15 @@ func waitingFix(in *Input, c startup.ContainerStartup, evidence string) string {
 	if fix := missingFix(in, evidence, ""); fix != "" {
 		return fix
 	}
+	if strings.Contains(evidence, "runAsNonRoot and image will run as root") && in.Pod != nil {
+		// The pod asks for a non-root user and the image's user is root:
+		// a uid of the app's own (not 0, and not the proxy's 1337).
+		if owner := templateOwner(in.Pod); owner != "" && !strings.HasPrefix(owner, "job/") {
+			return fmt.Sprintf(`kubectl patch %s -n %s --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"name":%q,"securityContext":{"runAsUser":1000}}]}}}}'`, owner, in.Namespace(), c.Name) +
+				"   # a choice: a non-root uid the image can run as (not 0, not the proxy's 1337); or an image built with a non-root USER"
+		}
+		return "set securityContext.runAsUser of container " + c.Name + " to a non-root uid the image can run as (not 0, not the proxy's 1337) in the pod's manifest, then re-create the pod"
+	}
 	if imageReason(c.Reason) || c.Reason == "InvalidImageName" {
 		image := ""
 		if spec, _ := in.container(c.Name); spec != nil {
