@@ -379,6 +379,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if pr, ok := refusalBy(f, w, nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || injecting == nil) && r.RefusedBy == nil {
 			// The platform's own refusal: named, not the mesh's.
 			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w)}
+			if r.RefusedBy.Fix != "" {
+				r.RefusedBy.Fix += retryNow(w)
+			}
 		}
 		if pr, ok := thirdPartyRefusal(f, w, nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && injecting != nil {
 			// Another webhook or a policy refuses what the injector added.
@@ -453,7 +456,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	istioVerdict(r, w, st, evals, calls, blocked, blocker, nsLabels, amb)
 	if policy != nil && r.BlockedBy == BlockedPolicy {
 		r.Reason = "pod creation rejected by " + policy.by + " (it refuses what the injector adds)"
-		r.Fix = policyFix(*policy, w)
+		r.Fix = policyFix(*policy, w) + retryNow(w)
 	}
 	if injecting != nil && !injecting.e.failClosed && blocked == "" {
 		r.FailOpenWebhook, r.FailOpenFix = injecting.e.fullName(), webhookDownFix(w, nsLabels, evals, injecting.e)

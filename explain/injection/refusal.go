@@ -227,3 +227,19 @@ func failOpenVerdict(r *InjectionReport, w *Workload, e *webhookEval, when strin
 	verify := "kubectl mesh why-injected pod/" + w.Name + " -n " + w.Namespace + " --verify   # does the webhook answer now? a sidecar in the dry run: the restart below is enough"
 	r.Fix = verify + "\n" + r.FailOpenFix + "\n" + restartCommand(w)
 }
+
+// retryNow is the line that has a refused workload's controller create its
+// pods at once after a fix outside its template (a namespace's label, a
+// webhook, a policy): its own retries back off, to minutes. "" for a
+// workload with no pods to create now, or a template (a fix to it rolls
+// the pods out by itself).
+func retryNow(w *Workload) string {
+	if w.Pod != nil {
+		return ""
+	}
+	switch kind, name := templateOwnerOf(w); kind {
+	case "Deployment", "StatefulSet", "DaemonSet":
+		return "\nkubectl rollout restart " + strings.ToLower(kind) + "/" + name + " -n " + w.Namespace + "   # its controller tries again at once (its own retries back off)"
+	}
+	return ""
+}

@@ -27,7 +27,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Pods cannot be created: " + blocked + "."
 		r.Reason = "pod creation rejected by a webhook"
 		if blocker != nil {
-			r.Fix = webhookDownFix(w, nsLabels, evals, blocker)
+			r.Fix = webhookDownFix(w, nsLabels, evals, blocker) + retryNow(w)
 		}
 		switch r.BlockedBy {
 		case BlockedQuota:

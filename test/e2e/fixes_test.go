@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +52,15 @@ var fixCases = []fixCase{
 	{nn: "07", object: "catalog", code: "KM-CONN-007", fixStarts: "kubectl patch service catalog -n kmfix-07", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
 	{nn: "09", object: "deployment/search", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/search -n kmfix-09 --type=merge", injected: true, state: rsFailed},
 	{nn: "10", object: "job/migrate", code: "KM-INJ-007", fixStarts: "kubectl get job migrate -n kmfix-10 -o json | kubectl patch --local", completes: true, state: podEvent("FailedCreate")},
+	// The red team's second round (its 02, 16, 11, 07 and 12), replanted.
+	{nn: "11", object: "web", code: "KM-INJ-010", fixStarts: "kubectl patch deployment web -n kmfix-11", injected: true, state: anyPod("web", "ready", podReadyNow)},
+	{nn: "12", object: "cart", code: "KM-INJ-010", fixStarts: "kubectl label namespace kmfix-12 istio-injection=enabled --overwrite", injected: true, state: anyPod("cart", "ready", podReadyNow)},
+	{nn: "13", object: "front", code: "KM-START-003", fixStarts: "kubectl patch deployment front -n kmfix-13 --type=strategic", injected: true, state: anyPod("front", "istio-proxy running, not ready, over 70s", olderThan(70*time.Second, func(p *corev1.Pod) bool {
+		s := catStatus(p, "istio-proxy")
+		return s != nil && s.State.Running != nil && !s.Ready
+	}))},
+	{nn: "14", object: "statefulset/db", code: "KM-INJ-007", fixStarts: "kubectl patch statefulset/db -n kmfix-14", injected: true, state: podEvent("FailedCreate")},
+	{nn: "15", object: "secure", code: "KM-START-005", fixStarts: "kubectl patch deployment/secure -n kmfix-15 --type=strategic", injected: true, state: anyPod("secure", "app CreateContainerConfigError", waitingOn("app", "CreateContainerConfigError"))},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
@@ -69,9 +79,9 @@ func TestFixesRecover(t *testing.T) {
 	bin := meshBinary(t, c)
 	ctx := context.Background()
 	start := time.Now()
-	recovered, checks := 0, 0
+	var recovered, checks atomic.Int64
 	defer func() {
-		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered, len(fixCases), checks, time.Since(start).Round(time.Second))
+		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered.Load(), len(fixCases), checks.Load(), time.Since(start).Round(time.Second))
 	}()
 	// A PATH where `kubectl` is the cluster's and `kubectl mesh` this build.
 	pathDir := t.TempDir()
@@ -100,61 +110,67 @@ func TestFixesRecover(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for i, fc := range fixCases {
-		t.Run(fc.nn, func(t *testing.T) {
-			if errs[i] != nil {
-				t.Fatalf("not in its state: %v", errs[i])
-			}
-			ns := "kmfix-" + fc.nn
-			it, found := fixFinding(t, bin, c, ns, fc)
-			checks++
-			if found == nil {
-				return
-			}
-			checks++
-			if !strings.HasPrefix(found.Fix, fc.fixStarts) {
-				t.Fatalf("%s's fix does not start with %q:\n%s", fc.code, fc.fixStarts, found.Fix)
-			}
-			t.Logf("%s %s: %s; fix:\n%s", fc.nn, it.Name, catShort(found.Evidence), found.Fix)
-			if strings.HasPrefix(fc.code, "KM-INJ-") {
-				// --verify's dry run meets the same refusal: the sweep
-				// finishes, and the answer is the same.
-				d, r, err := catDiagnose(bin, c.Kubeconfig, ns, "--verify")
-				checks++
-				if err != nil || r.code == 1 {
-					t.Fatalf("diagnose -n %s --verify: exit %d, %v\n%s", ns, r.code, err, r.stderr)
+	// Each fault in its own namespace: their fixes are pasted and their
+	// recoveries awaited side by side (a controller's retry back-off is
+	// most of the wait).
+	t.Run("cases", func(t *testing.T) {
+		for i, fc := range fixCases {
+			t.Run(fc.nn, func(t *testing.T) {
+				t.Parallel()
+				if errs[i] != nil {
+					t.Fatalf("not in its state: %v", errs[i])
 				}
-				same := false
-				for _, x := range d.all() {
-					for _, f := range x.Findings {
-						same = same || f.Code == fc.code
+				ns := "kmfix-" + fc.nn
+				it, found := fixFinding(t, bin, c, ns, fc)
+				checks.Add(1)
+				if found == nil {
+					return
+				}
+				checks.Add(1)
+				if !strings.HasPrefix(found.Fix, fc.fixStarts) {
+					t.Fatalf("%s's fix does not start with %q:\n%s", fc.code, fc.fixStarts, found.Fix)
+				}
+				t.Logf("%s %s: %s; fix:\n%s", fc.nn, it.Name, catShort(found.Evidence), found.Fix)
+				if strings.HasPrefix(fc.code, "KM-INJ-") {
+					// --verify's dry run meets the same refusal: the sweep
+					// finishes, and the answer is the same.
+					d, r, err := catDiagnose(bin, c.Kubeconfig, ns, "--verify")
+					checks.Add(1)
+					if err != nil || r.code == 1 {
+						t.Fatalf("diagnose -n %s --verify: exit %d, %v\n%s", ns, r.code, err, r.stderr)
+					}
+					same := false
+					for _, x := range d.all() {
+						for _, f := range x.Findings {
+							same = same || f.Code == fc.code
+						}
+					}
+					checks.Add(1)
+					if !same {
+						t.Errorf("diagnose -n %s --verify has no %s", ns, fc.code)
 					}
 				}
-				checks++
-				if !same {
-					t.Errorf("diagnose -n %s --verify has no %s", ns, fc.code)
+				for _, line := range strings.Split(found.Fix, "\n") {
+					cmd := exec.CommandContext(ctx, "sh", "-c", line)
+					cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+					out, err := cmd.CombinedOutput()
+					checks.Add(1)
+					if err != nil {
+						t.Fatalf("the pasted fix failed: %s: %v\n%s", line, err, out)
+					}
 				}
-			}
-			for _, line := range strings.Split(found.Fix, "\n") {
-				cmd := exec.CommandContext(ctx, "sh", "-c", line)
-				cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
-				out, err := cmd.CombinedOutput()
-				checks++
-				if err != nil {
-					t.Fatalf("the pasted fix failed: %s: %v\n%s", line, err, out)
+				recCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+				defer cancel()
+				checks.Add(1)
+				if err := catPoll(recCtx, ns+" recovered", func(ctx context.Context) (bool, string) {
+					return fixRecovered(ctx, bin, c, ns, fc)
+				}); err != nil {
+					t.Fatalf("after the pasted fix: %v", err)
 				}
-			}
-			recCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-			defer cancel()
-			checks++
-			if err := catPoll(recCtx, ns+" recovered", func(ctx context.Context) (bool, string) {
-				return fixRecovered(ctx, bin, c, ns, fc)
-			}); err != nil {
-				t.Fatalf("after the pasted fix: %v", err)
-			}
-			recovered++
-		})
-	}
+				recovered.Add(1)
+			})
+		}
+	})
 }
 
 // fixFinding is diagnose's item for the case's object and its finding of
