@@ -52,7 +52,7 @@ var fixCases = []fixCase{
 	{nn: "07", object: "catalog", code: "KM-CONN-007", fixStarts: "kubectl patch service catalog -n kmfix-07", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
 	{nn: "09", object: "deployment/search", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/search -n kmfix-09 --type=merge", injected: true, state: rsFailed},
 	{nn: "10", object: "job/migrate", code: "KM-INJ-007", fixStarts: "kubectl get job migrate -n kmfix-10 -o json | kubectl patch --local", completes: true, state: podEvent("FailedCreate")},
-	// The red team's second round (its 02, 16, 11, 07 and 12), replanted.
+	// The red team's second round (its 02, 16, 11 and 07), replanted.
 	{nn: "11", object: "web", code: "KM-INJ-010", fixStarts: "kubectl patch deployment web -n kmfix-11", injected: true, state: anyPod("web", "ready", podReadyNow)},
 	{nn: "12", object: "cart", code: "KM-INJ-010", fixStarts: "kubectl label namespace kmfix-12 istio-injection=enabled --overwrite", injected: true, state: anyPod("cart", "ready", podReadyNow)},
 	{nn: "13", object: "front", code: "KM-START-003", fixStarts: "kubectl patch deployment front -n kmfix-13 --type=strategic", injected: true, state: anyPod("front", "istio-proxy running, not ready, over 70s", olderThan(70*time.Second, func(p *corev1.Pod) bool {
@@ -60,7 +60,6 @@ var fixCases = []fixCase{
 		return s != nil && s.State.Running != nil && !s.Ready
 	}))},
 	{nn: "14", object: "statefulset/db", code: "KM-INJ-007", fixStarts: "kubectl patch statefulset/db -n kmfix-14", injected: true, state: podEvent("FailedCreate")},
-	{nn: "15", object: "secure", code: "KM-START-005", fixStarts: "kubectl patch deployment/secure -n kmfix-15 --type=strategic", injected: true, state: anyPod("secure", "app CreateContainerConfigError", waitingOn("app", "CreateContainerConfigError"))},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
