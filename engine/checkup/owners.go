@@ -15,7 +15,10 @@ import (
 // ambient mode, has no inject label of its own, and a workload with a pod
 // template makes it.
 func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
-	if p != nil && r != nil && (classicJobPod(p) || proxyInTrouble(p)) {
+	if p == nil || inspect.OwnerOf(p) == nil {
+		return false // no workload makes it
+	}
+	if r != nil && (classicJobPod(p) || proxyInTrouble(p)) {
 		return true // the fix patches what makes the pod
 	}
 	if p == nil || r == nil || r.Injected == nil || *r.Injected || r.Ambient {

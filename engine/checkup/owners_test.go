@@ -36,6 +36,8 @@ func TestOwnerWanted(t *testing.T) {
 		{"injected", &injection.InjectionReport{Injected: &yes}, owned("Job", "migrate", nil), false},
 		{"ambient", &injection.InjectionReport{Injected: &no, Ambient: true}, owned("Job", "migrate", nil), false},
 		{"labelled itself", plain, owned("Job", "migrate", map[string]string{diagnose.InjectLabel: "false"}), false},
+		{"injected, its proxy not ready", &injection.InjectionReport{Injected: &yes}, unready(owned("ReplicaSet", "web-5d8f9", map[string]string{"pod-template-hash": "5d8f9"})), true},
+		{"a bare pod, its proxy not ready", &injection.InjectionReport{Injected: &yes}, unready(&corev1.Pod{}), false},
 	}
 	for _, tc := range cases {
 		if got := ownerWanted(tc.r, tc.p); got != tc.want {
@@ -50,3 +52,10 @@ func TestOwnerWanted(t *testing.T) {
 }
 
 var appsDeployment = appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{diagnose.InjectLabel: "true"}}}
+
+// unready: p is injected, its istio-proxy not ready.
+func unready(p *corev1.Pod) *corev1.Pod {
+	p.Annotations = map[string]string{"sidecar.istio.io/status": "{}"}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "istio-proxy"}}
+	return p
+}
