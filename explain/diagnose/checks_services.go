@@ -17,8 +17,6 @@ import (
 const (
 	CodeInboundExcluded    = "KM-CAP-003"
 	CodeProtocolUndeclared = "KM-CONN-003"
-	CodeProtocolConflict   = "KM-CONN-004"
-	CodeTargetPortConflict = "KM-CONN-005"
 	CodeServerFirst        = "KM-CONN-006"
 )
 
@@ -48,22 +46,6 @@ func init() {
 		Source:  "Istio docs, protocol selection (protocols incompatible with automatic selection) and application requirements (server first protocols); istio/istio issues on NATS and SSH behind sidecars",
 		Planted: "a Service port named db (3306 → 3306) on the pod, no appProtocol",
 		run:     serverFirst})
-	register(&Spec{Code: CodeProtocolConflict, Title: "Services disagree on a port's protocol", Stage: CheckConnections, Kind: Static, Status: Warning,
-		Istioctl: []string{"IST0116"}, Reads: reads,
-		Means:   "Two Services that select the pod use the same port with different protocols: the proxy can serve only one of them on that port.",
-		Detects: "The Services selecting the pod: each port's Kubernetes protocol and Istio protocol (appProtocol or name).",
-		Fixes:   "Give one of the Services another port, or the same protocol.",
-		Source:  "istioctl analyze IST0116; Istio docs, application requirements",
-		Planted: "two Services on port 8080, one named http-web and one tcp-raw",
-		run:     protocolConflict})
-	register(&Spec{Code: CodeTargetPortConflict, Title: "one target port behind two Service ports", Stage: CheckConnections, Kind: Static, Status: Warning,
-		Istioctl: []string{"IST0137"}, Reads: reads,
-		Means:   "Services that select the pod send different Service ports to the same target port: the proxy's inbound listener for that port takes one port's protocol and routes.",
-		Detects: "The Services selecting the pod, their ports and target ports.",
-		Fixes:   "One Service port per target port.",
-		Source:  "istioctl analyze IST0137 DeploymentConflictingPorts",
-		Planted: "Service A 80→8080 and Service B 8080→8080",
-		run:     targetPortConflict})
 }
 
 // svcPort is one port of a Service that selects the pod, with the pod's
@@ -257,92 +239,6 @@ func protocolUndeclared(in *Input) []Finding {
 	}
 	return []Finding{{Evidence: strings.Join(hits, "; ") + ": no protocol declared, the proxy sniffs it (a server-first protocol stalls)",
 		Fix: "set appProtocol on the port (tcp, http, grpc, …), or name it PROTOCOL-SUFFIX: kubectl edit service -n " + in.Pod.Namespace}}
-}
-
-func protocolConflict(in *Input) []Finding {
-	if in.Pod == nil || !in.injected() {
-		return nil
-	}
-	if in.ServicesUnknown != "" {
-		return servicesUnread(in)
-	}
-	type seen struct {
-		svc, proto string
-	}
-	byPort := map[int32][]seen{}
-	for _, sp := range servicePorts(in) {
-		proto := protocolOf(sp.port)
-		if proto == "" {
-			proto = "unnamed " + strings.ToLower(string(sp.port.Protocol))
-			if sp.port.Protocol == "" {
-				proto = "unnamed tcp"
-			}
-		}
-		byPort[sp.port.Port] = append(byPort[sp.port.Port], seen{sp.svc, proto})
-	}
-	var hits []string
-	ports := make([]int, 0, len(byPort))
-	for p := range byPort {
-		ports = append(ports, int(p))
-	}
-	sort.Ints(ports)
-	for _, port := range ports {
-		ss := byPort[int32(port)]
-		protos := map[string]bool{}
-		var parts []string
-		for _, s := range ss {
-			protos[s.proto] = true
-			parts = append(parts, s.svc+" ("+s.proto+")")
-		}
-		if len(protos) > 1 {
-			hits = append(hits, fmt.Sprintf("port %d: %s", port, quoteList(parts)))
-		}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	return []Finding{{Evidence: "Services that select the pod give one port different protocols: " + strings.Join(hits, "; "),
-		Fix: "give one of the Services another port, or the same protocol: kubectl edit service -n " + in.Pod.Namespace}}
-}
-
-func targetPortConflict(in *Input) []Finding {
-	if in.Pod == nil || !in.injected() {
-		return nil
-	}
-	byTarget := map[int32]map[int32][]string{}
-	for _, sp := range servicePorts(in) {
-		if sp.target == 0 || !tcp(sp.port) {
-			continue
-		}
-		if byTarget[sp.target] == nil {
-			byTarget[sp.target] = map[int32][]string{}
-		}
-		byTarget[sp.target][sp.port.Port] = append(byTarget[sp.target][sp.port.Port], sp.svc)
-	}
-	var hits []string
-	targets := make([]int, 0, len(byTarget))
-	for t := range byTarget {
-		targets = append(targets, int(t))
-	}
-	sort.Ints(targets)
-	for _, t := range targets {
-		ports := byTarget[int32(t)]
-		if len(ports) < 2 {
-			continue
-		}
-		var parts []string
-		for port, svcs := range ports {
-			sort.Strings(svcs)
-			parts = append(parts, fmt.Sprintf("%s port %d", strings.Join(svcs, ", "), port))
-		}
-		sort.Strings(parts)
-		hits = append(hits, fmt.Sprintf("target port %d from %s", t, quoteList(parts)))
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	return []Finding{{Evidence: strings.Join(hits, "; ") + ": the proxy's inbound listener for the target port takes one of them",
-		Fix: "one Service port per target port: kubectl edit service -n " + in.Pod.Namespace}}
 }
 
 // inboundFix takes the ports out of inbound capture's exclusions: the

@@ -321,10 +321,6 @@ var checkCases = []checkCase{
 	}, status: Warning,
 		evidence: "annotation traffic.sidecar.istio.io/excludeOutboundIPRanges excludes 10.0.0.0/8, which covers the cluster's pod range 10.244.0.0/24 (node node-1's podCIDRs), pod range 10.244.1.0/24 (node node-2's podCIDRs) and Service range 10.96.0.0/16",
 		fix:      `kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/traffic.sidecar.istio.io~1excludeOutboundIPRanges"}]'   # or narrow it to exclude only what is meant to bypass the proxy, none of 10.244.0.0/24, 10.244.1.0/24, 10.96.0.0/16`},
-	{code: CodeProtocolConflict, services: []corev1.Service{svc("a", sport("http-web", 8080, 8080)), svc("b", sport("tcp-raw", 8080, 8080))},
-		status: Warning, evidence: "port 8080: a (http) and b (tcp)"},
-	{code: CodeTargetPortConflict, services: []corev1.Service{svc("a", sport("http", 80, 8080)), svc("b", sport("http-alt", 8080, 8080))},
-		status: Warning, evidence: "target port 8080 from a port 80 and b port 8080"},
 }
 
 // kindRanges are a kind cluster's: pods in 10.244.0.0/16, one /24 per

@@ -60,6 +60,7 @@ var fixCases = []fixCase{
 		return s != nil && s.State.Running != nil && !s.Ready
 	}))},
 	{nn: "14", object: "statefulset/db", code: "KM-INJ-007", fixStarts: "kubectl patch statefulset/db -n kmfix-14", injected: true, state: podEvent("FailedCreate")},
+	{nn: "15", object: "catalog", code: "KM-CONN-004", fixStarts: "kubectl patch service catalog-raw -n kmfix-15 --type=json", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
