@@ -133,14 +133,18 @@ func warningEventsBut(s *startup.StartupReport, container, reason string, n int)
 }
 
 // injectedBy names what of the mesh set up a container the injector added:
-// the pod's annotations that change Istio's containers, with their values
+// the pod's annotations that change Istio's containers, with their values,
+// only those of the image when the kubelet's reason is about the image
 // ("" for a container the injector did not add).
-func injectedBy(p *corev1.Pod, container string) string {
+func injectedBy(p *corev1.Pod, container, reason string) string {
 	if p == nil || !istio.IsIstioContainer(container) {
 		return ""
 	}
 	var keys []string
 	for k := range p.Annotations {
+		if imageReason(reason) && !strings.HasPrefix(k, "sidecar.istio.io/proxyImage") {
+			continue // a resource or capture annotation says nothing of the image
+		}
 		if strings.HasPrefix(k, "sidecar.istio.io/") && k != istio.AnnotationStatus && k != "sidecar.istio.io/inject" ||
 			strings.HasPrefix(k, "traffic.sidecar.istio.io/") || k == istio.AnnotationProxyConfig {
 			keys = append(keys, k)
@@ -154,6 +158,8 @@ func injectedBy(p *corev1.Pod, container string) string {
 	s := container + " was added by Istio's injector"
 	if len(parts) > 0 {
 		s += ", set by the pod's " + strings.Join(parts, ", ")
+	} else if imageReason(reason) {
+		s += " with the image of the mesh's injection template (no sidecar.istio.io/proxyImage annotation on the pod)"
 	} else {
 		s += " from the mesh's injection template (no sidecar.istio.io annotation on the pod)"
 	}
@@ -208,7 +214,7 @@ func (in *Input) initPlatform() []Finding {
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
 			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev, Fix: waitingFix(in, c, ev)}
-			if by := injectedBy(p, c.Name); by != "" {
+			if by := injectedBy(p, c.Name, c.Reason); by != "" {
 				if rewritten, fix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
 					by, f.Fix = rewritten, fix
 				} else if imageReason(c.Reason) {

@@ -234,7 +234,7 @@ var checkCases = []checkCase{
 	{code: CodeCannotStart, pod: func(p *corev1.Pod) {
 		p.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "istio-init", Image: "kmesh.local/nope:v1",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: `Container image "kmesh.local/nope:v1" is not present with pull policy of Never`}}}
-		p.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "kmesh.local/nope:v1"}
+		p.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "kmesh.local/nope:v1", "sidecar.istio.io/proxyCPU": "10m"} // the image's annotation only is named
 		p.Status.Phase, p.Status.ContainerStatuses = corev1.PodPending, nil
 	}, now: 3 * time.Minute, status: Fail, evidence: `init container istio-init cannot start: ErrImageNeverPull: Container image "kmesh.local/nope:v1" is not present with pull policy of Never; istio-init was added by Istio's injector, set by the pod's sidecar.istio.io/proxyImage="kmesh.local/nope:v1"`,
 		fix: "sidecar.istio.io/proxyImage"},

@@ -335,7 +335,7 @@ func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
 			f := Finding{Code: code, Status: Fail, Fix: own, Evidence: ev}
-			if by := injectedBy(p, c.Name); by != "" {
+			if by := injectedBy(p, c.Name, c.Reason); by != "" {
 				if rewritten, rfix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
 					by, own = rewritten, rfix
 				} else if imageReason(c.Reason) {

@@ -478,8 +478,10 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		if r.Fix == "" {
 			r.Fix = "remove or correct the annotation " + strings.Join(keys, " and ") + " in the pod's manifest (istiod's injection template cannot read its value), then re-create the pod"
 		}
-	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && r.BlockedBy == BlockedAnnotation {
-		// istiod's own refusal, read off the controller's events.
+	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && (r.BlockedBy == BlockedAnnotation || r.BlockedBy == BlockedWebhook && strings.Contains(blocked, "denied the request")) {
+		// istiod's own refusal, read off the controller's events: the
+		// webhook was called, and refused the annotation's value.
+		r.BlockedBy = BlockedAnnotation
 		r.Reason = "refused at admission: invalid annotation " + m[2]
 		r.Fix = removeTemplateAnnotations(w, []string{m[2]}, "istiod refuses its value "+truncate(m[1], 80)+"; or correct it")
 		if r.Fix == "" {
@@ -521,7 +523,7 @@ func truncate(s string, n int) string {
 
 // deniedAnnotation is istiod's refusal of an annotation's value: the
 // value, the annotation.
-var deniedAnnotation = regexp.MustCompile(`invalid value '(.*?)' for annotation '([^']+)'`)
+var deniedAnnotation = regexp.MustCompile(`(?s)invalid value '(.*?)' for annotation '([^']+)'`)
 
 // RefusalOf tells a FailedCreate event's message that concerns the mesh: an
 // Istio webhook's failure or refusal, PodSecurity refusing an Istio

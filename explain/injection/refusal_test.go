@@ -159,3 +159,20 @@ func TestDeniedByTemplate(t *testing.T) {
 		t.Errorf("not a template failure: %v", got)
 	}
 }
+
+// istiod's refusal of an annotation's value (proxy.istio.io/config that is
+// not valid YAML) is its refusal of that annotation, not a webhook that
+// cannot be called: the webhook was called, and denied the request.
+func TestDeniedAnnotationValue(t *testing.T) {
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled"})
+	w := template("shop", nil, map[string]string{"proxy.istio.io/config": "holdApplicationUntilProxyStarts: yes\n  drain: [5s", "sidecar.istio.io/proxyCPU": "10m"})
+	w.Kind = "ReplicaSet"
+	w.Events = []corev1.Event{refusedEvent("Error creating: admission webhook \"namespace.sidecar-injector.istio.io\" denied the request: failed to run injection template: 1 error occurred:\n\t* invalid value 'holdApplicationUntilProxyStarts: yes\n  drain: [5s' for annotation 'proxy.istio.io/config': failed to convert to apply proxy config")}
+	r := Istio{}.Explain(f, w)
+	if !r.CreationBlocked || r.BlockedBy != BlockedAnnotation || !strings.Contains(r.Reason, "proxy.istio.io/config") {
+		t.Fatalf("blocked %v by %q: %s (%s)", r.CreationBlocked, r.BlockedBy, r.Verdict, r.Reason)
+	}
+	if !strings.Contains(r.Fix, `"op":"remove","path":"/spec/template/metadata/annotations/proxy.istio.io~1config"`) || strings.Contains(r.Fix, "proxyCPU") {
+		t.Fatalf("fix: %s", r.Fix)
+	}
+}
