@@ -276,23 +276,26 @@ func (o *DiagnoseOptions) finish(ds []*diagnose.Diagnosis, list bool, incomplete
 	if err := o.print(ds, list, incomplete); err != nil {
 		return err
 	}
-	var x outcome
+	x := outcome{failOn: o.FailOn}
 	for _, d := range ds {
-		x.add(o, d)
+		x.add(d)
 	}
 	return x.exit(incomplete)
 }
 
-// outcome is what decides the exit of a diagnosis, counted as they come.
+// outcome is what decides the exit of a diagnosis, counted as they come:
+// every command's (diagnose, why-injected, startup) by the same rule.
 type outcome struct {
+	// failOn is the status that exits 4: fail, or warning.
+	failOn  string
 	failed  []string // the first three problems found
 	nFailed int
 	unknown bool
 }
 
-func (x *outcome) add(o *DiagnoseOptions, d *diagnose.Diagnosis) {
+func (x *outcome) add(d *diagnose.Diagnosis) {
 	switch {
-	case d.Status == diagnose.Fail, o.FailOn == diagnose.Warning && warned(d):
+	case d.Status == diagnose.Fail, x.failOn == diagnose.Warning && warned(d):
 		x.nFailed++
 		if len(x.failed) < 3 {
 			x.failed = append(x.failed, fmt.Sprintf("%s %s/%s (%s)", strings.ToLower(d.WorkloadKind), d.Namespace, d.Name, d.First))

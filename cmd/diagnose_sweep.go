@@ -21,13 +21,15 @@ type diagnoseSweep struct {
 	counts  []render.CheckCount
 	status  map[string]int
 	outcome outcome
+	// workloads counts the diagnoses of workloads with no pod to check.
+	workloads int
 	// only is the first diagnosis, kept while it is the only one: a sweep
 	// that finds one pod shows it whole.
 	only *diagnose.Diagnosis
 }
 
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
-	s := &diagnoseSweep{o: o, list: render.NewSweptList(len(render.StatusRank) * (len(diagnose.Order) + 1)), counts: render.CountChecks(nil), status: map[string]int{}}
+	s := &diagnoseSweep{o: o, outcome: outcome{failOn: o.FailOn}, list: render.NewSweptList(len(render.StatusRank) * (len(diagnose.Order) + 1)), counts: render.CountChecks(nil), status: map[string]int{}}
 	if !o.structured() {
 		s.p = render.NewPrinter(o.Out)
 	}
@@ -36,8 +38,11 @@ func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
 
 // add keeps what is printed of d.
 func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
-	s.outcome.add(s.o, d)
+	s.outcome.add(d)
 	s.status[d.Status]++
+	if d.WorkloadKind != "Pod" {
+		s.workloads++
+	}
 	render.AddCounts(s.counts, d)
 	if s.list.Len() == 0 {
 		s.only = d
@@ -74,7 +79,7 @@ func (s *diagnoseSweep) print(incomplete []string) error {
 		if err != nil {
 			return err
 		}
-		render.DiagnosisTable(s.p, s.list.Len(), s.status, rows, s.counts, s.o.wide())
+		render.DiagnosisTable(s.p, s.list.Len()-s.workloads, s.workloads, s.status, rows, s.counts, s.o.wide())
 	}
 	render.Incomplete(s.p, incomplete)
 	return nil

@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine/inject"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 
@@ -30,6 +29,8 @@ type WhyInjectedOptions struct {
 	All bool
 	// Verify proves each answer with a server-side dry-run create.
 	Verify bool
+	// FailOn is the status that exits 4, as diagnose's --fail-on.
+	FailOn string
 	Args   []string
 
 	namespace string
@@ -60,7 +61,13 @@ inject selectors, policy), the webhook's backend, and ambient mode.
 A pod, a workload (its pod template and its pods), or manifests before they are
 applied (-f). Without a target: every pod of the namespace (-n, -l) or of the
 cluster (-A), one row each, pods whose state differs from what they would get
-if re-created first.`,
+if re-created first.
+
+Exit codes, as diagnose's for its injection check (the same findings decide
+both): 0 nothing failed (warnings too, unless --fail-on warning); 4 a problem
+was found (a pod or template that cannot be created, a sidecar that differs
+from what admission gives now, …); 3 nothing failed but an answer is
+unknown; 1 error; 2 usage error.`,
 		Example: `  # Why is (or isn't) this pod injected?
   kubectl mesh why-injected reviews-v1-5f4d8b7c9-x2x8z -n bookinfo
 
@@ -92,7 +99,9 @@ if re-created first.`,
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
+	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return c
 }
@@ -123,6 +132,9 @@ func dryRunProgress(errOut io.Writer) func(total int) (func(int), func()) {
 func (o *WhyInjectedOptions) Validate() error {
 	if err := validateOutput(o.Output); err != nil {
 		return err
+	}
+	if o.FailOn != diagnose.Fail && o.FailOn != diagnose.Warning {
+		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
 	}
 	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }
@@ -171,6 +183,10 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	// reports first).
 	var kept *injectionSweep
 	list := true
+	// Each report's exit by diagnose's rule, over its injection check (the
+	// sweep's pods are given with their reports).
+	x := outcome{failOn: o.FailOn}
+	var pods []*corev1.Pod
 	switch {
 	case len(o.Filenames) > 0:
 		reports, err = o.eng.FromFiles(ctx, facts)
@@ -179,13 +195,17 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		reports, err = o.eng.FromArgs(ctx, facts)
 		list = len(reports) != 1 || reports[0].Kind != "Pod"
 	case o.Verify:
-		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, _ *corev1.Pod) error {
+		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
 			reports = append(reports, r)
+			pods = append(pods, p)
 			return nil
 		})
 	default:
 		kept = o.newSweep(facts, false)
-		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, _ *corev1.Pod) error { return kept.add(r) })
+		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
+			x.add(injectionSlice(r, p))
+			return kept.add(r)
+		})
 	}
 	if err != nil {
 		return err
@@ -212,10 +232,14 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(incomplete) > 0 {
-		return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
+	for i, r := range reports {
+		var p *corev1.Pod
+		if i < len(pods) {
+			p = pods[i]
+		}
+		x.add(injectionSlice(r, p))
 	}
-	return nil
+	return x.exit(incomplete)
 }
 
 // newSweep keeps a sweep's reports for o's output.

@@ -158,11 +158,15 @@ func EphemeralNote(cmd string) string {
 func DiagnosisRows(p *Printer, ds []*diagnose.Diagnosis, wide bool) {
 	status := map[string]int{}
 	rows := make([][]string, 0, len(ds))
+	workloads := 0
 	for _, d := range ds {
 		status[d.Status]++
 		rows = append(rows, DiagnosisRow(p, d, wide))
+		if d.WorkloadKind != "Pod" {
+			workloads++
+		}
 	}
-	DiagnosisTable(p, len(ds), status, rows, CountChecks(ds), wide)
+	DiagnosisTable(p, len(ds)-workloads, workloads, status, rows, CountChecks(ds), wide)
 }
 
 // RowTitle is a diagnosis's finding in a few words, for its row: the first
@@ -231,17 +235,22 @@ func DiagnosisHeaders(wide bool) []string {
 	return h
 }
 
-// DiagnosisTable prints n diagnoses' rows under a count per status,
-// then the count per check. A row is one line, as kubectl get prints:
-// nothing is wrapped or broken.
-func DiagnosisTable(p *Printer, n int, status map[string]int, rows [][]string, counts []CheckCount, wide bool) {
+// DiagnosisTable prints the rows of the diagnoses of pods and of
+// workloads (those with no pod to check) under a count per status, then
+// the count per check. A row is one line, as kubectl get prints: nothing
+// is wrapped or broken.
+func DiagnosisTable(p *Printer, pods, workloads int, status map[string]int, rows [][]string, counts []CheckCount, wide bool) {
 	var parts []string
 	for _, s := range []string{diagnose.Fail, diagnose.Unknown, diagnose.Warning, diagnose.Pass} {
 		if status[s] > 0 {
 			parts = append(parts, p.Paint(StatusEffect(s), fmt.Sprintf("%d %s", status[s], s)))
 		}
 	}
-	p.Para("", fmt.Sprintf("%s diagnosed: %s", CountNoun(n, "pod", "pods"), strings.Join(parts, ", ")))
+	what := CountNoun(pods, "pod", "pods")
+	if workloads > 0 {
+		what += ", " + CountNoun(workloads, "workload", "workloads")
+	}
+	p.Para("", fmt.Sprintf("%s diagnosed: %s", what, strings.Join(parts, ", ")))
 	fmt.Fprintln(p.Out)
 	p.Lines(DiagnosisHeaders(wide), rows)
 	fmt.Fprintln(p.Out)

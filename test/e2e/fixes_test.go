@@ -123,6 +123,12 @@ func TestFixesRecover(t *testing.T) {
 				ns := "kmfix-" + fc.nn
 				it, found := fixFinding(t, bin, c, ns, fc)
 				checks.Add(1)
+				// why-injected shows diagnose's injection check: the same
+				// exit for the same state.
+				checks.Add(1)
+				if msg := injectionAgrees(bin, c, ns); msg != "" {
+					t.Error(msg)
+				}
 				if found == nil {
 					return
 				}
@@ -293,4 +299,29 @@ func plantFix(ctx context.Context, t *testing.T, c *testcluster.Cluster, file st
 			t.Fatalf("%s: %v", file, err)
 		}
 	}
+}
+
+// injectionAgrees: why-injected -n ns exits 4 exactly when diagnose -n ns
+// finds an injection check failed ("" when they agree).
+func injectionAgrees(bin string, c *testcluster.Cluster, ns string) string {
+	d, r, err := catDiagnose(bin, c.Kubeconfig, ns)
+	if err != nil {
+		return fmt.Sprintf("diagnose -n %s: %v\n%s", ns, err, r.stderr)
+	}
+	var failed []string
+	for _, x := range d.all() {
+		for _, ch := range x.Checks {
+			if ch.Name == "injection" && ch.Status == "fail" {
+				failed = append(failed, x.Name)
+			}
+		}
+	}
+	w, err := catRun(bin, "--kubeconfig", c.Kubeconfig, "why-injected", "-n", ns)
+	if err != nil {
+		return fmt.Sprintf("why-injected -n %s: %v", ns, err)
+	}
+	if (w.code == 4) != (len(failed) > 0) {
+		return fmt.Sprintf("why-injected -n %s exits %d, while diagnose's injection check fails on %v: %s", ns, w.code, failed, w.stderr)
+	}
+	return ""
 }

@@ -83,7 +83,7 @@ func TestHumanOutputFitsTheTerminal(t *testing.T) {
 		{[]string{"iptables", pods["web"], "-n", ns, "--trace", "out:10.96.0.10:443"}, regexp.MustCompile(`^Drift: none`)},
 		{[]string{"diagnose", pods["web"], "-n", ns, "--rules"}, regexp.MustCompile(`every check that ran passed`)},
 		{[]string{"diagnose", "-n", ns}, regexp.MustCompile(`every check that ran passed`)}, // its one pod: the detailed view
-		{[]string{"diagnose", "-A"}, regexp.MustCompile(`^[0-9]+ pods diagnosed: `)},
+		{[]string{"diagnose", "-A"}, regexp.MustCompile(`^[0-9]+ pods(, [0-9]+ workloads?)? diagnosed: `)},
 	}
 	lines := 0
 	for _, cmd := range commands {
