@@ -302,7 +302,11 @@ func plantFix(ctx context.Context, t *testing.T, c *testcluster.Cluster, file st
 }
 
 // injectionAgrees: why-injected -n ns exits 4 exactly when diagnose -n ns
-// finds an injection check failed ("" when they agree).
+// finds an injection check failed ("" when they agree). A workload short
+// of its pods for a reason not the mesh's (KM-INJ-013: a missing
+// ServiceAccount, a third-party webhook) is diagnose's row only:
+// why-injected lists pods and the templates the mesh's admission refuses,
+// so such a row is not compared (a gap of its own).
 func injectionAgrees(bin string, c *testcluster.Cluster, ns string) string {
 	d, r, err := catDiagnose(bin, c.Kubeconfig, ns)
 	if err != nil {
@@ -311,7 +315,7 @@ func injectionAgrees(bin string, c *testcluster.Cluster, ns string) string {
 	var failed []string
 	for _, x := range d.all() {
 		for _, ch := range x.Checks {
-			if ch.Name == "injection" && ch.Status == "fail" {
+			if ch.Name == "injection" && ch.Status == "fail" && ch.Code != "KM-INJ-013" {
 				failed = append(failed, x.Name)
 			}
 		}
