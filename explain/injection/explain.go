@@ -14,121 +14,171 @@ import (
 // Explain implements Mesh: every factor that decides Istio sidecar injection
 // for w, in Istio's order of precedence, then one verdict and the fix.
 func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
-	r := &InjectionReport{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Mesh: m.Name()}
-	add := func(factor, value, effect, source string) {
-		r.Factors = append(r.Factors, Factor{Factor: factor, Value: value, Effect: effect, Source: source})
-	}
+	x := &explainer{f: f, w: w, r: &InjectionReport{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Mesh: m.Name()}}
 	for k, why := range f.Unknown {
-		r.Incomplete = append(r.Incomplete, k+": "+why)
+		x.r.Incomplete = append(x.r.Incomplete, k+": "+why)
 	}
-	sort.Strings(r.Incomplete)
+	sort.Strings(x.r.Incomplete)
+	x.namespaceAndWebhooks()
+	x.callWebhooks()
+	x.labelFactors()
+	x.webhookFactors()
+	x.injectorFactors()
+	x.livePod()
+	x.failedCreates()
+	return x.outcome()
+}
 
+// explainer is one Explain: the facts, the workload, the report it fills
+// and what each step finds for the next.
+type explainer struct {
+	f *ClusterFacts
+	w *Workload
+	r *InjectionReport
+	// The namespace's labels, where they come from, and whether they are
+	// known.
+	nsLabels map[string]string
+	nsSource string
+	nsKnown  bool
+	// undecided are the facts the verdict cannot be decided without, when
+	// they could not be read: an unknown fact never counts as "absent".
+	undecided []string
+	evals     []*webhookEval
+	revs      map[string]*istioRevision
+	matched   []*webhookEval
+	calls     []webhookCall
+	injecting *webhookCall
+	// blocked says why the pod is refused ("" when it is not), blockedBy
+	// by what kind of refusal, blocker the Istio webhook that refuses it
+	// when one does.
+	blocked, blockedBy string
+	blocker            *webhookEval
+	// badAnnotations are the annotations istiod would refuse; refused
+	// those it refuses when a revision is about to inject.
+	badAnnotations []annotationProblem
+	refused        []annotationProblem
+	st             istioStatus
+	amb            ambientOutcome
+	ambient        bool
+	policy         *policyRefusal
+}
+
+func (x *explainer) add(factor, value, effect, source string) {
+	x.r.Factors = append(x.r.Factors, Factor{Factor: factor, Value: value, Effect: effect, Source: source})
+}
+
+func (x *explainer) need(why string) {
+	if !slices.Contains(x.undecided, why) {
+		x.undecided = append(x.undecided, why)
+	}
+}
+
+// namespaceAndWebhooks the namespace's labels as the apiserver will see them, the facts that
+// could not be read, and the Istio webhooks that match the pod.
+func (x *explainer) namespaceAndWebhooks() {
+	f, w := x.f, x.w
 	// The namespace's labels, as the apiserver will see them.
-	nsLabels := map[string]string{}
-	nsSource := "Namespace " + w.Namespace
+	x.nsLabels = map[string]string{}
+	x.nsSource = "Namespace " + w.Namespace
 	switch w.NamespaceSource {
 	case NamespaceFromFile:
 		for k, v := range w.NamespaceLabels {
-			nsLabels[k] = v
+			x.nsLabels[k] = v
 		}
-		nsSource += " (from the manifest: not in the cluster yet)"
+		x.nsSource += " (from the manifest: not in the cluster yet)"
 	case NamespaceMissing:
-		nsSource += " (does not exist: no labels)"
+		x.nsSource += " (does not exist: no labels)"
 	default:
 		if ns := f.Namespaces[w.Namespace]; ns != nil {
 			for k, v := range ns.Labels {
-				nsLabels[k] = v
+				x.nsLabels[k] = v
 			}
 		}
 	}
-	if _, ok := nsLabels[istio.LabelMetadataName]; !ok {
-		nsLabels[istio.LabelMetadataName] = w.Namespace
+	if _, ok := x.nsLabels[istio.LabelMetadataName]; !ok {
+		x.nsLabels[istio.LabelMetadataName] = w.Namespace
 	}
 	// The facts the verdict cannot be decided without, when they could not
 	// be read: an unknown fact never counts as "absent".
-	var undecided []string
-	need := func(why string) {
-		for _, u := range undecided {
-			if u == why {
-				return
-			}
-		}
-		undecided = append(undecided, why)
-	}
-	nsKnown := true
+	x.nsKnown = true
 	if why, unknown := f.Unknown[FactNamespaces]; unknown && w.NamespaceSource == NamespaceFromCluster && f.Namespaces[w.Namespace] == nil {
-		nsKnown = false
-		add("namespace labels", "unknown", EffectUnknown, why)
+		x.nsKnown = false
+		x.add("namespace labels", "unknown", EffectUnknown, why)
 	}
 	if why, unknown := f.Unknown[FactWebhooks]; unknown {
-		need(why)
+		x.need(why)
 	}
 
-	evals := evaluateWebhooks(f, nsLabels, w.Labels, nsKnown)
-	revs := istioModelOf(f).revisions
-	var matched []*webhookEval
-	for _, e := range evals {
+	x.evals = evaluateWebhooks(f, x.nsLabels, w.Labels, x.nsKnown)
+	x.revs = istioModelOf(f).revisions
+	for _, e := range x.evals {
 		if e.matches() {
-			matched = append(matched, e)
+			x.matched = append(x.matched, e)
 		}
 		if e.mayMatch() {
-			need(f.Unknown[FactNamespaces])
+			x.need(f.Unknown[FactNamespaces])
 		}
 		if e.matches() && e.conditions {
 			// Its matchConditions (CEL) are not evaluated here: whether the
-			// apiserver calls it is unknown, never a yes.
-			need("webhook " + e.fullName() + " has matchConditions (CEL), which kubectl-mesh does not evaluate: use --verify")
+			// apiserver x.calls it is unknown, never a yes.
+			x.need("webhook " + e.fullName() + " has matchConditions (CEL), which kubectl-mesh does not evaluate: use --verify")
 		}
 	}
+}
 
+// callWebhooks asks each matching webhook's revision what it does with the pod, in
+// order: the last one whose injector agrees wins; a webhook that cannot be
+// called or an annotation istiod refuses blocks the pod.
+func (x *explainer) callWebhooks() {
+	f, w := x.f, x.w
 	// Which webhook injects: every matching webhook is called, in order, and
 	// each re-injects (istiod strips an earlier injection first), so the last
 	// one whose injector agrees wins.
-	var calls []webhookCall
-	var injecting *webhookCall
-	blocked, blockedBy := "", ""
-	var blocker *webhookEval // the Istio webhook that refuses the pod, when one does
 	// The annotations istiod would refuse (the pod's own: the same for every
 	// revision), and those it refuses when a revision is about to inject.
-	badAnnotations := invalidAnnotations(w.Annotations)
-	var refused []annotationProblem
-	for _, e := range matched {
-		rev := revs[e.revision]
+	x.badAnnotations = invalidAnnotations(w.Annotations)
+	for _, e := range x.matched {
+		rev := x.revs[e.revision]
 		if rev == nil {
 			rev = missingRevision(f, e.revision)
 		}
 		c := webhookCall{e: e, rev: rev, d: injectRequired(rev, w)}
 		if c.d.unknown != "" {
-			need(c.d.unknown)
+			x.need(c.d.unknown)
 		}
 		if e.backendUnknown != "" && (e.failClosed || c.d.inject || c.d.unknown != "") {
 			// Whether istiod can be reached decides: a failing call blocks
 			// the pod (failurePolicy Fail) or skips injection (Ignore).
-			need(e.backendUnknown)
+			x.need(e.backendUnknown)
 		}
-		if e.backendIssue != "" && e.failClosed && blocked == "" {
-			blocked, blockedBy = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue), BlockedWebhook
-			blocker = e
+		if e.backendIssue != "" && e.failClosed && x.blocked == "" {
+			x.blocked, x.blockedBy = fmt.Sprintf("webhook %s cannot be called: %s, and its failurePolicy is Fail, so the apiserver rejects the pod", e.fullName(), e.backendIssue), BlockedWebhook
+			x.blocker = e
 		}
 		if c.d.inject && e.backendIssue == "" {
 			// istiod checks the annotations before it picks the templates.
-			if len(badAnnotations) > 0 && blocked == "" {
-				blocked, blockedBy = "istiod refuses the pod at admission: "+badAnnotations[0].String(), BlockedAnnotation
-				refused = badAnnotations
+			if len(x.badAnnotations) > 0 && x.blocked == "" {
+				x.blocked, x.blockedBy = "istiod refuses the pod at admission: "+x.badAnnotations[0].String(), BlockedAnnotation
+				x.refused = x.badAnnotations
 			}
-			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && blocked == "" {
-				blocked, blockedBy = "istiod rejects the pod: "+tf.Source, BlockedTemplate
+			if tf, ok := templatesProblem(rev, w); ok && tf.Effect == EffectBlocks && x.blocked == "" {
+				x.blocked, x.blockedBy = "istiod rejects the pod: "+tf.Source, BlockedTemplate
 			}
 		}
-		calls = append(calls, c)
+		x.calls = append(x.calls, c)
 		if c.d.inject && e.backendIssue == "" {
-			injecting = &calls[len(calls)-1]
+			x.injecting = &x.calls[len(x.calls)-1]
 		}
 	}
+}
 
+// labelFactors are the namespace's and the pod's labels as the webhook selectors
+// read them, and the annotation they cannot see.
+func (x *explainer) labelFactors() {
+	f, w, r := x.f, x.w, x.r
 	// Namespace labels.
 	hasSelector := func(want string, object bool) *webhookEval {
-		for _, e := range matched {
+		for _, e := range x.matched {
 			sel := e.nsSelector
 			if object {
 				sel = e.objSelector
@@ -139,34 +189,34 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		}
 		return nil
 	}
-	if nsKnown { // unknown labels get no rows: the "namespace labels" row says so
-		if v, ok := nsLabels[istio.LabelInjection]; !ok {
-			add("namespace label istio-injection", "(not set)", EffectNone, nsSource)
+	if x.nsKnown { // unknown labels get no rows: the "namespace labels" row says so
+		if v, ok := x.nsLabels[istio.LabelInjection]; !ok {
+			x.add("namespace label istio-injection", "(not set)", EffectNone, x.nsSource)
 		} else if v == "enabled" {
 			if e := hasSelector("istio-injection in (enabled)", false); e != nil {
-				add("namespace label istio-injection", quote(v), EffectInject, nsSource+"; selects webhook "+e.fullName())
+				x.add("namespace label istio-injection", quote(v), EffectInject, x.nsSource+"; selects webhook "+e.fullName())
 			} else {
-				add("namespace label istio-injection", quote(v), EffectWarning, nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
+				x.add("namespace label istio-injection", quote(v), EffectWarning, x.nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
 			}
 		} else {
-			add("namespace label istio-injection", quote(v), EffectBlocks, nsSource+"; every Istio webhook needs it absent or \"enabled\"")
+			x.add("namespace label istio-injection", quote(v), EffectBlocks, x.nsSource+"; every Istio webhook needs it absent or \"enabled\"")
 		}
-		if v, ok := nsLabels[istio.LabelRev]; !ok {
-			add("namespace label istio.io/rev", "(not set)", EffectNone, nsSource)
-		} else if _, both := nsLabels[istio.LabelInjection]; both {
-			add("namespace label istio.io/rev", quote(v), EffectNone, nsSource+"; istio-injection takes precedence over it")
+		if v, ok := x.nsLabels[istio.LabelRev]; !ok {
+			x.add("namespace label istio.io/rev", "(not set)", EffectNone, x.nsSource)
+		} else if _, both := x.nsLabels[istio.LabelInjection]; both {
+			x.add("namespace label istio.io/rev", quote(v), EffectNone, x.nsSource+"; istio-injection takes precedence over it")
 			r.Warn(WarnConflictingLabels, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
 		} else if e := hasSelector("istio.io/rev in", false); e != nil {
 			via := "revision " + e.revision
 			if e.tag != "" {
 				via = "tag " + e.tag + " → revision " + e.revision
 			}
-			add("namespace label istio.io/rev", quote(v), EffectInject, nsSource+"; "+via+" (webhook "+e.fullName()+")")
+			x.add("namespace label istio.io/rev", quote(v), EffectInject, x.nsSource+"; "+via+" (webhook "+e.fullName()+")")
 		} else {
-			add("namespace label istio.io/rev", quote(v), EffectWarning, nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
+			x.add("namespace label istio.io/rev", quote(v), EffectWarning, x.nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
 		}
-		if v, ok := nsLabels[istio.LabelDataplaneMode]; ok {
-			add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, nsSource)
+		if v, ok := x.nsLabels[istio.LabelDataplaneMode]; ok {
+			x.add("namespace label istio.io/dataplane-mode", quote(v), EffectInfoOnly, x.nsSource)
 		}
 	}
 
@@ -176,28 +226,28 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		podSource = w.Kind + " " + w.Name + " pod template label"
 	}
 	if v, ok := w.Labels[istio.KeyInject]; !ok {
-		add("pod label sidecar.istio.io/inject", "(not set)", EffectNone, podSource)
+		x.add("pod label sidecar.istio.io/inject", "(not set)", EffectNone, podSource)
 	} else if v == "false" {
-		add("pod label sidecar.istio.io/inject", quote(v), EffectSkip, podSource+"; every Istio webhook's objectSelector excludes it")
+		x.add("pod label sidecar.istio.io/inject", quote(v), EffectSkip, podSource+"; every Istio webhook's objectSelector excludes it")
 	} else if e := hasSelector(istio.KeyInject+" in (true)", true); e != nil {
-		add("pod label sidecar.istio.io/inject", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+		x.add("pod label sidecar.istio.io/inject", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
 	} else {
-		add("pod label sidecar.istio.io/inject", quote(v), EffectNone, podSource+"; the namespace's labels decide which webhook is called")
+		x.add("pod label sidecar.istio.io/inject", quote(v), EffectNone, podSource+"; the namespace's labels decide which webhook is called")
 	}
 	if v, ok := w.Labels[istio.LabelRev]; ok {
 		if e := hasSelector("istio.io/rev in", true); e != nil {
-			add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
-		} else if _, nsRev := nsLabels[istio.LabelRev]; !nsRev && nsKnown && nsLabels[istio.LabelInjection] == "" && v != "" && !revisionActive(evals, v) {
-			add("pod label istio.io/rev", quote(v), EffectWarning, podSource+"; matches no active revision or tag: no Istio webhook serves "+quote(v))
+			x.add("pod label istio.io/rev", quote(v), EffectInject, podSource+"; selects webhook "+e.fullName())
+		} else if _, nsRev := x.nsLabels[istio.LabelRev]; !nsRev && x.nsKnown && x.nsLabels[istio.LabelInjection] == "" && v != "" && !revisionActive(x.evals, v) {
+			x.add("pod label istio.io/rev", quote(v), EffectWarning, podSource+"; matches no active revision or tag: no Istio webhook serves "+quote(v))
 		} else {
-			add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
+			x.add("pod label istio.io/rev", quote(v), EffectNone, podSource+"; only used when the namespace has neither istio-injection nor istio.io/rev")
 		}
 	}
 	if v, ok := w.Annotations[istio.KeyInject]; ok {
-		if _, label := w.Labels[istio.KeyInject]; !label && len(matched) == 0 && v == "true" {
-			add("pod annotation sidecar.istio.io/inject", quote(v), EffectWarning, "pod annotation; webhook selectors only see labels, so it cannot select a webhook (use the label)")
+		if _, label := w.Labels[istio.KeyInject]; !label && len(x.matched) == 0 && v == "true" {
+			x.add("pod annotation sidecar.istio.io/inject", quote(v), EffectWarning, "pod annotation; webhook selectors only see labels, so it cannot select a webhook (use the label)")
 		} else {
-			add("pod annotation sidecar.istio.io/inject", quote(v), EffectNone, "pod annotation; invisible to webhook selectors, read by istiod once a webhook is called (deprecated: use the label)")
+			x.add("pod annotation sidecar.istio.io/inject", quote(v), EffectNone, "pod annotation; invisible to webhook selectors, read by istiod once a webhook is called (deprecated: use the label)")
 		}
 	}
 
@@ -216,12 +266,16 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			}
 		}
 	}
+}
 
+// webhookFactors are every Istio webhook, and the backends of those called.
+func (x *explainer) webhookFactors() {
+	f, r := x.f, x.r
 	// Every Istio webhook.
 	if why, unknown := f.Unknown[FactWebhooks]; unknown {
-		add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver calls)")
+		x.add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver x.calls)")
 	}
-	for _, e := range evals {
+	for _, e := range x.evals {
 		src := "MutatingWebhookConfiguration " + e.config + ", revision " + e.revision
 		if e.tag != "" {
 			src += " (tag " + e.tag + ")"
@@ -255,48 +309,52 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		case e.matches():
 			effect = EffectInject
 		}
-		add("webhook "+e.fullName(), value, effect, src)
+		x.add("webhook "+e.fullName(), value, effect, src)
 	}
-	for _, c := range calls {
+	for _, c := range x.calls {
 		e := c.e
 		switch {
 		case e.backendIssue != "" && e.failClosed:
-			add("webhook backend", e.backend, EffectBlocks, e.backendIssue+"; failurePolicy Fail: pod creation fails")
+			x.add("webhook backend", e.backend, EffectBlocks, e.backendIssue+"; failurePolicy Fail: pod creation fails")
 		case e.backendIssue != "":
-			add("webhook backend", e.backend, EffectSkip, e.backendIssue+"; failurePolicy Ignore: pods are created without injection")
+			x.add("webhook backend", e.backend, EffectSkip, e.backendIssue+"; failurePolicy Ignore: pods are created without injection")
 		default:
-			add("webhook backend", e.backend, EffectNone, e.backendNote)
+			x.add("webhook backend", e.backend, EffectNone, e.backendNote)
 		}
 	}
-	if len(matched) > 1 {
+	if len(x.matched) > 1 {
 		var names []string
-		for _, e := range matched {
+		for _, e := range x.matched {
 			names = append(names, e.fullName())
 		}
 		r.Warn(WarnOverlapping, "more than one Istio webhook matches ("+strings.Join(names, ", ")+"): each injects in turn; overlapping webhooks are a misconfiguration")
 	}
+}
 
+// injectorFactors are what each revision's injector decides, and the sidecar's kind.
+func (x *explainer) injectorFactors() {
+	f, w, r := x.f, x.w, x.r
 	// Inside the injector, for each revision called.
 	seen := map[string]bool{}
-	for _, c := range calls {
+	for _, c := range x.calls {
 		if seen[c.rev.name] {
 			continue
 		}
 		seen[c.rev.name] = true
 		prefix := ""
-		if len(calls) > 1 {
+		if len(x.calls) > 1 {
 			prefix = "[" + c.rev.name + "] "
 		}
 		if c.rev.configMap == "(not found)" {
 			effect := EffectWarning
 			if why, unknown := f.Unknown[FactConfigMaps]; unknown {
 				effect = EffectUnknown
-				add(prefix+"injector ConfigMap", "unknown", effect, why)
+				x.add(prefix+"injector ConfigMap", "unknown", effect, why)
 			} else {
-				add(prefix+"injector ConfigMap", "none for revision "+quote(c.rev.name), effect, "istio-sidecar-injector[-<revision>]: policy assumed \"enabled\"")
+				x.add(prefix+"injector ConfigMap", "none for revision "+quote(c.rev.name), effect, "istio-sidecar-injector[-<revision>]: x.policy assumed \"enabled\"")
 			}
 		} else if c.rev.err != nil {
-			add(prefix+"injector ConfigMap", c.rev.configMap, EffectWarning, "unreadable: "+c.rev.err.Error())
+			x.add(prefix+"injector ConfigMap", c.rev.configMap, EffectWarning, "unreadable: "+c.rev.err.Error())
 		}
 		for _, fac := range c.d.factors {
 			fac.Factor = prefix + fac.Factor
@@ -307,182 +365,194 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 			r.Factors = append(r.Factors, tf)
 		}
 		if c.d.inject && c.e.backendIssue == "" {
-			for _, af := range annotationFactors(w, badAnnotations) {
+			for _, af := range annotationFactors(w, x.badAnnotations) {
 				af.Factor = prefix + af.Factor
 				r.Factors = append(r.Factors, af)
 			}
 		}
 	}
-	if injecting != nil {
+	if x.injecting != nil {
 		if v := w.Annotations[istio.AnnotationInterceptionMode]; v == "NONE" {
-			add(istio.AnnotationInterceptionMode, `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
+			x.add(istio.AnnotationInterceptionMode, `"NONE"`, EffectInfoOnly, "pod annotation: the proxy is injected without istio-init, so no traffic is captured")
 		}
-		k := nativeSidecar(f, injecting.rev, w)
+		k := nativeSidecar(f, x.injecting.rev, w)
 		r.Sidecar = k.kind
 		if k.nodes != "" {
-			add("node versions", k.nodes, EffectInfoOnly, "Node status.nodeInfo.kubeletVersion")
+			x.add("node versions", k.nodes, EffectInfoOnly, "Node status.nodeInfo.kubeletVersion")
 		}
 		if k.kind == "" {
-			add("sidecar kind", "unknown", EffectUnknown, k.why)
+			x.add("sidecar kind", "unknown", EffectUnknown, k.why)
 		} else {
-			add("sidecar kind", k.kind, EffectInfoOnly, k.why)
+			x.add("sidecar kind", k.kind, EffectInfoOnly, k.why)
 		}
 	}
+}
 
+// livePod reads what happened to a live pod, then ambient mode, once what the
+// pod has is known.
+func (x *explainer) livePod() {
+	f, w, r := x.f, x.w, x.r
 	// What happened to a live pod.
-	var st istioStatus
 	if w.Pod != nil {
-		st = readIstioStatus(w.Pod)
-		injected := st.injected
+		x.st = readIstioStatus(w.Pod)
+		injected := x.st.injected
 		r.Injected = &injected
-		r.InjectedRevision = st.revision
-		if st.injected {
+		r.InjectedRevision = x.st.revision
+		if x.st.injected {
 			kind := "container"
-			if st.native {
+			if x.st.native {
 				kind = "native sidecar (init container, restartPolicy Always)"
 			}
-			add(istio.AnnotationStatus, st.evidence, EffectInfoOnly, "pod (written by the injector)")
-			add(istio.ProxyContainer, kind+", image "+st.image, EffectInfoOnly, "pod spec")
-			if has := kindOf(st.native); r.Sidecar != "" && r.Sidecar != has {
-				add("sidecar kind now", has+" → "+r.Sidecar, EffectWarning, "the pod has a "+has+" sidecar; created now it would get a "+r.Sidecar+" one (see sidecar kind)")
+			x.add(istio.AnnotationStatus, x.st.evidence, EffectInfoOnly, "pod (written by the injector)")
+			x.add(istio.ProxyContainer, kind+", image "+x.st.image, EffectInfoOnly, "pod spec")
+			if has := kindOf(x.st.native); r.Sidecar != "" && r.Sidecar != has {
+				x.add("sidecar kind now", has+" → "+r.Sidecar, EffectWarning, "the pod has a "+has+" sidecar; created now it would get a "+r.Sidecar+" one (see sidecar kind)")
 			}
-			if want := revs[st.revision]; want != nil && want.version != "" && istio.ImageTag(st.image) != want.version {
-				add("proxy version", st.image, EffectWarning, "revision "+st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
+			if want := x.revs[x.st.revision]; want != nil && want.version != "" && istio.ImageTag(x.st.image) != want.version {
+				x.add("proxy version", x.st.image, EffectWarning, "revision "+x.st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
 			}
 			// What else rewrites the pod at admission, and what the
 			// injector put in it: what the pod's containers are read against.
-			r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, nsLabels)
-			r.InjectorImage = injectorImage(revs[st.revision], w.Pod.Annotations)
+			r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, x.nsLabels)
+			r.InjectorImage = injectorImage(x.revs[x.st.revision], w.Pod.Annotations)
 		} else {
-			add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
+			x.add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
 		}
 	}
 
 	// Ambient, once what the pod has is known: istio-cni leaves pods with a
 	// sidecar out.
-	sidecar := injecting != nil
+	sidecar := x.injecting != nil
 	if w.Pod != nil {
-		sidecar = st.injected
+		sidecar = x.st.injected
 	}
-	amb := explainAmbient(f, w, nsLabels, sidecar, add)
-	ambient := amb.enrolled
-	r.AmbientCapture = amb.capture
-	if amb.unknown != "" {
-		ambient = amb.asked && !sidecar
+	x.amb = explainAmbient(f, w, x.nsLabels, sidecar, x.add)
+	x.ambient = x.amb.enrolled
+	r.AmbientCapture = x.amb.capture
+	if x.amb.unknown != "" {
+		x.ambient = x.amb.asked && !sidecar
 		r.AmbientCapture = EffectUnknown
 	}
+}
 
+// failedCreates reads the owner's FailedCreate events: pods that could not be created.
+func (x *explainer) failedCreates() {
+	f, w, r := x.f, x.w, x.r
 	// Pods that could not be created: the owner's FailedCreate events.
-	var policy *policyRefusal
 	for _, ev := range w.Events {
 		kind := RefusalOf(ev.Message)
-		if pr, ok := refusalBy(f, w, nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || injecting == nil) && r.RefusedBy == nil {
+		if pr, ok := refusalBy(f, w, x.nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || x.injecting == nil) && r.RefusedBy == nil {
 			// The platform's own refusal: named, not the mesh's.
 			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w)}
 			if r.RefusedBy.Fix != "" {
 				r.RefusedBy.Fix += retryNow(w)
 			}
 		}
-		if pr, ok := thirdPartyRefusal(f, w, nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && injecting != nil {
-			// Another webhook or a policy refuses what the injector added.
+		if pr, ok := thirdPartyRefusal(f, w, x.nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && x.injecting != nil {
+			// Another webhook or a x.policy refuses what the injector added.
 			kind = BlockedPolicy
-			if blocked == "" {
-				policy = &pr
+			if x.blocked == "" {
+				x.policy = &pr
 			}
 		}
-		if kind == BlockedQuota && injecting == nil {
+		if kind == BlockedQuota && x.injecting == nil {
 			continue // a quota refusing pods with no sidecar is not the mesh's
 		}
 		if kind != "" {
-			add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
-			if blocked == "" {
-				blocked, blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
-				if policy != nil {
-					blocked += "; refused by " + policy.by + ", which rejects " + policy.what
+			x.add("event FailedCreate", truncate(ev.Message, 300), EffectBlocks, ev.InvolvedObject.Kind+" "+ev.InvolvedObject.Name+fmt.Sprintf(" (%d times, last %s)", max(ev.Count, 1), ev.LastTimestamp.UTC().Format("2006-01-02T15:04:05Z")))
+			if x.blocked == "" {
+				x.blocked, x.blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
+				if x.policy != nil {
+					x.blocked += "; x.refused by " + x.policy.by + ", which rejects " + x.policy.what
 				} else if ref, ok := parseWebhookRefusal(ev.Message); ok {
 					// Which webhook: the one whose selectors match this
 					// pod and whose URL the message quotes.
-					acted := actedOn(matched, ref)
+					acted := actedOn(x.matched, ref)
 					switch {
 					case len(acted) > 0:
-						blocked += "; from " + describeActed(acted)
+						x.blocked += "; from " + describeActed(acted)
 						if !ref.denied {
-							blocker = acted[0]
+							x.blocker = acted[0]
 						}
 					default:
-						blocked += fmt.Sprintf("; no webhook %q whose selectors match this pod posts to that URL now: the refusal is older than a change to the webhooks, or came from outside the mesh's", ref.webhook)
+						x.blocked += fmt.Sprintf("; no webhook %q whose selectors match this pod posts to that URL now: the refusal is older than a change to the webhooks, or came from outside the mesh's", ref.webhook)
 					}
 				}
 			}
 		}
 	}
+}
 
+// outcome decides the verdict and its fix: a known block decides whatever
+// else is unknown.
+func (x *explainer) outcome() *InjectionReport {
+	f, w, r := x.f, x.w, x.r
 	// Outcome. A known block decides whatever else is unknown.
-	if blocked != "" {
-		r.CreationBlocked, r.BlockedBy = true, blockedBy
+	if x.blocked != "" {
+		r.CreationBlocked, r.BlockedBy = true, x.blockedBy
 	}
-	if blocked == "" && len(undecided) > 0 {
-		r.Ambient = ambient && !st.injected
-		if st.injected {
-			r.Revision = st.revision
+	if x.blocked == "" && len(x.undecided) > 0 {
+		r.Ambient = x.ambient && !x.st.injected
+		if x.st.injected {
+			r.Revision = x.st.revision
 		}
-		unknownVerdict(r, w, st, undecided)
+		unknownVerdict(r, w, x.st, x.undecided)
 		return r
 	}
-	r.Expected = boolp(injecting != nil && blocked == "")
+	r.Expected = boolp(x.injecting != nil && x.blocked == "")
 	r.Mismatch = boolp(false)
-	if injecting != nil {
-		r.Revision = injecting.rev.name
-		r.Webhook = injecting.e.fullName()
-	} else if st.injected {
-		r.Revision = st.revision
+	if x.injecting != nil {
+		r.Revision = x.injecting.rev.name
+		r.Webhook = x.injecting.e.fullName()
+	} else if x.st.injected {
+		r.Revision = x.st.revision
 	}
-	if (ambient || amb.asked) && r.IsExpected() {
-		r.Warn(WarnAmbientAndSidecar, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
-		ambient = false
-	} else if amb.asked && amb.excluded != "" && !st.injected {
-		r.Warn(WarnAmbientExcluded, "istio.io/dataplane-mode asks for ambient mode, but "+amb.excluded)
+	if (x.ambient || x.amb.asked) && r.IsExpected() {
+		r.Warn(WarnAmbientAndSidecar, "the pod is also selected for x.ambient mode; a pod with a sidecar is not captured by ztunnel")
+		x.ambient = false
+	} else if x.amb.asked && x.amb.excluded != "" && !x.st.injected {
+		r.Warn(WarnAmbientExcluded, "istio.io/dataplane-mode asks for x.ambient mode, but "+x.amb.excluded)
 	}
-	if st.injected {
-		ambient = false
+	if x.st.injected {
+		x.ambient = false
 	}
-	r.Ambient = ambient
-	if !ambient {
+	r.Ambient = x.ambient
+	if !x.ambient {
 		r.AmbientCapture = ""
-	} else if r.AmbientCapture == EffectUnknown && strings.HasPrefix(amb.unread, "forbidden") {
-		// Decided but for how ambient mode captures it: name what settles it.
-		r.Needs = append(r.Needs, permissionOf(amb.unread))
+	} else if r.AmbientCapture == EffectUnknown && strings.HasPrefix(x.amb.unread, "forbidden") {
+		// Decided but for how x.ambient mode captures it: name what settles it.
+		r.Needs = append(r.Needs, permissionOf(x.amb.unread))
 	}
-	istioVerdict(r, w, st, evals, calls, blocked, blocker, nsLabels, amb)
-	if policy != nil && r.BlockedBy == BlockedPolicy {
-		r.Reason = "pod creation rejected by " + policy.by + " (it refuses what the injector adds)"
-		r.Fix = policyFix(*policy, w) + retryNow(w)
+	istioVerdict(r, w, x.st, x.evals, x.calls, x.blocked, x.blocker, x.nsLabels, x.amb)
+	if x.policy != nil && r.BlockedBy == BlockedPolicy {
+		r.Reason = "pod creation rejected by " + x.policy.by + " (it refuses what the injector adds)"
+		r.Fix = policyFix(*x.policy, w) + retryNow(w)
 	}
-	if injecting != nil && !injecting.e.failClosed && blocked == "" {
-		r.FailOpenWebhook, r.FailOpenFix = injecting.e.fullName(), webhookDownFix(w, nsLabels, evals, injecting.e)
-		if w.Pod != nil && !st.injected && r.IsMismatch() {
-			if when, ok := failedOpen(f, w, injecting.e, nsLabels); ok {
-				failOpenVerdict(r, w, injecting.e, when)
+	if x.injecting != nil && !x.injecting.e.failClosed && x.blocked == "" {
+		r.FailOpenWebhook, r.FailOpenFix = x.injecting.e.fullName(), webhookDownFix(w, x.nsLabels, x.evals, x.injecting.e)
+		if w.Pod != nil && !x.st.injected && r.IsMismatch() {
+			if when, ok := failedOpen(f, w, x.injecting.e, x.nsLabels); ok {
+				failOpenVerdict(r, w, x.injecting.e, when)
 			}
 		}
 	}
-	if len(refused) > 0 {
-		r.Reason = "refused at admission: invalid annotation " + refused[0].name
-		r.Fix = annotationFix(w, refused)
-	} else if keys := deniedByTemplate(blocked, w); len(keys) > 0 && r.BlockedBy == BlockedWebhook {
+	if len(x.refused) > 0 {
+		r.Reason = "x.refused at admission: invalid annotation " + x.refused[0].name
+		r.Fix = annotationFix(w, x.refused)
+	} else if keys := deniedByTemplate(x.blocked, w); len(keys) > 0 && r.BlockedBy == BlockedWebhook {
 		// istiod's templates failed on an annotation's value: its refusal,
 		// not a webhook that cannot be called.
 		r.BlockedBy = BlockedAnnotation
-		r.Reason = "refused at admission: istiod's injection template fails on the annotation " + strings.Join(keys, " or ")
+		r.Reason = "x.refused at admission: istiod's injection template fails on the annotation " + strings.Join(keys, " or ")
 		r.Fix = removeTemplateAnnotations(w, keys, "istiod's injection template cannot read the value (it expects JSON); or correct it")
 		if r.Fix == "" {
 			r.Fix = "remove or correct the annotation " + strings.Join(keys, " and ") + " in the pod's manifest (istiod's injection template cannot read its value), then re-create the pod"
 		}
-	} else if m := deniedAnnotation.FindStringSubmatch(blocked); m != nil && (r.BlockedBy == BlockedAnnotation || r.BlockedBy == BlockedWebhook && strings.Contains(blocked, "denied the request")) {
+	} else if m := deniedAnnotation.FindStringSubmatch(x.blocked); m != nil && (r.BlockedBy == BlockedAnnotation || r.BlockedBy == BlockedWebhook && strings.Contains(x.blocked, "denied the request")) {
 		// istiod's own refusal, read off the controller's events: the
-		// webhook was called, and refused the annotation's value.
+		// webhook was called, and x.refused the annotation's value.
 		r.BlockedBy = BlockedAnnotation
-		r.Reason = "refused at admission: invalid annotation " + m[2]
+		r.Reason = "x.refused at admission: invalid annotation " + m[2]
 		r.Fix = removeTemplateAnnotations(w, []string{m[2]}, "istiod refuses its value "+truncate(m[1], 80)+"; or correct it")
 		if r.Fix == "" {
 			r.Fix = "remove the annotation " + m[2] + " from the pod's manifest (istiod refuses its value " + truncate(m[1], 80) + "; or correct it), then re-create the pod"
