@@ -25,6 +25,10 @@ build:
 test:
 	hack/test.sh
 
+## lint: golangci-lint with .golangci.yml's linters (built once from hack/tools/lint)
+lint:
+	hack/lint.sh
+
 ## unit: the tests that need no cluster (cluster tests skip without one)
 unit:
 	$(GO) test ./...

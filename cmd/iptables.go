@@ -67,7 +67,6 @@ type IptablesOptions struct {
 	// dryRan: a --dry-run printed what would be created (nothing to explain).
 	dryRan bool
 	input  capture.CaptureInput
-	report *capture.CaptureReport
 	genericiooptions.IOStreams
 }
 

@@ -34,7 +34,7 @@ func (o *IptablesOptions) readLive(ctx context.Context) error {
 		if pod = target.Pick(pods); len(pods) > 1 {
 			fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s (the fleet audit reads them all: kubectl mesh iptables audit -n %s -l SELECTOR)\n", len(pods), pod.Name, o.namespace)
 		}
-		name, o.Pod = pod.Name, pod.Name
+		o.Pod = pod.Name
 	} else {
 		var err error
 		pod, err = client.CoreV1().Pods(o.namespace).Get(ctx, name, metav1.GetOptions{})

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test run (`make test`; CI runs exactly this):
-#  1. static checks: gofmt, go vet, no tracked file over 1 MiB nor binary
+#  1. static checks: gofmt, go vet, golangci-lint (.golangci.yml), no
+#     tracked file over 1 MiB nor binary
 #  2. the newest Kubernetes lane ($K8S_NEWEST): the local cluster from a
 #     clean slate (dependencies installed and binaries built as needed),
 #     every Go test against it: unit, integration and end-to-end
@@ -25,6 +26,7 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 "$REPO_ROOT/hack/tracked-files.sh" || die "build outputs are tracked by git (above): remove them (git rm --cached) and ignore them"
+"$REPO_ROOT/hack/lint.sh"
 
 # Both lanes' binaries and Istio's own first: a missing build fails here, not half way.
 for v in "$K8S_NEWEST" "$K8S_OLDEST"; do K8S_VERSION=$v "$HACK_DIR/build-kube.sh"; done

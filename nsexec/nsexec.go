@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -206,8 +207,7 @@ func parse(out string) []Section {
 		if strings.HasPrefix(line, marker) {
 			f := strings.Fields(strings.TrimPrefix(line, marker))
 			if len(f) == 2 {
-				var round int
-				fmt.Sscan(f[0], &round)
+				round, _ := strconv.Atoi(f[0])
 				secs = append(secs, Section{Round: round, Name: f[1]})
 				cur = &secs[len(secs)-1]
 				continue

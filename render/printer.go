@@ -226,10 +226,10 @@ func (p *Printer) padded(headers []string, rows [][]string, widths []int, cellW 
 		if len(bytes.TrimSpace([]byte(AnsiStrip(string(trimmed))))) == 0 {
 			continue
 		}
-		w.Write(trimmed)
-		w.WriteByte('\n')
+		_, _ = w.Write(trimmed) // a bufio.Writer's error sticks: Flush returns it
+		_ = w.WriteByte('\n')
 	}
-	w.Flush()
+	_ = w.Flush() // the terminal's write error has nowhere to go
 }
 
 // wrapped prints a table through tablewriter, the cells wider than their

@@ -64,9 +64,7 @@ func Summarize(rep *CaptureReport, traces AuditTraces, backend string) AuditSumm
 			s.DNS = where(tr)
 		}
 	}
-	for _, n := range rep.Notes {
-		s.Hazards = append(s.Hazards, n)
-	}
+	s.Hazards = append(s.Hazards, rep.Notes...)
 	if s.Rules == 0 {
 		s.Hazards = append(s.Hazards, "no capture rules")
 	}

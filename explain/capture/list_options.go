@@ -77,7 +77,6 @@ func (o *listOptions) read() error {
 				t = o.toks[o.i]
 			}
 		}
-		known := true
 		switch {
 		case (t == "tcp" || t == "udp") && !not:
 			o.i++
@@ -184,10 +183,9 @@ func (o *listOptions) read() error {
 			o.i++
 			o.r.Goto = true
 			continue
-		default:
-			known = false
 		}
-		if !known && !not && o.target() {
+		// None of the matches above: a target, or words kept as unknown.
+		if !not && o.target() {
 			continue
 		}
 		if not {

@@ -29,12 +29,6 @@ var serviceNames = map[string]uint16{
 	"amqp": 5672, "redis": 6379, "webcache": 8080, "git": 9418,
 }
 
-// ambiguousServiceNames are names services files disagree on: they stay
-// unknown, with why.
-var ambiguousServiceNames = map[string]string{
-	"http-alt": "8080 in Debian's services file, 8008 in Red Hat's",
-}
-
 // serviceNumber is a port as `iptables -L` printed it: a number or a name.
 func serviceNumber(s string) (uint16, bool) {
 	if n, err := strconv.ParseUint(s, 10, 16); err == nil {

@@ -166,9 +166,6 @@ type stageAnswer struct {
 	findings []Finding
 }
 
-// pod is the pod, or nil (a template, a manifest).
-func (in *Input) pod() *corev1.Pod { return in.Pod }
-
 // injected says the pod has an Istio sidecar (worked out once per pod).
 func (in *Input) injected() bool {
 	if in.hasProxy == 0 {

@@ -73,7 +73,7 @@ func (x *explainer) need(why string) {
 	}
 }
 
-// namespaceAndWebhooks the namespace's labels as the apiserver will see them, the facts that
+// namespaceAndWebhooks reads the namespace's labels as the apiserver will see them, the facts that
 // could not be read, and the Istio webhooks that match the pod.
 func (x *explainer) namespaceAndWebhooks() {
 	f, w := x.f, x.w
@@ -575,13 +575,6 @@ type webhookCall struct {
 	e   *webhookEval
 	rev *istioRevision
 	d   istioDecision
-}
-
-func matchWord(ok bool) string {
-	if ok {
-		return "matches"
-	}
-	return "does not match"
 }
 
 func truncate(s string, n int) string {

@@ -219,13 +219,6 @@ func pluralize(n int, one, many string) string {
 
 func quote(s string) string { return strconv.Quote(s) }
 
-func valueOrUnset(m map[string]string, k string) string {
-	if v, ok := m[k]; ok {
-		return quote(v)
-	}
-	return "(not set)"
-}
-
 // injectionLabels renders the namespace labels that matter for injection.
 func injectionLabels(l map[string]string) string {
 	var parts []string

@@ -205,7 +205,7 @@ func labelSetAt(ns *corev1.Namespace, key string) (time.Time, bool) {
 	var at time.Time
 	found := false
 	for _, mf := range ns.ManagedFields {
-		if mf.FieldsV1 == nil || mf.Time == nil || !strings.Contains(string(mf.FieldsV1.Raw), needle) {
+		if mf.FieldsV1 == nil || mf.Time == nil || !strings.Contains(mf.FieldsV1.GetRawString(), needle) {
 			continue
 		}
 		found = true

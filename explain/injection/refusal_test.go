@@ -112,7 +112,7 @@ func TestFailedOpenIsNotHistory(t *testing.T) {
 		ns := f.Namespaces["hz3"]
 		at := metav1.NewTime(base.Add(time.Minute))
 		ns.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-label", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at,
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:istio.io/rev":{}}}}`)}}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:istio.io/rev":{}}}}`)}}
 		_, w := livePod("hz3", nil, "", "", false)
 		w.Pod.CreationTimestamp = metav1.NewTime(podAt)
 		w.Owner = &Owner{Kind: "ReplicaSet", Name: "web-7d4b9"}

@@ -1501,10 +1501,6 @@ exit 1`
 			ns, p, _ := strings.Cut(k, "/")
 			workload := strings.HasPrefix(p, "workload:")
 			p = strings.TrimPrefix(p, "workload:")
-			var codes []string
-			for _, m := range onPod[k] {
-				codes = append(codes, m.Code)
-			}
 			planted := "not planted"
 			if f := faultOf[k]; f != nil {
 				planted = "planted " + f.code

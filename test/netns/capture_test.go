@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -247,8 +248,7 @@ func landed(reply string, c connection) (string, int) {
 	if name == "world" || port == fmt.Sprint(c.port) {
 		return "direct", 0
 	}
-	var n int
-	fmt.Sscan(port, &n)
+	n, _ := strconv.Atoi(port)
 	return "redirect", n
 }
 

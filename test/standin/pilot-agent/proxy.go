@@ -59,7 +59,7 @@ func forward(ln *net.TCPListener, inbound bool, st *proxyStats, ownPort uint16) 
 			return
 		}
 		go func() {
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			dst, err := originalDst(c)
 			if err != nil || dst.Port() == ownPort {
 				st.failed.Add(1)
