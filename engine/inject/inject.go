@@ -213,52 +213,6 @@ func podNamespaces(pods []corev1.Pod) []string {
 	return out
 }
 
-// blockedOwners reports workloads whose pods the apiserver refuses to create
-// because of the mesh (FailedCreate events: an Istio webhook, PodSecurity
-// refusing istio-init, a quota refusing the sidecar): they have no pod to list.
-func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFacts, events map[string][]corev1.Event) ([]*injection.InjectionReport, error) {
-	var out []*injection.InjectionReport
-	keys := make([]string, 0, len(events))
-	var namespaces []string
-	for k := range events {
-		keys = append(keys, k)
-		namespaces = append(namespaces, strings.SplitN(k, "/", 2)[0])
-	}
-	sort.Strings(keys)
-	if err := e.Client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
-		return nil, err
-	}
-	for _, k := range keys {
-		evs := events[k]
-		if injection.RefusalOf(evs[0].Message) == "" {
-			continue
-		}
-		parts := strings.SplitN(k, "/", 3)
-		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}
-		// Its pods would come from the template of the object the events are
-		// about: read (one GET per refused workload), it says why admission
-		// refuses them, and what to change; unread, the events say it alone.
-		yes := true
-		owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
-			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}}
-		tmpl, _, short, ok, err := e.Client.OwnerState(ctx, owned)
-		if err == nil && ok && !short {
-			continue // it has its pods now: the refusal is over (their own rows say how they are)
-		}
-		if err == nil && ok {
-			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
-		}
-		r := e.Mesh.Explain(facts, w)
-		if !r.CreationBlocked {
-			continue // e.g. a quota refusing pods that get no sidecar
-		}
-		e.recordLive(r, owned)
-		r.Factors = injection.DecidingFactors(r.Factors)
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // FromArgs explains POD, TYPE/NAME or TYPE NAME.
 func (e *Engine) FromArgs(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	infos, err := target.Args(e.Flags, e.Namespace, e.Args)
@@ -328,7 +282,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 	if err != nil {
 		return nil, err
 	}
-	w.Events = inspect.EventsForOwner(events, ns, kind, name)
+	w.Events = e.currentRefusals(ctx, inspect.EventsForOwner(events, ns, kind, name))
 	tr := e.Mesh.Explain(facts, w)
 	e.record(tr, verifySource{namespace: ns, base: name, template: tmpl})
 	reports := []*injection.InjectionReport{tr}

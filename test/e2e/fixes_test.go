@@ -242,6 +242,21 @@ func fixRecovered(ctx context.Context, bin string, c *testcluster.Cluster, ns st
 			}
 		}
 	}
+	// The workload named, as a user asks after the fix: its past refusals
+	// (FailedCreate events that stay for an hour) are over.
+	if kind, _, ok := strings.Cut(fc.object, "/"); ok && kind != "replicaset" {
+		d, r, err := catDiagnose(bin, c.Kubeconfig, ns, fc.object)
+		if err != nil {
+			return false, err.Error() + r.stderr
+		}
+		for _, x := range d.all() {
+			for _, f := range x.Findings {
+				if f.Code == fc.code {
+					return false, fmt.Sprintf("diagnose %s still finds %s: %s", fc.object, fc.code, catShort(f.Evidence))
+				}
+			}
+		}
+	}
 	return true, ""
 }
 

@@ -1,0 +1,83 @@
+package inject
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// blockedOwners reports workloads whose pods the apiserver refuses to create
+// because of the mesh (FailedCreate events: an Istio webhook, PodSecurity
+// refusing istio-init, a quota refusing the sidecar): they have no pod to list.
+func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFacts, events map[string][]corev1.Event) ([]*injection.InjectionReport, error) {
+	var out []*injection.InjectionReport
+	keys := make([]string, 0, len(events))
+	var namespaces []string
+	for k := range events {
+		keys = append(keys, k)
+		namespaces = append(namespaces, strings.SplitN(k, "/", 2)[0])
+	}
+	sort.Strings(keys)
+	if err := e.Client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		evs := events[k]
+		if injection.RefusalOf(evs[0].Message) == "" {
+			continue
+		}
+		parts := strings.SplitN(k, "/", 3)
+		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}
+		// Its pods would come from the template of the object the events are
+		// about: read (one GET per refused workload), it says why admission
+		// refuses them, and what to change; unread, the events say it alone.
+		yes := true
+		owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
+			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}}
+		tmpl, _, short, ok, err := e.Client.OwnerState(ctx, owned)
+		if err == nil && ok && !short {
+			continue // it has its pods now: the refusal is over (their own rows say how they are)
+		}
+		if err == nil && ok {
+			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
+		}
+		r := e.Mesh.Explain(facts, w)
+		if !r.CreationBlocked {
+			continue // e.g. a quota refusing pods that get no sidecar
+		}
+		e.recordLive(r, owned)
+		r.Factors = injection.DecidingFactors(r.Factors)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// currentRefusals keeps the FailedCreate events of the controllers still
+// short of their pods (one GET per controller the events are about): a
+// refusal whose controller has its pods now (a ReplicaSet at its replicas,
+// a Job done or running) is over, as the sweep reads it; a controller that
+// cannot be read keeps its events.
+func (e *Engine) currentRefusals(ctx context.Context, events []corev1.Event) []corev1.Event {
+	over := map[string]bool{}
+	var out []corev1.Event
+	yes := true
+	for _, ev := range events {
+		o := ev.InvolvedObject
+		key := o.Kind + "/" + o.Name
+		if _, seen := over[key]; !seen {
+			owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: o.Name,
+				OwnerReferences: []metav1.OwnerReference{{Kind: o.Kind, Name: o.Name, Controller: &yes}}}}
+			_, _, short, ok, err := e.Client.OwnerState(ctx, owned)
+			over[key] = err == nil && ok && !short
+		}
+		if !over[key] {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
