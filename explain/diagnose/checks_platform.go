@@ -584,7 +584,9 @@ func podSetup(in *Input) (Finding, bool) {
 		return Finding{}, false
 	}
 	ev := "the kubelet cannot set the pod up, so none of its containers (istio-init included) has run: " + strings.Join(said, "; ")
-	return Finding{Code: CodePodSetup, Status: Fail, Evidence: ev, Fix: missingFix(in, ev, "kubectl describe pod "+in.Target+"   # its events name what is missing")}, true
+	f := Finding{Code: CodePodSetup, Status: Fail, Evidence: ev, Fix: missingFix(in, ev, "kubectl describe pod "+in.Target+"   # its events name what is missing")}
+	meshVolumeFinding(in, &f, said[0])
+	return f, true
 }
 
 var (

@@ -208,10 +208,13 @@ done
 start kube-controller-manager "$KUBE_BIN/kube-controller-manager" --kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
   --bind-address=127.0.0.1 --service-account-private-key-file="$PKI_DIR/sa.key" --root-ca-file="$PKI_DIR/ca.crt" \
-  --use-service-account-credentials=true --controllers="$kcm_controllers" --v=1
+  --use-service-account-credentials=true --controllers="$kcm_controllers" --leader-elect=false --v=1
+# One of each, so no leader election: under load (two cores busy) a lease
+# renewal that times out made the elected scheduler exit, and no pod was
+# scheduled again (seen here).
 start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
   --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
-  --bind-address=127.0.0.1 --v=1
+  --bind-address=127.0.0.1 --leader-elect=false --v=1
 
 # Ready only counts when the kubelet reported it after this start: a node
 # object left in etcd by an earlier run can still say Ready.

@@ -61,6 +61,8 @@ var fixCases = []fixCase{
 	}))},
 	{nn: "14", object: "statefulset/db", code: "KM-INJ-007", fixStarts: "kubectl patch statefulset/db -n kmfix-14", injected: true, state: podEvent("FailedCreate")},
 	{nn: "15", object: "catalog", code: "KM-CONN-004", fixStarts: "kubectl patch service catalog-raw -n kmfix-15 --type=json", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
+	// The red team's third round (its 05), replanted.
+	{nn: "16", object: "gateway-ish", code: "KM-INIT-010", fixStarts: "kubectl patch deployment/gateway-ish -n kmfix-16 --type=json", injected: true, state: podEvent("FailedMount")},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
 }
 
