@@ -340,7 +340,8 @@ func OwnerOf(p *corev1.Pod) *injection.Owner {
 }
 
 // EventsForOwner picks the FailedCreate events about a workload: on itself,
-// or on its ReplicaSets (named <deployment>-<hash>).
+// on its ReplicaSets (named <deployment>-<hash>), or on its Jobs (named
+// <cronjob>-<minute>).
 func EventsForOwner(events map[string][]corev1.Event, namespace, kind, name string) []corev1.Event {
 	out := append([]corev1.Event(nil), events[namespace+"/"+kind+"/"+name]...)
 	if kind == "Deployment" {
@@ -350,6 +351,14 @@ func EventsForOwner(events map[string][]corev1.Event, namespace, kind, name stri
 				if m := rsHash.FindStringSubmatch(strings.TrimPrefix(k, prefix)); m != nil && m[1] == name {
 					out = append(out, evs...)
 				}
+			}
+		}
+	}
+	if kind == "CronJob" {
+		// Its Jobs create the pods: NAME-<scheduled minute>.
+		for k, evs := range events {
+			if job, ok := strings.CutPrefix(k, namespace+"/Job/"+name+"-"); ok && job != "" && strings.Trim(job, "0123456789") == "" {
+				out = append(out, evs...)
 			}
 		}
 	}

@@ -120,7 +120,7 @@ func (x *explainer) namespaceAndWebhooks() {
 		}
 		if e.matches() && e.conditions {
 			// Its matchConditions (CEL) are not evaluated here: whether the
-			// apiserver x.calls it is unknown, never a yes.
+			// apiserver calls it is unknown, never a yes.
 			x.need("webhook " + e.fullName() + " has matchConditions (CEL), which kubectl-mesh does not evaluate: use --verify")
 		}
 	}
@@ -273,7 +273,7 @@ func (x *explainer) webhookFactors() {
 	f, r := x.f, x.r
 	// Every Istio webhook.
 	if why, unknown := f.Unknown[FactWebhooks]; unknown {
-		x.add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver x.calls)")
+		x.add("mutating webhooks", "unknown", EffectUnknown, why+" (which webhooks the apiserver calls)")
 	}
 	for _, e := range x.evals {
 		src := "MutatingWebhookConfiguration " + e.config + ", revision " + e.revision
@@ -351,7 +351,7 @@ func (x *explainer) injectorFactors() {
 				effect = EffectUnknown
 				x.add(prefix+"injector ConfigMap", "unknown", effect, why)
 			} else {
-				x.add(prefix+"injector ConfigMap", "none for revision "+quote(c.rev.name), effect, "istio-sidecar-injector[-<revision>]: x.policy assumed \"enabled\"")
+				x.add(prefix+"injector ConfigMap", "none for revision "+quote(c.rev.name), effect, "istio-sidecar-injector[-<revision>]: policy assumed \"enabled\"")
 			}
 		} else if c.rev.err != nil {
 			x.add(prefix+"injector ConfigMap", c.rev.configMap, EffectWarning, "unreadable: "+c.rev.err.Error())
@@ -449,7 +449,7 @@ func (x *explainer) failedCreates() {
 			}
 		}
 		if pr, ok := thirdPartyRefusal(f, w, x.nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && x.injecting != nil {
-			// Another webhook or a x.policy refuses what the injector added.
+			// Another webhook or a policy refuses what the injector added.
 			kind = BlockedPolicy
 			if x.blocked == "" {
 				x.policy = &pr
@@ -463,7 +463,7 @@ func (x *explainer) failedCreates() {
 			if x.blocked == "" {
 				x.blocked, x.blockedBy = "the apiserver rejected pod creation: "+truncate(strings.Join(strings.Fields(ev.Message), " "), 300), kind
 				if x.policy != nil {
-					x.blocked += "; x.refused by " + x.policy.by + ", which rejects " + x.policy.what
+					x.blocked += "; refused by " + x.policy.by + ", which rejects " + x.policy.what
 				} else if ref, ok := parseWebhookRefusal(ev.Message); ok {
 					// Which webhook: the one whose selectors match this
 					// pod and whose URL the message quotes.
@@ -508,10 +508,10 @@ func (x *explainer) outcome() *InjectionReport {
 		r.Revision = x.st.revision
 	}
 	if (x.ambient || x.amb.asked) && r.IsExpected() {
-		r.Warn(WarnAmbientAndSidecar, "the pod is also selected for x.ambient mode; a pod with a sidecar is not captured by ztunnel")
+		r.Warn(WarnAmbientAndSidecar, "the pod is also selected for ambient mode; a pod with a sidecar is not captured by ztunnel")
 		x.ambient = false
 	} else if x.amb.asked && x.amb.excluded != "" && !x.st.injected {
-		r.Warn(WarnAmbientExcluded, "istio.io/dataplane-mode asks for x.ambient mode, but "+x.amb.excluded)
+		r.Warn(WarnAmbientExcluded, "istio.io/dataplane-mode asks for ambient mode, but "+x.amb.excluded)
 	}
 	if x.st.injected {
 		x.ambient = false
@@ -520,7 +520,7 @@ func (x *explainer) outcome() *InjectionReport {
 	if !x.ambient {
 		r.AmbientCapture = ""
 	} else if r.AmbientCapture == EffectUnknown && strings.HasPrefix(x.amb.unread, "forbidden") {
-		// Decided but for how x.ambient mode captures it: name what settles it.
+		// Decided but for how ambient mode captures it: name what settles it.
 		r.Needs = append(r.Needs, permissionOf(x.amb.unread))
 	}
 	istioVerdict(r, w, x.st, x.evals, x.calls, x.blocked, x.blocker, x.nsLabels, x.amb)
@@ -537,22 +537,22 @@ func (x *explainer) outcome() *InjectionReport {
 		}
 	}
 	if len(x.refused) > 0 {
-		r.Reason = "x.refused at admission: invalid annotation " + x.refused[0].name
+		r.Reason = "refused at admission: invalid annotation " + x.refused[0].name
 		r.Fix = annotationFix(w, x.refused)
 	} else if keys := deniedByTemplate(x.blocked, w); len(keys) > 0 && r.BlockedBy == BlockedWebhook {
 		// istiod's templates failed on an annotation's value: its refusal,
 		// not a webhook that cannot be called.
 		r.BlockedBy = BlockedAnnotation
-		r.Reason = "x.refused at admission: istiod's injection template fails on the annotation " + strings.Join(keys, " or ")
+		r.Reason = "refused at admission: istiod's injection template fails on the annotation " + strings.Join(keys, " or ")
 		r.Fix = removeTemplateAnnotations(w, keys, "istiod's injection template cannot read the value (it expects JSON); or correct it")
 		if r.Fix == "" {
 			r.Fix = "remove or correct the annotation " + strings.Join(keys, " and ") + " in the pod's manifest (istiod's injection template cannot read its value), then re-create the pod"
 		}
 	} else if m := deniedAnnotation.FindStringSubmatch(x.blocked); m != nil && (r.BlockedBy == BlockedAnnotation || r.BlockedBy == BlockedWebhook && strings.Contains(x.blocked, "denied the request")) {
 		// istiod's own refusal, read off the controller's events: the
-		// webhook was called, and x.refused the annotation's value.
+		// webhook was called, and refused the annotation's value.
 		r.BlockedBy = BlockedAnnotation
-		r.Reason = "x.refused at admission: invalid annotation " + m[2]
+		r.Reason = "refused at admission: invalid annotation " + m[2]
 		r.Fix = removeTemplateAnnotations(w, []string{m[2]}, "istiod refuses its value "+truncate(m[1], 80)+"; or correct it")
 		if r.Fix == "" {
 			r.Fix = "remove the annotation " + m[2] + " from the pod's manifest (istiod refuses its value " + truncate(m[1], 80) + "; or correct it), then re-create the pod"

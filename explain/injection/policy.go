@@ -76,7 +76,42 @@ func injectedPart(msg string, w *Workload) string {
 	if strings.Contains(msg, "proxyv2") {
 		return "the proxy's image (proxyv2), which the injector sets"
 	}
+	if rootRefusal.MatchString(msg) && !ownMayRunAsRoot(w) {
+		return "istio-init's user, root (uid 0), which the injector sets (every container of the pod's own runs as a non-root user)"
+	}
 	return ""
+}
+
+// rootRefusal: a refusal's message about running as root.
+var rootRefusal = regexp.MustCompile(`(?i)\broot\b|runAsUser|runAsNonRoot|non-?root`)
+
+// ownMayRunAsRoot says a container of the pod's own may run as root: none
+// is kept from it by runAsNonRoot or a non-zero runAsUser (the container's
+// own, else the pod's).
+func ownMayRunAsRoot(w *Workload) bool {
+	pod := w.Spec.SecurityContext
+	for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
+		if istio.IsIstioContainer(c.Name) {
+			continue
+		}
+		var uid *int64
+		var nonRoot *bool
+		if pod != nil {
+			uid, nonRoot = pod.RunAsUser, pod.RunAsNonRoot
+		}
+		if sc := c.SecurityContext; sc != nil {
+			if sc.RunAsUser != nil {
+				uid = sc.RunAsUser
+			}
+			if sc.RunAsNonRoot != nil {
+				nonRoot = sc.RunAsNonRoot
+			}
+		}
+		if uid != nil && *uid == 0 || uid == nil && (nonRoot == nil || !*nonRoot) {
+			return true
+		}
+	}
+	return false
 }
 
 // meshWayOut is the way out on the mesh's side for what a policy refuses.

@@ -81,3 +81,28 @@ func TestPlatformRefusalNamed(t *testing.T) {
 		t.Fatalf("blocked %v by %q, refused by %+v", r.CreationBlocked, r.BlockedBy, r.RefusedBy)
 	}
 }
+
+// A policy that refuses containers running as root refuses istio-init (uid
+// 0) when every container of the pod's own runs as a non-root user: the
+// mesh's cause, with the CNI way out; when one of the pod's own may run as
+// root, the refusal is not put down to the mesh.
+func TestRootRefusalOfIstioInit(t *testing.T) {
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled"})
+	f.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "nonroot"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "nonroot"}}}
+	uid := int64(1000)
+	w := template("shop", nil, nil)
+	w.Kind = "CronJob"
+	w.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid}
+	w.Spec.Containers = []corev1.Container{{Name: "report"}}
+	w.Events = []corev1.Event{refusedEvent(`Error creating: pods "report-29930176-b7spp" is forbidden: ValidatingAdmissionPolicy 'nonroot' with binding 'nonroot' denied request: containers must not run as root (runAsUser 0)`)}
+	r := Istio{}.Explain(f, w)
+	if r.BlockedBy != BlockedPolicy || !strings.Contains(r.Verdict, "refused by ValidatingAdmissionPolicy nonroot (binding nonroot), which rejects istio-init's user, root (uid 0)") || !strings.Contains(r.Fix, "CNI") {
+		t.Fatalf("non-root pod: blocked by %q: %s\nfix: %s", r.BlockedBy, r.Verdict, r.Fix)
+	}
+	w.Spec.SecurityContext = nil // the app may run as root: its own refusal
+	r = Istio{}.Explain(f, w)
+	if r.BlockedBy == BlockedPolicy {
+		t.Fatalf("a pod whose own container may run as root put down to the mesh: %s", r.Verdict)
+	}
+}

@@ -169,7 +169,7 @@ func TestDeniedAnnotationValue(t *testing.T) {
 	w.Kind = "ReplicaSet"
 	w.Events = []corev1.Event{refusedEvent("Error creating: admission webhook \"namespace.sidecar-injector.istio.io\" denied the request: failed to run injection template: 1 error occurred:\n\t* invalid value 'holdApplicationUntilProxyStarts: yes\n  drain: [5s' for annotation 'proxy.istio.io/config': failed to convert to apply proxy config")}
 	r := Istio{}.Explain(f, w)
-	if !r.CreationBlocked || r.BlockedBy != BlockedAnnotation || !strings.Contains(r.Reason, "proxy.istio.io/config") {
+	if !r.CreationBlocked || r.BlockedBy != BlockedAnnotation || r.Reason != "refused at admission: invalid annotation proxy.istio.io/config" {
 		t.Fatalf("blocked %v by %q: %s (%s)", r.CreationBlocked, r.BlockedBy, r.Verdict, r.Reason)
 	}
 	if !strings.Contains(r.Fix, `"op":"remove","path":"/spec/template/metadata/annotations/proxy.istio.io~1config"`) || strings.Contains(r.Fix, "proxyCPU") {
