@@ -68,8 +68,8 @@ func TestPodRevisionNotFoundFinding(t *testing.T) {
 				t.Errorf("the pod label's row does not say it matches nothing: %+v", r.Factors)
 			}
 			fs := only(Diagnose(Facts{Injection: r, Pod: p}).Findings, CodeAskedNotDone)
-			if len(fs) != 1 || fs[0].Status != Warning {
-				t.Fatalf("no %s warning: %+v (verdict %q)", CodeAskedNotDone, fs, r.Verdict)
+			if len(fs) != 1 || fs[0].Status != Fail {
+				t.Fatalf("no %s failure: %+v (verdict %q)", CodeAskedNotDone, fs, r.Verdict)
 			}
 			if !strings.Contains(fs[0].Evidence, `istio.io/rev="1-99-gone" matches no active revision or tag`) || !strings.Contains(fs[0].Fix, tc.fix) {
 				t.Errorf("evidence %q\nfix %q, want %q", fs[0].Evidence, fs[0].Fix, tc.fix)

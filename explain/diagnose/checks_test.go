@@ -99,7 +99,7 @@ var checkCases = []checkCase{
 	}, status: Warning, evidence: "hostNetwork"},
 	{code: CodeAskedNotDone, inj: func(r *injection.InjectionReport) {
 		r.Warn(injection.WarnAskedNotDone, "injection is asked for, but it does not happen: a mistake to fix, not a choice")
-	}, status: Warning, evidence: "asked for"},
+	}, status: Fail, evidence: "asked for"},
 	{code: CodeQuota, inj: func(r *injection.InjectionReport) {
 		r.CreationBlocked, r.BlockedBy, r.Verdict = true, injection.RefusalOf(`pods "web-1" is forbidden: exceeded quota: q, requested: limits.memory=1Gi`), "Pods cannot be created: exceeded quota"
 		r.Fix = "kubectl patch deployment/web"

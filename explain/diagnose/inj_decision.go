@@ -83,13 +83,13 @@ func init() {
 		Source:  "Istio docs, sidecar injection (hostNetwork pods and kube-system are never injected)",
 		Planted: "a hostNetwork pod labelled sidecar.istio.io/inject=true",
 		run:     decision(CodeSkippedByInjector)})
-	register(&Spec{Code: CodeAskedNotDone, Title: "injection asked for, not done", Stage: CheckInjection, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeAskedNotDone, Title: "injection asked for, not done", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   reads,
-		Means:   "The pod or its namespace asks for injection, but no webhook injects it: the injector's policy, a neverInjectSelector, or no webhook selecting the label used; or ambient mode is asked for where it cannot apply.",
+		Means:   "The pod or its namespace asks for injection, but no webhook injects it: the annotation instead of the label, a label value webhooks do not match (\"yes\", istio-injection=true), a pod label its namespace's label overrules, an istio.io/rev naming no revision: a mistake, so it fails (a pod that asked for a sidecar runs without one). Where the injector's own policy or ambient mode's conditions decide instead, it only warns.",
 		Detects: "The webhooks' selectors and the injector's policy and selectors, as istiod applies them.",
 		Fixes:   "Label the pod sidecar.istio.io/inject=true, or correct the label that does not select a webhook (why-injected names it); an istio.io/rev naming no revision is set to a revision or tag that exists (the finding lists them), never left beside istio-injection=enabled.",
 		Source:  "Istio docs, sidecar injection problems (check the default policy)",
-		Planted: "a pod matching the injector's neverInjectSelector in an injection-enabled namespace",
+		Planted: "a pod with the annotation (not the label) sidecar.istio.io/inject=true in a namespace without injection labels",
 		run:     decision(CodeAskedNotDone)})
 	register(&Spec{Code: CodeQuota, Title: "a quota refuses the pods with their sidecar", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   reads,
@@ -173,7 +173,13 @@ func (in *Input) injection() *stageAnswer {
 			kind = r.WarningKinds[i]
 		}
 		if code := warningCode(r, kind); code != "" {
-			warned = append(warned, Finding{Code: code, Status: Warning, Evidence: w, Fix: warningFix(r, code, in.Target)})
+			status := Warning
+			if kind == injection.WarnAskedNotDone && code == CodeAskedNotDone {
+				// The pod (or its namespace) asks for a sidecar with a label
+				// no webhook reads as asked: a mistake, not a choice.
+				status = Fail
+			}
+			warned = append(warned, Finding{Code: code, Status: status, Evidence: w, Fix: warningFix(r, code, in.Target)})
 		}
 	}
 	switch {
@@ -202,6 +208,12 @@ func (in *Input) injection() *stageAnswer {
 			ws = append(ws, w.Evidence)
 		}
 		c.Status, c.Evidence, c.Fix, c.Code = Warning, r.Verdict+" ("+strings.Join(ws, "; ")+")", r.Fix, warned[0].Code
+		for _, w := range warned {
+			if w.Status == Fail {
+				c.Status, c.Code = Fail, w.Code
+				break
+			}
+		}
 		if c.Fix == "" {
 			c.Fix = warned[0].Fix
 		}
@@ -210,7 +222,7 @@ func (in *Input) injection() *stageAnswer {
 	}
 	proof(&c, r)
 	a.row = c
-	if c.Status != Pass && c.Code != "" && (c.Status != Warning || len(warned) == 0) {
+	if c.Status != Pass && c.Code != "" && len(warned) == 0 {
 		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs})
 	}
 	a.findings = append(a.findings, warned...)
