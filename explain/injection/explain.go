@@ -524,6 +524,14 @@ func (x *explainer) outcome() *InjectionReport {
 		r.Needs = append(r.Needs, permissionOf(x.amb.unread))
 	}
 	istioVerdict(r, w, x.st, x.evals, x.calls, x.blocked, x.blocker, x.nsLabels, x.amb)
+	if _, both := x.nsLabels[istio.LabelRev]; both && x.nsKnown && x.nsLabels[istio.LabelInjection] != "" && r.Fix == "" && !r.CreationBlocked {
+		// istio-injection overrules istio.io/rev: which one is meant is a
+		// choice; the pods change at their next creation.
+		r.Fix = "kubectl label namespace " + w.Namespace + " " + istio.LabelInjection + "-   # a choice: istio.io/rev=" + x.nsLabels[istio.LabelRev] + " then selects the revision; or remove istio.io/rev to keep " + istio.LabelInjection
+		if w.Pod != nil {
+			r.Fix += "\n" + restartCommand(w)
+		}
+	}
 	if x.policy != nil && r.BlockedBy == BlockedPolicy {
 		r.Reason = "pod creation rejected by " + x.policy.by + " (it refuses what the injector adds)"
 		r.Fix = policyFix(*x.policy, w) + retryNow(w)

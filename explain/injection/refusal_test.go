@@ -176,3 +176,13 @@ func TestDeniedAnnotationValue(t *testing.T) {
 		t.Fatalf("fix: %s", r.Fix)
 	}
 }
+
+// A namespace with both istio-injection and istio.io/rev: the fix is the
+// choice said, and the restart that applies it to a live pod.
+func TestBothNamespaceLabelsFix(t *testing.T) {
+	f, w := livePod("both", map[string]string{"istio-injection": "enabled", "istio.io/rev": "canary"}, `{"revision":"default","initContainers":["istio-init"],"containers":["istio-proxy"]}`, "kmesh.local/istio/proxyv2:1.31-dev", true)
+	r := Istio{}.Explain(f, w)
+	if !strings.HasPrefix(r.Fix, "kubectl label namespace both istio-injection-   # a choice") || !strings.Contains(r.Fix, "\nkubectl rollout restart deployment/web -n both") {
+		t.Fatalf("fix: %q (verdict %s, warnings %v)", r.Fix, r.Verdict, r.Warnings)
+	}
+}
