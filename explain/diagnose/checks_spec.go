@@ -69,7 +69,7 @@ func init() {
 		run:     shutdownOrder})
 	register(&Spec{Code: CodeDNSPolicy, Title: "dnsPolicy not ClusterFirst", Stage: CheckStart, Kind: Static, Status: Warning,
 		Reads:   spec,
-		Means:   "The pod with a sidecar does not use the cluster's DNS (dnsPolicy Default, or None without it): the agent cannot resolve istiod, and the proxy gets no configuration.",
+		Means:   "The pod with a sidecar does not use the cluster's DNS (dnsPolicy Default, or None without it): cluster names may not resolve for the app, and the agent may not resolve istiod, so the proxy gets no configuration.",
 		Detects: "spec.dnsPolicy and dnsConfig on a pod with a sidecar, not on the node's network.",
 		Fixes:   "dnsPolicy: ClusterFirst in the template.",
 		Source:  "istiod's injector, which warns of it at admission",
@@ -247,8 +247,13 @@ func dnsPolicy(in *Input) []Finding {
 	default:
 		return nil
 	}
-	return []Finding{{Evidence: "dnsPolicy is " + string(p.Spec.DNSPolicy) + ": the agent cannot resolve istiod's Service, so the proxy may get no configuration",
-		Fix: specPatch(p, `{"dnsPolicy":"ClusterFirst"}`, "set dnsPolicy: ClusterFirst")}}
+	ev := "dnsPolicy is " + string(p.Spec.DNSPolicy) + ": the pod resolves names with the node's resolver, not the cluster's DNS, so cluster names (SERVICE.NAMESPACE.svc) may not resolve for the app, nor istiod's for the agent"
+	if proxyReady(p) {
+		ev += " (the proxy is ready: it got its configuration this time)"
+	} else {
+		ev += ": istio-proxy is not ready, and may get no configuration"
+	}
+	return []Finding{{Evidence: ev, Fix: specPatch(p, `{"dnsPolicy":"ClusterFirst"}`, "set dnsPolicy: ClusterFirst")}}
 }
 
 func proxyUID(in *Input) []Finding {
