@@ -28,8 +28,8 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 	}
 	for _, k := range keys {
 		evs := events[k]
-		if injection.RefusalOf(evs[0].Message) == "" {
-			continue
+		if injection.RefusalOf(evs[0].Message) == "" && !injection.MayRefuseInjected(evs[0].Message) {
+			continue // not admission's refusal of the mesh's or of what it adds
 		}
 		parts := strings.SplitN(k, "/", 3)
 		w := &injection.Workload{Kind: parts[1], Namespace: parts[0], Name: parts[2], NamespaceSource: injection.NamespaceFromCluster, Events: evs}

@@ -241,7 +241,7 @@ func proof(c *Check, r *injection.InjectionReport) {
 	case v.FailedOpen != "":
 		c.Status, c.Code, c.Needs = Fail, CodeWebhookUnreachable, nil
 		c.Evidence = "a dry-run create now: " + v.Summary() + "; pods created while it does not answer get no sidecar"
-		c.Fix = r.FailOpenFix + "\n" + "kubectl rollout restart the workload (or re-create the pod) once a dry run shows the sidecar: " + c.Detail + " --verify"
+		c.Fix = r.FailOpenFix + "\n" + "# then re-create the pods (a rollout restart of their workload) once a dry run shows the sidecar: " + c.Detail + " --verify"
 		if r.FailedOpen {
 			c.Fix = r.Fix // the same three steps as without --verify
 		}

@@ -125,6 +125,17 @@ func meshWayOut(what string) string {
 	return "on the mesh's side: a template the policy admits"
 }
 
+// MayRefuseInjected says a FailedCreate message is a refusal by another
+// admission webhook or policy, which may be of what the injector added:
+// Explain, with the template, says whether it is.
+func MayRefuseInjected(msg string) bool {
+	if vapDenied.MatchString(strings.Join(strings.Fields(msg), " ")) {
+		return true
+	}
+	ref, ok := parseWebhookRefusal(msg)
+	return ok && !isIstioWebhook(ref.webhook)
+}
+
 // thirdPartyRefusal reads a refusal that is not the mesh's own webhook's:
 // a ValidatingAdmissionPolicy the message names, or a webhook whose name
 // it quotes, put down to the configuration whose rules and selectors

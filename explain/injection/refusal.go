@@ -224,8 +224,10 @@ func failOpenVerdict(r *InjectionReport, w *Workload, e *webhookEval, when strin
 		describeActed([]*webhookEval{e}), when)
 	r.Reason = "webhook " + e.fullName() + " failed open (failurePolicy Ignore): restart only once it answers"
 	r.FailedOpen = true
-	verify := "kubectl mesh why-injected pod/" + w.Name + " -n " + w.Namespace + " --verify   # does the webhook answer now? a sidecar in the dry run: the restart below is enough"
-	r.Fix = verify + "\n" + r.FailOpenFix + "\n" + restartCommand(w)
+	// Each line works when pasted; the check between them is a comment (a
+	// check that finds the fault exits 4).
+	verify := "# then, once a dry run shows the sidecar (kubectl mesh why-injected pod/" + w.Name + " -n " + w.Namespace + " --verify; if it does already, the webhook answers again and the restart alone is the fix):"
+	r.Fix = r.FailOpenFix + "\n" + verify + "\n" + restartCommand(w)
 }
 
 // retryNow is the line that has a refused workload's controller create its

@@ -124,7 +124,7 @@ func TestFailedOpenIsNotHistory(t *testing.T) {
 		t.Fatalf("a pod created after its namespace's label, without a sidecar: %s (%s)", r.Verdict, r.Reason)
 	}
 	lines := strings.Split(r.Fix, "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "--verify") || !strings.HasPrefix(lines[1], "kubectl label namespace hz3 istio.io/rev=default --overwrite") || !strings.HasPrefix(lines[2], "kubectl") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "kubectl label namespace hz3 istio.io/rev=default --overwrite") || !strings.HasPrefix(lines[1], "# then") || !strings.Contains(lines[1], "--verify") || !strings.HasPrefix(lines[2], "kubectl delete pod web-7d4b9-x2x -n hz3") {
 		t.Fatalf("fix: %q", r.Fix)
 	}
 	// Created before the label: history, as before.

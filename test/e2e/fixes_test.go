@@ -41,11 +41,11 @@ type fixCase struct {
 
 var fixCases = []fixCase{
 	{nn: "01", object: "replicaset/web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-01 istio.io/rev=default --overwrite", injected: true, state: rsFailed},
-	{nn: "02", object: "web", code: "KM-INJ-004", fixStarts: "kubectl mesh why-injected pod/", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
+	{nn: "02", object: "web", code: "KM-INJ-004", fixStarts: "kubectl label namespace kmfix-02 istio.io/rev=default --overwrite", injected: true, state: anyPod("web", "running", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning
 	})},
 	{nn: "03", object: "ledger", code: "KM-CAP-009", fixStarts: "kubectl patch deployment/ledger -n kmfix-03", injected: true, state: anyPod("ledger", "ready", podReadyNow)},
-	{nn: "04", object: "deployment/web", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin", injected: true, state: rsFailed},
+	{nn: "04", object: "replicaset/web", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin", injected: true, state: rsFailed},
 	// The red team's first round (its 01, 02, 09 and 11), replanted.
 	{nn: "05", object: "deployment/web", code: "KM-INJ-013", fixStarts: "kubectl patch validatingwebhookconfiguration kmfix-image-scanner", injected: true, state: rsFailed},
 	{nn: "06", object: "statefulset/db", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin-sts", injected: true, state: podEvent("FailedCreate")},
