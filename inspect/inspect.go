@@ -177,6 +177,35 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		}
 	}
 
+	if err := c.controlPlaneLists(ctx, f, labelled, cmErr); err != nil {
+		return nil, err
+	}
+	if depErr != nil {
+		if err := unknown(f, injection.FactControlPlanes, "list deployments.apps (all namespaces)", depErr); err != nil {
+			return nil, err
+		}
+	} else {
+		f.ControlPlanes = deps.Items
+	}
+	if err := c.ambientAgents(ctx, f); err != nil {
+		return nil, err
+	}
+	if nodeErr != nil {
+		if err := unknown(f, injection.FactNodes, "list nodes", nodeErr); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, n := range nodes.Items {
+			f.KubeletVersions[n.Name] = n.Status.NodeInfo.KubeletVersion
+		}
+	}
+	return f, nil
+}
+
+// controlPlaneLists reads the injector ConfigMaps (those labelled istio.io/rev,
+// listed with the others, and those of the namespaces of the Services the
+// webhooks call), and those namespaces' Services and EndpointSlices.
+func (c *Client) controlPlaneLists(ctx context.Context, f *injection.ClusterFacts, labelled *corev1.ConfigMapList, cmErr error) error {
 	// The namespaces of the services the webhooks call hold the injector
 	// ConfigMaps too; webhooks that call a URL give no namespace, and then
 	// the ConfigMaps are found by their istio.io/rev label.
@@ -202,7 +231,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	}
 	if cmErr != nil {
 		if err := unknown(f, injection.FactConfigMaps, "list configmaps (all namespaces)", cmErr); err != nil {
-			return nil, err
+			return err
 		}
 	} else {
 		addCMs(labelled.Items)
@@ -231,11 +260,11 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 			delete(f.Unknown, injection.FactConfigMaps)
 			addCMs(l.cms.Items)
 		} else if err := unknown(f, injection.FactConfigMaps, "list configmaps in namespace "+ns, l.cmErr); err != nil {
-			return nil, err
+			return err
 		}
 		if l.svcErr != nil {
 			if err := unknown(f, injection.FactServices, "list services in namespace "+ns, l.svcErr); err != nil {
-				return nil, err
+				return err
 			}
 		} else {
 			for i := range l.svcs.Items {
@@ -244,7 +273,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		}
 		if l.epErr != nil {
 			if err := unknown(f, injection.FactEndpointSlices, "list endpointslices.discovery.k8s.io in namespace "+ns, l.epErr); err != nil {
-				return nil, err
+				return err
 			}
 		} else {
 			for _, s := range l.eps.Items {
@@ -253,15 +282,12 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 			}
 		}
 	}
-	if depErr != nil {
-		if err := unknown(f, injection.FactControlPlanes, "list deployments.apps (all namespaces)", depErr); err != nil {
-			return nil, err
-		}
-	} else {
-		f.ControlPlanes = deps.Items
-	}
-	// Ambient mode's node agents, when istio-cni's ambient mode is on (or
-	// its configuration could not be read).
+	return nil
+}
+
+// ambientAgents reads ambient mode's node agents, when istio-cni's ambient
+// mode is on (or its configuration could not be read).
+func (c *Client) ambientAgents(ctx context.Context, f *injection.ClusterFacts) error {
 	if injection.AmbientMayCapture(f) {
 		var cni, zt *corev1.PodList
 		var cniErr, ztErr error
@@ -280,23 +306,14 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		}{{cni, cniErr, injection.AmbientCNISelector}, {zt, ztErr, injection.AmbientZtunnelSelector}} {
 			if l.err != nil {
 				if err := unknown(f, injection.FactAmbientAgents, "list pods -l "+l.selector+" (all namespaces)", l.err); err != nil {
-					return nil, err
+					return err
 				}
 				continue
 			}
 			f.AmbientAgents = append(f.AmbientAgents, l.pods.Items...)
 		}
 	}
-	if nodeErr != nil {
-		if err := unknown(f, injection.FactNodes, "list nodes", nodeErr); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, n := range nodes.Items {
-			f.KubeletVersions[n.Name] = n.Status.NodeInfo.KubeletVersion
-		}
-	}
-	return f, nil
+	return nil
 }
 
 // all runs the calls at once and returns when every one has.

@@ -444,71 +444,13 @@ func (e *Engine) recordLive(r *injection.InjectionReport, p *corev1.Pod) {
 // would be created from: one dry run per distinct template and namespace,
 // one read per distinct controller, one access check per namespace.
 func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.InjectionReport) error {
-	allowed := map[string]error{}    // namespace → why not (nil: allowed)
-	owners := map[string]ownerRead{} // namespace/kind/name → template
-	proofs := map[string]proof{}     // template key → result
-
-	// The access checks and the controller reads first, several at once.
-	var namespaces []string
-	var ownerPods []*corev1.Pod
-	seenNS, seenOwner := map[string]bool{}, map[string]bool{}
-	for _, r := range reports {
-		src, ok := e.sources[r]
-		if !ok || src.nsMissing {
-			continue
-		}
-		if !seenNS[src.namespace] {
-			seenNS[src.namespace] = true
-			namespaces = append(namespaces, src.namespace)
-		}
-		if src.live != nil {
-			if ref := metav1.GetControllerOf(src.live); ref != nil && !seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] {
-				seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] = true
-				ownerPods = append(ownerPods, src.live)
-			}
-		}
+	namespaces, allowed, owners, err := e.verifyReads(ctx, reports)
+	if err != nil {
+		return err
 	}
+	proofs := map[string]proof{} // template key → result
 	var mu sync.Mutex
 	var firstErr error
-	inParallel(len(namespaces), func(i int) {
-		can, err := e.Client.CanCreatePods(ctx, namespaces[i])
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			firstErr = err
-		case !can:
-			allowed[namespaces[i]] = fmt.Errorf("the user may not create pods in namespace %s (a dry run needs that permission): the prediction stands alone", namespaces[i])
-		default:
-			allowed[namespaces[i]] = nil
-		}
-	})
-	if firstErr != nil {
-		return firstErr
-	}
-	// Many ReplicaSets: their templates come from one list, not a GET each
-	// (a ReplicaSet not in it, or a list refused, is read by itself).
-	listed := e.listReplicaSets(ctx, ownerPods, namespaces)
-	inParallel(len(ownerPods), func(i int) {
-		p := ownerPods[i]
-		ref := metav1.GetControllerOf(p)
-		mu.Lock()
-		can := allowed[p.Namespace] == nil
-		mu.Unlock()
-		if !can {
-			return
-		}
-		if t, ok := listed[p.Namespace+"/"+ref.Name]; ok && ref.Kind == "ReplicaSet" {
-			mu.Lock()
-			owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: ref.Kind + "/" + ref.Name, found: true}
-			mu.Unlock()
-			return
-		}
-		t, owner, found, err := e.Client.OwnerTemplate(ctx, p)
-		mu.Lock()
-		owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: owner, found: found, err: err}
-		mu.Unlock()
-	})
 
 	// Then each report finds its template; the dry runs run after, several at once.
 	type pending struct {
@@ -618,6 +560,76 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 		r.Verified = &v
 	}
 	return nil
+}
+
+// verifyReads makes the reads --verify's dry runs need, several at once:
+// whether the user may create pods in each namespace of the reports, and
+// the templates of the live pods' controllers.
+func (e *Engine) verifyReads(ctx context.Context, reports []*injection.InjectionReport) (namespaces []string, allowed map[string]error, owners map[string]ownerRead, err error) {
+	allowed = map[string]error{}    // namespace → why not (nil: allowed)
+	owners = map[string]ownerRead{} // namespace/kind/name → template
+
+	// The access checks and the controller reads first, several at once.
+	var ownerPods []*corev1.Pod
+	seenNS, seenOwner := map[string]bool{}, map[string]bool{}
+	for _, r := range reports {
+		src, ok := e.sources[r]
+		if !ok || src.nsMissing {
+			continue
+		}
+		if !seenNS[src.namespace] {
+			seenNS[src.namespace] = true
+			namespaces = append(namespaces, src.namespace)
+		}
+		if src.live != nil {
+			if ref := metav1.GetControllerOf(src.live); ref != nil && !seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] {
+				seenOwner[src.namespace+"/"+ref.Kind+"/"+ref.Name] = true
+				ownerPods = append(ownerPods, src.live)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var firstErr error
+	inParallel(len(namespaces), func(i int) {
+		can, err := e.Client.CanCreatePods(ctx, namespaces[i])
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			firstErr = err
+		case !can:
+			allowed[namespaces[i]] = fmt.Errorf("the user may not create pods in namespace %s (a dry run needs that permission): the prediction stands alone", namespaces[i])
+		default:
+			allowed[namespaces[i]] = nil
+		}
+	})
+	if firstErr != nil {
+		return nil, nil, nil, firstErr
+	}
+	// Many ReplicaSets: their templates come from one list, not a GET each
+	// (a ReplicaSet not in it, or a list refused, is read by itself).
+	listed := e.listReplicaSets(ctx, ownerPods, namespaces)
+	inParallel(len(ownerPods), func(i int) {
+		p := ownerPods[i]
+		ref := metav1.GetControllerOf(p)
+		mu.Lock()
+		can := allowed[p.Namespace] == nil
+		mu.Unlock()
+		if !can {
+			return
+		}
+		if t, ok := listed[p.Namespace+"/"+ref.Name]; ok && ref.Kind == "ReplicaSet" {
+			mu.Lock()
+			owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: ref.Kind + "/" + ref.Name, found: true}
+			mu.Unlock()
+			return
+		}
+		t, owner, found, err := e.Client.OwnerTemplate(ctx, p)
+		mu.Lock()
+		owners[p.Namespace+"/"+ref.Kind+"/"+ref.Name] = ownerRead{tmpl: t, owner: owner, found: found, err: err}
+		mu.Unlock()
+	})
+	return namespaces, allowed, owners, nil
 }
 
 // attributeRefusal reads a dry run's refusal as a FailedCreate event of the

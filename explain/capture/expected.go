@@ -238,297 +238,51 @@ func ExpectedRules(c *CaptureConfig, v6 bool, nameservers []string) map[string][
 	if v6 && !c.ipv6Enabled() {
 		return map[string][]string{}
 	}
-	lo, pass := "127.0.0.1/32", "127.0.0.6/32"
+	b := &ruleBuilder{c: c, v6: v6, lo: "127.0.0.1/32", pass: "127.0.0.6/32", host: "/32", out: map[string][]string{}}
 	if v6 {
-		lo, pass = "::1/128", "::6/128"
+		b.lo, b.pass, b.host = "::1/128", "::6/128", "/128"
 	}
-	out := map[string][]string{}
-	add := func(table, rule string) { out[table] = append(out[table], rule) }
-	insert := func(table, rule string) { out[table] = append([]string{rule}, out[table]...) }
-	tproxy := c.Mode == "TPROXY"
-	inTable := "nat"
-	if tproxy {
-		inTable = "mangle"
-	}
-	mark := fmt.Sprintf("0x%x", atoiMark(c.TProxyMark))
-
-	for _, nic := range c.ExcludeInterfaces {
-		add("nat", "-A PREROUTING -i "+nic+" -j RETURN")
-		add("nat", "-A OUTPUT -o "+nic+" -j RETURN")
-		if tproxy {
-			add("mangle", "-A PREROUTING -i "+nic+" -j RETURN")
-			add("mangle", "-A OUTPUT -o "+nic+" -j RETURN")
-		}
-	}
-	for _, vif := range c.VirtInterfaces {
-		insert("nat", "-A PREROUTING -i "+vif+" -j RETURN")
-	}
-	m := c.Model
-	if c.DropInvalid {
-		if m.dropChain() {
-			add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j ISTIO_DROP")
-			add("mangle", "-A ISTIO_DROP -j DROP")
-		} else {
-			add("mangle", "-A PREROUTING -m conntrack --ctstate INVALID -j DROP")
-		}
-	}
-	// The HBONE tunnel port is let through in nat's ISTIO_INBOUND, in TPROXY
-	// mode too, where nothing jumps to that chain (what istio-iptables writes).
-	add("nat", "-A ISTIO_INBOUND -p tcp -m tcp --dport "+c.TunnelPort+" -j RETURN")
-	add("nat", "-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports "+c.ProxyPort)
-	add("nat", "-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports "+c.InboundPort)
-	if c.InboundPorts != "" {
-		add(inTable, "-A PREROUTING -p tcp -j ISTIO_INBOUND")
-		if tproxy {
-			add("mangle", "-A ISTIO_DIVERT -j MARK --set-xmark "+mark+"/0xffffffff")
-			add("mangle", "-A ISTIO_DIVERT -j ACCEPT")
-			onIP := "0.0.0.0"
-			if v6 {
-				onIP = "::"
-			}
-			add("mangle", "-A ISTIO_TPROXY ! -d "+lo+" -p tcp -j TPROXY --on-port "+c.InboundPort+" --on-ip "+onIP+" --tproxy-mark "+mark+"/0xffffffff")
-		}
-		capture := func(port string) {
-			dport := ""
-			if port != "" {
-				dport = " -m tcp --dport " + port
-			}
-			if tproxy {
-				add("mangle", "-A ISTIO_INBOUND -p tcp"+dport+" -m conntrack --ctstate RELATED,ESTABLISHED -j ISTIO_DIVERT")
-				add("mangle", "-A ISTIO_INBOUND -p tcp"+dport+" -j ISTIO_TPROXY")
-				return
-			}
-			add("nat", "-A ISTIO_INBOUND -p tcp"+dport+" -j ISTIO_IN_REDIRECT")
-		}
-		if c.InboundPorts == "*" {
-			for _, p := range c.InboundExclude {
-				add(inTable, "-A ISTIO_INBOUND -p tcp -m tcp --dport "+p+" -j RETURN")
-			}
-			capture("")
-		} else {
-			for _, p := range list(c.InboundPorts) {
-				capture(p)
-			}
-		}
-	}
-	if tproxy {
-		add("mangle", "-A PREROUTING -p tcp -m mark --mark "+mark+" -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff")
-		add("mangle", "-A OUTPUT -o lo -p tcp -m mark --mark "+mark+" -j RETURN")
-		for _, u := range c.ProxyUIDs {
-			add("mangle", "-A OUTPUT ! -d "+lo+" -o lo -p tcp -m owner --uid-owner "+u+" -j MARK --set-xmark 0x53a/0xffffffff")
-		}
-		for _, g := range c.ProxyGIDs {
-			add("mangle", "-A OUTPUT ! -d "+lo+" -o lo -p tcp -m owner --gid-owner "+g+" -j MARK --set-xmark 0x53a/0xffffffff")
-		}
-		add("mangle", "-A OUTPUT -p tcp -m connmark --mark "+mark+" -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff")
-		// Inserted at the top of ISTIO_INBOUND, last insert first.
-		var ins []string
-		ins = append(ins, "-A ISTIO_INBOUND -p tcp -m mark --mark "+mark+" -j RETURN")
-		ins = append(ins, "-A ISTIO_INBOUND -s "+pass+" -i lo -p tcp -j RETURN")
-		ins = append(ins, "-A ISTIO_INBOUND -i lo -p tcp -m mark ! --mark 0x53a -j RETURN")
-		var rest []string
-		for _, r := range out["mangle"] {
-			if !strings.HasPrefix(r, "-A ISTIO_INBOUND ") {
-				rest = append(rest, r)
-			}
-		}
-		var inbound []string
-		for _, r := range out["mangle"] {
-			if strings.HasPrefix(r, "-A ISTIO_INBOUND ") {
-				inbound = append(inbound, r)
-			}
-		}
-		out["mangle"] = append(append(rest, ins...), inbound...)
-	}
-
-	if m.tcpOutputJump() {
-		add("nat", "-A OUTPUT -p tcp -j ISTIO_OUTPUT")
-	} else {
-		add("nat", "-A OUTPUT -j ISTIO_OUTPUT")
-	}
-	for _, p := range c.ExcludeOutPorts {
-		add("nat", "-A ISTIO_OUTPUT -p tcp -m tcp --dport "+p+" -j RETURN")
-		if m.udpExcludedPorts() {
-			add("nat", "-A ISTIO_OUTPUT -p udp -m udp --dport "+p+" -j RETURN")
-		}
-	}
-	add("nat", "-A ISTIO_OUTPUT -s "+pass+" -o lo -j RETURN")
-	var servers []string
-	anyServer := false
-	for _, ns := range nameservers {
-		if a, err := netip.ParseAddr(ns); err == nil {
-			a = a.WithZone("") // istio-iptables drops a zone (fe80::1%eth0)
-			anyServer = true
-			if a.Is6() == v6 {
-				servers = append(servers, a.String())
-			}
-		}
-	}
-	// DNS capture is on when there is a DNS server of either family (or all
-	// DNS is captured): then both families get the proxy-owner and conntrack
-	// zone rules; the jumps and server rules of one family only where it has
-	// a server.
-	dns := c.RedirectDNS && (c.CaptureAllDNS || anyServer)
-	if !m.dnsChain() {
-		// Before 1.25 DNS capture is on with --redirect-dns, servers or not.
-		dns = c.RedirectDNS
-	}
-	familyDNS := dns && (c.CaptureAllDNS || len(servers) > 0)
-	loopbackIncluded := false
-	for _, n := range list(c.IncludeCIDRs) {
-		if p, err := netip.ParsePrefix(n); err == nil && p.Addr().IsLoopback() {
-			loopbackIncluded = true
-		}
-	}
-	owner := func(flag string, ids []string) {
-		for _, id := range ids {
-			// Under DNS capture the proxy's own loopback DNS is spared by uid only;
-			// the gid rule keeps the tunnel-port match alone.
-			if dns && flag == "--uid-owner" {
-				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m multiport ! --dports 53,"+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")
-			} else {
-				add("nat", "-A ISTIO_OUTPUT ! -d "+lo+" -o lo -p tcp -m tcp ! --dport "+c.TunnelPort+" -m owner "+flag+" "+id+" -j ISTIO_IN_REDIRECT")
-			}
-			if !loopbackIncluded {
-				if dns {
-					add("nat", "-A ISTIO_OUTPUT -o lo -p tcp -m tcp ! --dport 53 -m owner ! "+flag+" "+id+" -j RETURN")
-				} else {
-					add("nat", "-A ISTIO_OUTPUT -o lo -m owner ! "+flag+" "+id+" -j RETURN")
-				}
-			}
-			add("nat", "-A ISTIO_OUTPUT -m owner "+flag+" "+id+" -j RETURN")
-		}
-	}
-	owner("--uid-owner", c.ProxyUIDs)
-	owner("--gid-owner", c.ProxyGIDs)
-	host := "/32"
-	if v6 {
-		host = "/128"
-	}
-	// dstOf and srcOf match one DNS server ("" under --capture-all-dns: any).
-	dstOf := func(ns string) string {
-		if ns == "" {
-			return ""
-		}
-		return " -d " + ns + host
-	}
-	srcOf := func(ns string) string {
-		if ns == "" {
-			return ""
-		}
-		return " -s " + ns + host
-	}
-	// Releases before 1.25 write DNS capture without chains of its own:
-	// their UDP rules come after everything else (appendUDP).
-	var appendUDP func()
-	if dns && !m.dnsChain() {
-		if c.CaptureAllDNS {
-			servers = []string{""}
-		}
-		rawChain := "ISTIO_OUTPUT"
-		if m.dnsInOutput() {
-			rawChain = "OUTPUT"
-		} else {
-			add("raw", "-A OUTPUT -p udp -j ISTIO_OUTPUT")
-			add("nat", "-A OUTPUT -p udp -j ISTIO_OUTPUT")
-		}
-		for _, u := range c.ProxyUIDs {
-			add("raw", "-A "+rawChain+" -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j CT --zone 1")
-			add("raw", "-A "+rawChain+" -p udp -m udp --sport 15053 -m owner --uid-owner "+u+" -j CT --zone 2")
-		}
-		for _, g := range c.ProxyGIDs {
-			add("raw", "-A "+rawChain+" -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j CT --zone 1")
-			add("raw", "-A "+rawChain+" -p udp -m udp --sport 15053 -m owner --gid-owner "+g+" -j CT --zone 2")
-		}
-		for _, ns := range servers {
-			add("raw", "-A "+rawChain+dstOf(ns)+" -p udp -m udp --dport 53 -j CT --zone 2")
-			add("raw", "-A PREROUTING"+srcOf(ns)+" -p udp -m udp --sport 53 -j CT --zone 1")
-		}
-		for _, ns := range servers {
-			add("nat", "-A ISTIO_OUTPUT"+dstOf(ns)+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
-		}
-		natChain := "ISTIO_OUTPUT"
-		if m.dnsInOutput() {
-			natChain = "OUTPUT"
-		}
-		appendUDP = func() {
-			for _, u := range c.ProxyUIDs {
-				add("nat", "-A "+natChain+" -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j RETURN")
-			}
-			for _, g := range c.ProxyGIDs {
-				add("nat", "-A "+natChain+" -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j RETURN")
-			}
-			for _, ns := range servers {
-				add("nat", "-A "+natChain+dstOf(ns)+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
-			}
-		}
-	}
-	if dns && m.dnsChain() {
-		if familyDNS {
-			add("nat", "-A ISTIO_OUTPUT -j ISTIO_OUTPUT_DNS")
-		}
-		add("raw", "-A OUTPUT -j ISTIO_OUTPUT_DNS")
-		if familyDNS {
-			add("raw", "-A PREROUTING -j ISTIO_INBOUND")
-		}
-		for _, u := range c.ProxyUIDs {
-			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --dport 53 -m owner --uid-owner "+u+" -j CT --zone 1")
-			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --sport 15053 -m owner --uid-owner "+u+" -j CT --zone 2")
-		}
-		for _, g := range c.ProxyGIDs {
-			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --dport 53 -m owner --gid-owner "+g+" -j CT --zone 1")
-			add("raw", "-A ISTIO_OUTPUT_DNS -p udp -m udp --sport 15053 -m owner --gid-owner "+g+" -j CT --zone 2")
-		}
-		if c.CaptureAllDNS {
-			servers = []string{""}
-		}
-		// Every server's TCP redirect, then every server's UDP one.
-		for _, ns := range servers {
-			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p tcp -m tcp --dport 53 -j REDIRECT --to-ports 15053")
-		}
-		for _, ns := range servers {
-			add("nat", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053")
-		}
-		for _, ns := range servers {
-			add("raw", "-A ISTIO_OUTPUT_DNS"+dstOf(ns)+" -p udp -m udp --dport 53 -j CT --zone 2")
-			add("raw", "-A ISTIO_INBOUND"+srcOf(ns)+" -p udp -m udp --sport 53 -j CT --zone 1")
-		}
-	}
-	add("nat", "-A ISTIO_OUTPUT -d "+lo+" -j RETURN")
-	for _, n := range c.ExcludeCIDRs {
-		if p, err := netip.ParsePrefix(n); err == nil && p.Addr().Is6() == v6 {
-			add("nat", "-A ISTIO_OUTPUT -d "+p.Masked().String()+" -j RETURN")
-		}
-	}
-	for _, p := range c.IncludeOutPorts {
-		add("nat", "-A ISTIO_OUTPUT -p tcp -m tcp --dport "+p+" -j ISTIO_REDIRECT")
-	}
-	if c.IncludeCIDRs == "*" {
-		add("nat", "-A ISTIO_OUTPUT -j ISTIO_REDIRECT")
-		for _, vif := range c.VirtInterfaces {
-			insert("nat", "-A PREROUTING -i "+vif+" -j ISTIO_REDIRECT")
-		}
-	} else {
-		familyIncluded := false
-		for _, n := range list(c.IncludeCIDRs) {
-			p, err := netip.ParsePrefix(n)
-			if err != nil || p.Addr().Is6() != v6 {
-				continue
-			}
-			familyIncluded = true
-			add("nat", "-A ISTIO_OUTPUT -d "+p.Masked().String()+" -j ISTIO_REDIRECT")
-			for _, vif := range c.VirtInterfaces {
-				insert("nat", "-A PREROUTING -d "+p.Masked().String()+" -i "+vif+" -j ISTIO_REDIRECT")
-			}
-		}
-		if m.finalReturn() && familyIncluded {
-			add("nat", "-A ISTIO_OUTPUT -j RETURN")
-		}
-	}
+	b.inbound()
+	b.outputStart()
+	b.dnsServers(nameservers)
+	b.owners()
+	appendUDP := b.dnsRules()
+	b.outputDestinations()
 	if appendUDP != nil {
 		appendUDP()
 	}
-	return out
+	return b.out
+}
+
+// ruleBuilder holds what ExpectedRules's steps share: the configuration,
+// the family, its loopback and passthrough addresses, and the rules so far.
+type ruleBuilder struct {
+	c              *CaptureConfig
+	v6             bool
+	lo, pass, host string
+	out            map[string][]string
+	servers        []string // the DNS servers of this family ("" under --capture-all-dns: any)
+	dns, familyDNS bool     // DNS capture on; and for this family
+}
+
+func (b *ruleBuilder) add(table, rule string) { b.out[table] = append(b.out[table], rule) }
+func (b *ruleBuilder) insert(table, rule string) {
+	b.out[table] = append([]string{rule}, b.out[table]...)
+}
+
+// dstOf and srcOf match one DNS server ("" under --capture-all-dns: any).
+func (b *ruleBuilder) dstOf(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " -d " + ns + b.host
+}
+
+func (b *ruleBuilder) srcOf(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " -s " + ns + b.host
 }
 
 func atoiMark(s string) uint64 {

@@ -311,6 +311,27 @@ func replaceSource(fs []Factor, name string, change func(*Factor)) []Factor {
 	return fs
 }
 
+// readInjectValue reads the pod's sidecar.istio.io/inject value as istiod
+// does: strictly "true" or "false", or (older releases) as a boolean word;
+// useDefault when the value decides nothing (the policy and selectors do).
+func readInjectValue(value string, strict bool) (useDefault, inject bool) {
+	switch {
+	case strict && value == "true":
+		return false, true
+	case strict && value == "false":
+		return false, false
+	case strict:
+		return true, false
+	}
+	switch strings.ToLower(value) {
+	case "y", "yes", "true", "on":
+		return false, true
+	case "":
+		return true, false
+	}
+	return false, false
+}
+
 // injectRequiredBy is injectRequired with the pod's value read by rule
 // (istio.InjectValue*), which ruleText describes for the factor row.
 func injectRequiredBy(r *istioRevision, w *Workload, rule, ruleText string) (d istioDecision) {
@@ -362,21 +383,7 @@ func injectRequiredBy(r *istioRevision, w *Workload, rule, ruleText string) (d i
 		}
 	}()
 	if present {
-		switch {
-		case strict && value == "true":
-			useDefault, inject = false, true
-		case strict && value == "false":
-			useDefault = false
-		case strict:
-		default:
-			switch strings.ToLower(value) {
-			case "y", "yes", "true", "on":
-				useDefault, inject = false, true
-			case "":
-			default:
-				useDefault = false
-			}
-		}
+		useDefault, inject = readInjectValue(value, strict)
 		effect := EffectNone
 		switch {
 		case !useDefault && inject:
