@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -207,232 +206,31 @@ func parseNftRule(line string) (*Rule, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	r := &Rule{}
-	m := &r.Match
-	family := ""
+	p := &nftRuleParser{toks: toks, r: &Rule{}}
 	var spec []string
-	setFamily := func(f string) error {
-		if family != "" && family != f {
-			return fmt.Errorf("matches both IPv4 and IPv6 addresses")
+	for p.i = 0; p.i < len(toks); p.i++ {
+		t := toks[p.i]
+		start := p.i
+		if t == "counter" {
+			// counter packets N bytes M: not part of the rule's text
+			if err := p.counter(); err != nil {
+				return nil, "", err
+			}
+			continue
 		}
-		family = f
-		return nil
+		matched, err := p.match(t)
+		if err == nil && !matched {
+			matched, err = p.statement(t)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if !matched {
+			p.r.Match.Unknown = append(p.r.Match.Unknown, "nft "+t)
+		}
+		spec = append(spec, toks[start:p.i+1]...)
 	}
-	// value reads "[!=] VALUE" after a selector.
-	value := func(i *int) (string, bool, error) {
-		neg := false
-		if *i+3 < len(toks) && toks[*i+1] == "&" {
-			// "& MASK [==|!=] VALUE": a masked mark, as iptables' VALUE/MASK.
-			mask := toks[*i+2]
-			*i += 2
-			if toks[*i+1] == "==" || toks[*i+1] == "!=" {
-				neg = toks[*i+1] == "!="
-				*i++
-			}
-			if *i+1 >= len(toks) {
-				return "", false, fmt.Errorf("%s & %s needs a value", toks[*i-2], mask)
-			}
-			*i++
-			return nftMark(toks[*i]) + "/" + nftMark(mask), neg, nil
-		}
-		if *i+1 < len(toks) && toks[*i+1] == "!=" {
-			neg = true
-			*i++
-		}
-		if *i+1 >= len(toks) {
-			return "", false, fmt.Errorf("%s needs a value", toks[*i])
-		}
-		*i++
-		return toks[*i], neg, nil
-	}
-	target := func(name string, args ...string) {
-		if r.Target == "" || r.Target == "MARK" || r.Target == "ACCEPT" {
-			r.Target, r.TargetArgs = name, args
-		}
-	}
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		start := i
-		switch {
-		case t == "counter":
-			// counter packets N bytes M
-			if i+4 < len(toks) && toks[i+1] == "packets" && toks[i+3] == "bytes" {
-				p, b, ok := parseCounters("[" + toks[i+2] + ":" + toks[i+4] + "]")
-				if !ok {
-					return nil, "", fmt.Errorf("bad counter")
-				}
-				r.Packets, r.Bytes, r.HasCounters = p, b, true
-				i += 4
-			}
-			continue // not part of the rule's text
-		case t == "meta" && i+1 < len(toks) && toks[i+1] == "l4proto":
-			i++
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			m.Proto, m.NotProto = v, neg
-		case (t == "tcp" || t == "udp") && i+1 < len(toks) && (toks[i+1] == "dport" || toks[i+1] == "sport"):
-			which := toks[i+1]
-			i++
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			ports, err := parsePorts(strings.ReplaceAll(v, "-", ":"))
-			if err != nil {
-				return nil, "", err
-			}
-			m.Proto = t
-			if which == "dport" {
-				m.DPorts, m.NotDPort = ports, neg
-			} else {
-				m.SPorts, m.NotSPrt = ports, neg
-			}
-		case (t == "ip" || t == "ip6") && i+1 < len(toks) && (toks[i+1] == "saddr" || toks[i+1] == "daddr"):
-			which := toks[i+1]
-			i++
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			p, err := parsePrefix(v)
-			if err != nil {
-				return nil, "", err
-			}
-			if err := setFamily(map[string]string{"ip": "ipv4", "ip6": "ipv6"}[t]); err != nil {
-				return nil, "", err
-			}
-			if which == "saddr" {
-				m.Src, m.NotSrc = p, neg
-			} else {
-				m.Dst, m.NotDst = p, neg
-			}
-		case t == "iifname" || t == "oifname":
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			if t == "iifname" {
-				m.In, m.NotIn = v, neg
-			} else {
-				m.Out, m.NotOut = v, neg
-			}
-			toks[i] = `"` + v + `"`
-		case t == "skuid" || t == "skgid" || t == "meta" && i+1 < len(toks) && (toks[i+1] == "skuid" || toks[i+1] == "skgid"):
-			// (nft lists "meta skuid"; Istio's generator writes "skuid")
-			which := t
-			if t == "meta" {
-				which = toks[i+1]
-				i++
-			}
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			if which == "skuid" {
-				m.UID, m.NotUID = v, neg
-			} else {
-				m.GID, m.NotGID = v, neg
-			}
-		case t == "meta" && i+2 < len(toks) && toks[i+1] == "mark" && toks[i+2] == "set":
-			// meta mark set VALUE | meta mark set ct mark
-			if i+4 < len(toks) && toks[i+3] == "ct" && toks[i+4] == "mark" {
-				target("CONNMARK", "--restore-mark")
-				i += 4
-			} else if i+3 < len(toks) {
-				target("MARK", "--set-xmark", nftMark(toks[i+3])+"/0xffffffff")
-				i += 3
-			} else {
-				return nil, "", fmt.Errorf("meta mark set needs a value")
-			}
-		case t == "mark" || t == "meta" && i+1 < len(toks) && toks[i+1] == "mark":
-			if t == "meta" {
-				i++
-			}
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			m.Mark, m.NotMark = nftMark(v), neg
-		case t == "ct" && i+8 < len(toks) && toks[i+1] == "mark" && toks[i+2] == "set" && toks[i+3] == "ct" && toks[i+4] == "mark" && toks[i+5] == "&" && toks[i+7] == "|":
-			// ct mark set ct mark & KEEP | SET: iptables' CONNMARK --set-xmark
-			// SET/MASK, MASK the bits not kept or set.
-			keep, err1 := strconv.ParseUint(toks[i+6], 0, 32)
-			set, err2 := strconv.ParseUint(toks[i+8], 0, 32)
-			if err1 != nil || err2 != nil {
-				return nil, "", fmt.Errorf("ct mark set: %s & %s | %s", toks[i+4], toks[i+6], toks[i+8])
-			}
-			target("CONNMARK", "--set-xmark", fmt.Sprintf("0x%x/0x%x", set, (^keep|set)&0xffffffff))
-			i += 8
-		case t == "ct" && i+2 < len(toks) && toks[i+1] == "mark" && toks[i+2] == "set":
-			// ct mark set meta mark | ct mark set mark
-			j := i + 3
-			if j < len(toks) && toks[j] == "meta" {
-				j++
-			}
-			if j >= len(toks) || toks[j] != "mark" {
-				return nil, "", fmt.Errorf("ct mark set: only the packet's mark is understood")
-			}
-			target("CONNMARK", "--save-mark")
-			i = j
-		case t == "ct" && i+1 < len(toks) && toks[i+1] == "mark":
-			i++
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			m.ConnMark, m.NotConnMark = nftMark(v), neg
-		case t == "ct" && i+1 < len(toks) && toks[i+1] == "state":
-			i++
-			v, neg, err := value(&i)
-			if err != nil {
-				return nil, "", err
-			}
-			m.CTState, m.NotCTState = strings.Split(strings.ToUpper(v), ","), neg
-		case t == "ct" && i+3 < len(toks) && toks[i+1] == "zone" && toks[i+2] == "set":
-			target("CT", "--zone", toks[i+3])
-			i += 3
-		case t == "redirect":
-			// redirect to :PORT
-			if i+2 < len(toks) && toks[i+1] == "to" {
-				target("REDIRECT", "--to-ports", strings.TrimPrefix(toks[i+2], ":"))
-				i += 2
-			} else {
-				target("REDIRECT")
-			}
-		case t == "tproxy":
-			// tproxy [ip|ip6] to [ADDR]:PORT
-			j := i + 1
-			if j < len(toks) && (toks[j] == "ip" || toks[j] == "ip6") {
-				if err := setFamily(map[string]string{"ip": "ipv4", "ip6": "ipv6"}[toks[j]]); err != nil {
-					return nil, "", err
-				}
-				j++
-			}
-			if j+1 >= len(toks) || toks[j] != "to" {
-				return nil, "", fmt.Errorf("tproxy needs to :PORT")
-			}
-			port := toks[j+1][strings.LastIndex(toks[j+1], ":")+1:]
-			r.Target, r.TargetArgs = "TPROXY", []string{"--on-port", port}
-			i = j + 1
-		case t == "return" || t == "accept" || t == "drop" || t == "reject":
-			if t == "accept" && r.Target == "TPROXY" {
-				break // tproxy … meta mark set … accept: one TPROXY target
-			}
-			if t == "accept" && r.Target == "MARK" {
-				r.TargetArgs = append(r.TargetArgs, "then accept")
-				break
-			}
-			target(strings.ToUpper(t))
-		case (t == "jump" || t == "goto") && i+1 < len(toks):
-			r.Target, r.Goto = nftChainName(toks[i+1]), t == "goto"
-			i++
-		default:
-			m.Unknown = append(m.Unknown, "nft "+t)
-		}
-		spec = append(spec, toks[start:i+1]...)
-	}
+	r := p.r
 	if r.Target == "TPROXY" {
 		// The mark tproxy sets travels with it, as iptables' --tproxy-mark.
 		for k := 0; k+3 < len(toks); k++ {
@@ -442,7 +240,81 @@ func parseNftRule(line string) (*Rule, string, error) {
 		}
 	}
 	r.Spec = strings.Join(spec, " ")
-	return r, family, nil
+	return r, p.family, nil
+}
+
+// nftRuleParser reads one nft rule's tokens, at i, into r.
+type nftRuleParser struct {
+	toks   []string
+	i      int
+	r      *Rule
+	family string // "ipv4" or "ipv6" once an address of one is matched
+}
+
+func (p *nftRuleParser) setFamily(f string) error {
+	if p.family != "" && p.family != f {
+		return fmt.Errorf("matches both IPv4 and IPv6 addresses")
+	}
+	p.family = f
+	return nil
+}
+
+// value reads "[!=] VALUE" after a selector.
+func (p *nftRuleParser) value() (string, bool, error) {
+	toks := p.toks
+	neg := false
+	if p.i+3 < len(toks) && toks[p.i+1] == "&" {
+		// "& MASK [==|!=] VALUE": a masked mark, as iptables' VALUE/MASK.
+		mask := toks[p.i+2]
+		p.i += 2
+		if toks[p.i+1] == "==" || toks[p.i+1] == "!=" {
+			neg = toks[p.i+1] == "!="
+			p.i++
+		}
+		if p.i+1 >= len(toks) {
+			return "", false, fmt.Errorf("%s & %s needs a value", toks[p.i-2], mask)
+		}
+		p.i++
+		return nftMark(toks[p.i]) + "/" + nftMark(mask), neg, nil
+	}
+	if p.i+1 < len(toks) && toks[p.i+1] == "!=" {
+		neg = true
+		p.i++
+	}
+	if p.i+1 >= len(toks) {
+		return "", false, fmt.Errorf("%s needs a value", toks[p.i])
+	}
+	p.i++
+	return toks[p.i], neg, nil
+}
+
+// target sets the rule's target, unless a statement already set one that
+// a later one does not override.
+func (p *nftRuleParser) target(name string, args ...string) {
+	if p.r.Target == "" || p.r.Target == "MARK" || p.r.Target == "ACCEPT" {
+		p.r.Target, p.r.TargetArgs = name, args
+	}
+}
+
+func (p *nftRuleParser) counter() error {
+	toks, i := p.toks, p.i
+	if i+4 < len(toks) && toks[i+1] == "packets" && toks[i+3] == "bytes" {
+		pk, b, ok := parseCounters("[" + toks[i+2] + ":" + toks[i+4] + "]")
+		if !ok {
+			return fmt.Errorf("bad counter")
+		}
+		p.r.Packets, p.r.Bytes, p.r.HasCounters = pk, b, true
+		p.i += 4
+	}
+	return nil
+}
+
+// next is the token after the current one ("" at the end).
+func (p *nftRuleParser) next(k int) string {
+	if p.i+k < len(p.toks) {
+		return p.toks[p.i+k]
+	}
+	return ""
 }
 
 // nftMark writes a mark as iptables does: 0x00000539 is 0x539.
