@@ -68,20 +68,7 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 	clean := &capture.CaptureReport{Expected: "container istio-init's arguments", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}}, ConnectionsSummary: "no live TCP or UDP flows"}
 	bypass := &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{Missing: []string{}, Extra: []string{}},
 		Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp"}, Class: "bypassing the proxy"}}}
-	cases := []struct {
-		name        string
-		inj         *injection.InjectionReport
-		pod         *corev1.Pod
-		events      []corev1.Event
-		capture     *capture.CaptureReport
-		connections bool
-		unreadable  string
-		noPod       string
-		now         time.Duration // since t0; a minute when not set
-		first       string
-		fix         string
-		worst       string
-	}{
+	cases := []firstFailingCase{
 		{name: "healthy", inj: injected(nil), pod: pod(nil), worst: Pass},
 		{name: "healthy, rules and connections read", inj: injected(nil), pod: pod(nil), capture: clean, connections: true, worst: Pass},
 		{name: "namespace labelled after the pod was created", inj: injected(func(r *injection.InjectionReport) {
@@ -181,40 +168,66 @@ func TestDiagnoseFirstFailingCheck(t *testing.T) {
 	}
 	checked := 0
 	for _, tc := range cases {
-		var s *startup.StartupReport
-		if tc.now == 0 {
-			tc.now = time.Minute
+		if tc.check(t) {
+			checked++
 		}
-		if tc.pod != nil {
-			s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(tc.now)})
-		}
-		f := Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections, NoPod: tc.noPod}
-		if tc.unreadable != "" {
-			f.CaptureUnknown, f.CaptureNeeds = "not allowed to read the rules", []string{tc.unreadable}
-		}
-		d := Diagnose(f)
-		if d.First != tc.first || !strings.Contains(d.Fix, tc.fix) || d.Worst() != tc.worst || d.Status != tc.worst {
-			var lines []string
-			for _, c := range d.Checks {
-				lines = append(lines, c.Name+" "+c.Status+": "+c.Evidence)
-			}
-			t.Errorf("%s: first %q fix %q worst %q; want %q %q %q\n  %s", tc.name, d.First, d.Fix, d.Worst(), tc.first, tc.fix, tc.worst, strings.Join(lines, "\n  "))
-			continue
-		}
-		if len(d.Checks) != 5 || d.Checks[0].Name != CheckInjection || d.Checks[4].Name != CheckConnections {
-			t.Errorf("%s: checks %+v", tc.name, d.Checks)
-		}
-		for _, c := range d.Checks {
-			if c.Status == NotChecked && !strings.Contains(c.Evidence, "not") {
-				t.Errorf("%s: %s not checked without saying so: %q", tc.name, c.Name, c.Evidence)
-			}
-			if c.Status == Unknown && c.Name != CheckInit && c.Name != CheckStart && len(c.Needs) == 0 {
-				t.Errorf("%s: unknown injection names no permission", tc.name)
-			}
-		}
-		checked++
 	}
 	t.Logf("%d planted faults and healthy pods diagnosed", checked)
+}
+
+// firstFailingCase is a case of TestDiagnoseFirstFailingCheck.
+type firstFailingCase struct {
+	name        string
+	inj         *injection.InjectionReport
+	pod         *corev1.Pod
+	events      []corev1.Event
+	capture     *capture.CaptureReport
+	connections bool
+	unreadable  string
+	noPod       string
+	now         time.Duration // since t0; a minute when not set
+	first       string
+	fix         string
+	worst       string
+}
+
+// check diagnoses the case's facts and checks the answer: the first
+// failing check, its fix, the worst status, every check said; true when
+// all hold.
+func (tc firstFailingCase) check(t *testing.T) bool {
+	t.Helper()
+	var s *startup.StartupReport
+	if tc.now == 0 {
+		tc.now = time.Minute
+	}
+	if tc.pod != nil {
+		s = startup.AnalyzeStartup(startup.StartupFacts{Pod: tc.pod, Events: tc.events, Now: t0.Add(tc.now)})
+	}
+	f := Facts{Injection: tc.inj, Startup: s, Capture: tc.capture, Connections: tc.connections, NoPod: tc.noPod}
+	if tc.unreadable != "" {
+		f.CaptureUnknown, f.CaptureNeeds = "not allowed to read the rules", []string{tc.unreadable}
+	}
+	d := Diagnose(f)
+	if d.First != tc.first || !strings.Contains(d.Fix, tc.fix) || d.Worst() != tc.worst || d.Status != tc.worst {
+		var lines []string
+		for _, c := range d.Checks {
+			lines = append(lines, c.Name+" "+c.Status+": "+c.Evidence)
+		}
+		t.Errorf("%s: first %q fix %q worst %q; want %q %q %q\n  %s", tc.name, d.First, d.Fix, d.Worst(), tc.first, tc.fix, tc.worst, strings.Join(lines, "\n  "))
+		return false
+	}
+	if len(d.Checks) != 5 || d.Checks[0].Name != CheckInjection || d.Checks[4].Name != CheckConnections {
+		t.Errorf("%s: checks %+v", tc.name, d.Checks)
+	}
+	for _, c := range d.Checks {
+		if c.Status == NotChecked && !strings.Contains(c.Evidence, "not") {
+			t.Errorf("%s: %s not checked without saying so: %q", tc.name, c.Name, c.Evidence)
+		}
+		if c.Status == Unknown && c.Name != CheckInit && c.Name != CheckStart && len(c.Needs) == 0 {
+			t.Errorf("%s: unknown injection names no permission", tc.name)
+		}
+	}
+	return true
 }
 
 // A crash-looping container gets the same diagnosis in every phase of its

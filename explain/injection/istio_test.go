@@ -209,179 +209,186 @@ const (
 	whDefaultRevN = "istio-sidecar-injector/rev.namespace.sidecar-injector.istio.io"
 )
 
+// templateDecision is a case of TestIstioTemplateDecisions.
+type templateDecision struct {
+	name        string
+	nsLabels    map[string]string
+	ns          string
+	labels      map[string]string
+	annotations map[string]string
+	facts       func(*ClusterFacts)
+	hostNetwork bool
+	want        want
+}
+
+// templateDecisions are the pod templates whose injection
+// TestIstioTemplateDecisions decides, and the answers.
+var templateDecisions = []templateDecision{
+	{name: "namespace istio-injection=enabled", nsLabels: map[string]string{"istio-injection": "enabled"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, verdict: "will be injected", factor: "namespace label istio-injection", effect: EffectInject, sidecar: "native"}},
+	{name: "istio-injection=disabled blocks even a pod label true", nsLabels: map[string]string{"istio-injection": "disabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
+		want: want{verdict: `istio-injection="disabled" blocks every Istio webhook`, fix: "istio-injection=enabled --overwrite", factor: "namespace label istio-injection", effect: EffectBlocks}},
+	{name: "any other istio-injection value blocks", nsLabels: map[string]string{"istio-injection": "true"},
+		want: want{verdict: `istio-injection="true" blocks`, factor: "namespace label istio-injection", effect: EffectBlocks}},
+	{name: "includeOutboundPorts not a port list: admitted, istio-init will fail", nsLabels: map[string]string{"istio-injection": "enabled"},
+		annotations: map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"},
+		want:        want{expected: true, revision: "default", webhook: whDefaultNS, warning: "istio-init will fail on it"}},
+	{name: "istio-injection=enabled beats istio.io/rev", nsLabels: map[string]string{"istio-injection": "enabled", "istio.io/rev": "canary"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "namespace label istio.io/rev", effect: EffectNone, warning: "istio.io/rev is ignored"}},
+	{name: "namespace istio.io/rev=canary", nsLabels: map[string]string{"istio.io/rev": "canary"},
+		want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "namespace label istio.io/rev", effect: EffectInject, sidecar: "classic"}},
+	{name: "namespace istio.io/rev=default (the default revision by name)", nsLabels: map[string]string{"istio.io/rev": "default"},
+		want: want{expected: true, revision: "default", webhook: whDefaultRevN}},
+	{name: "revision tag prod points at canary", nsLabels: map[string]string{"istio.io/rev": "prod"},
+		want: want{expected: true, revision: "canary", webhook: whTagProdNS, verdict: "through tag prod"}},
+	{name: "istio.io/rev naming no revision", nsLabels: map[string]string{"istio.io/rev": "stable"},
+		want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "kubectl label namespace app istio.io/rev=default --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
+	{name: "unlabelled namespace, pod label inject=true", labels: map[string]string{"sidecar.istio.io/inject": "true"},
+		want: want{expected: true, revision: "default", webhook: whDefaultObj, factor: "pod label sidecar.istio.io/inject", effect: EffectInject}},
+	{name: "unlabelled namespace, annotation only: invisible to selectors", annotations: map[string]string{"sidecar.istio.io/inject": "true"},
+		want: want{verdict: "invisible to webhook selectors", fix: `kubectl patch deployment app -n app --type merge -p '{"spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}}}}}'`,
+			factor: "pod annotation sidecar.istio.io/inject", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
+	{name: "unlabelled namespace, nothing", want: want{verdict: "no Istio webhook matches", fix: "kubectl label namespace app istio-injection=enabled", noWarnings: true}},
+	{name: "unlabelled namespace, pod label istio.io/rev=canary", labels: map[string]string{"istio.io/rev": "canary"},
+		want: want{expected: true, revision: "canary", webhook: whCanaryObj, factor: "pod label istio.io/rev", effect: EffectInject}},
+	{name: "namespace rev wins over pod rev", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"istio.io/rev": "default"},
+		want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "pod label istio.io/rev", effect: EffectNone}},
+	{name: "pod label inject=false opts out", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "false"},
+		want: want{verdict: `sidecar.istio.io/inject="false" excludes it`, factor: "pod label sidecar.istio.io/inject", effect: EffectSkip}},
+	{name: "annotation inject=false: webhook called, istiod skips", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/inject": "false"},
+		want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
+	{name: "label true wins over annotation false", nsLabels: map[string]string{"istio-injection": "enabled"},
+		labels: map[string]string{"sidecar.istio.io/inject": "true"}, annotations: map[string]string{"sidecar.istio.io/inject": "false"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject annotation", effect: EffectNone}},
+	{name: "hostNetwork is never injected", nsLabels: map[string]string{"istio-injection": "enabled"}, hostNetwork: true,
+		want: want{verdict: "hostNetwork", factor: "hostNetwork", effect: EffectBlocks}},
+	{name: "kube-system is ignored even when labelled", ns: "kube-system", nsLabels: map[string]string{"istio-injection": "enabled"},
+		want: want{verdict: "kube-system", factor: "ignored namespace", effect: EffectBlocks}},
+	{name: "policy disabled skips a labelled namespace", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
+		},
+		want: want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject": "true"`, factor: "policy", effect: EffectSkip}},
+	{name: "policy disabled, pod label true injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
+		},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectNone}},
+	{name: "alwaysInjectSelector beats policy disabled", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
+		},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "alwaysInjectSelector", effect: EffectInject}},
+	{name: "neverInjectSelector beats alwaysInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
+		},
+		want: want{verdict: "neverInjectSelector", factor: "neverInjectSelector", effect: EffectSkip}},
+	{name: "explicit label true beats neverInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web", "sidecar.istio.io/inject": "true"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}"
+		},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "neverInjectSelector", effect: EffectNone}},
+	{name: "invalid policy never injects", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: sometimes"
+		},
+		want: want{verdict: "neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
+	// Real istiod (the ground-truth e2e): a config without a policy never
+	// injects, not even a pod that asks for it.
+	{name: "missing policy never injects, even a pod that asks", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "alwaysInjectSelector:\n- matchLabels: {sidecar.istio.io/inject: \"true\"}"
+		},
+		want: want{verdict: "policy (not set) is neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
+	{name: "1.28: label value enabled is invalid, default policy injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
+	{name: "1.26: label value enabled means do not inject", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
+		want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
+	{name: "1.26: yes injects under policy disabled", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "yes"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector-canary"].Data["config"] = "policy: disabled"
+		},
+		want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectInject}},
+	{name: "version from the istiod image beats values.global.tag", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.ControlPlanes = []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istiod-canary", Labels: map[string]string{"istio.io/rev": "canary"}},
+				Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "discovery", Image: "docker.io/istio/pilot:1.27.2"}}}}}}}
+		},
+		want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
+	{name: "default revision deactivated, default tag takes over", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.Webhooks[0] = deactivate(f.Webhooks[0])
+			f.Webhooks = append(f.Webhooks, mwc("istio-revision-tag-default", map[string]string{"istio.io/rev": "canary", "istio.io/tag": "default"},
+				append(revHooks("default", "istiod-canary"), defaultHooks("istiod-canary", false)...)))
+		},
+		want: want{expected: true, revision: "canary", webhook: "istio-revision-tag-default/namespace.sidecar-injector.istio.io", verdict: "through tag default"}},
+	{name: "default tag without deactivating the default: double injection", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.Webhooks = append(f.Webhooks, mwc("istio-revision-tag-default", map[string]string{"istio.io/rev": "canary", "istio.io/tag": "default"},
+				append(revHooks("default", "istiod-canary"), defaultHooks("istiod-canary", false)...)))
+		},
+		// The apiserver calls configurations in name order: the tag's first, then the
+		// default's, which re-injects with its own revision.
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, warning: "more than one Istio webhook matches"}},
+	{name: "deactivated only: nothing injects", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) { f.Webhooks = f.Webhooks[:1]; f.Webhooks[0] = deactivate(f.Webhooks[0]) },
+		want:  want{verdict: "no Istio webhook matches", factor: "namespace label istio-injection", effect: EffectWarning}},
+	{name: "enableNamespacesByDefault: the auto webhook injects unlabelled namespaces",
+		facts: func(f *ClusterFacts) {
+			f.Webhooks[0].Webhooks = append(revHooks("default", "istiod"), defaultHooks("istiod", true)...)
+		},
+		want: want{expected: true, revision: "default", webhook: "istio-sidecar-injector/auto.sidecar-injector.istio.io"}},
+	{name: "no ready endpoints, failurePolicy Fail: creation fails", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) { f.EndpointSlices["istio-system/istiod"] = nil },
+		want: want{blocked: true, verdict: "has no ready endpoints", fix: "kubectl label namespace app istio-injection- istio.io/rev=canary   # revision default's webhook cannot be called: service istio-system/istiod has no ready endpoints",
+			factor: "webhook backend", effect: EffectBlocks}},
+	{name: "no service, failurePolicy Ignore: created without injection", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			delete(f.Services, "istio-system/istiod")
+			ignore := admissionregistrationv1.Ignore
+			for i := range f.Webhooks[0].Webhooks {
+				f.Webhooks[0].Webhooks[i].FailurePolicy = &ignore
+			}
+		},
+		want: want{verdict: "does not exist, failurePolicy Ignore", factor: "webhook backend", effect: EffectSkip}},
+	{name: "ambient namespace: no sidecar expected", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, facts: withAmbientCNI,
+		want: want{ambient: true, verdict: "ambient mode captures them through ztunnel", factor: "ambient enablement selector", effect: EffectInject}},
+	{name: "ambient namespace without istio-cni: nothing captures it", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"},
+		want: want{verdict: "will not be injected", warning: "no istio-cni with ambient mode is installed", factor: "istio-cni ambient configuration", effect: EffectWarning}},
+	{name: "ambient namespace, pod opts out of ambient", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, labels: map[string]string{"istio.io/dataplane-mode": "none"},
+		want: want{verdict: "no Istio webhook matches"}},
+	{name: "sidecar and ambient both: the sidecar wins", nsLabels: map[string]string{"istio-injection": "enabled", "istio.io/dataplane-mode": "ambient"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, warning: "ambient"}},
+	{name: "missing template is rejected", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"inject.istio.io/templates": "sidecar,custom"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x\n  gateway: y"
+		},
+		want: want{blocked: true, webhook: whDefaultNS, verdict: `template "custom" is not in ConfigMap`, factor: "inject.istio.io/templates", effect: EffectBlocks}},
+	// istiod checks annotation values before it picks templates: the refusal names the annotation.
+	{name: "invalid annotation and missing template: the annotation decides", nsLabels: map[string]string{"istio-injection": "enabled"},
+		annotations: map[string]string{"inject.istio.io/templates": "custom", "traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x"
+		},
+		want: want{blocked: true, webhook: whDefaultNS, verdict: "istiod refuses the pod at admission: invalid value \"10.0.0.0/33\"", factor: "traffic.sidecar.istio.io/excludeOutboundIPRanges", effect: EffectBlocks}},
+	{name: "unreadable injector config: policy assumed, and said so", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) {
+			f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: [unterminated"
+		},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectInject}},
+	{name: "interceptionMode NONE: injected without capture", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/interceptionMode": "NONE"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/interceptionMode", effect: EffectInfoOnly}},
+	{name: "native sidecar turned off by annotation", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/nativeSidecar": "false"},
+		want: want{expected: true, revision: "default", webhook: whDefaultNS, sidecar: "classic"}},
+	{name: "native sidecar auto needs every kubelet at 1.33", nsLabels: map[string]string{"istio-injection": "enabled"},
+		facts: func(f *ClusterFacts) { f.KubeletVersions["old-node"] = "v1.32.9" },
+		want:  want{expected: true, revision: "default", webhook: whDefaultNS, sidecar: "classic"}},
+}
+
 func TestIstioTemplateDecisions(t *testing.T) {
 	m := Istio{}
-	cases := []struct {
-		name        string
-		nsLabels    map[string]string
-		ns          string
-		labels      map[string]string
-		annotations map[string]string
-		facts       func(*ClusterFacts)
-		hostNetwork bool
-		want        want
-	}{
-		{name: "namespace istio-injection=enabled", nsLabels: map[string]string{"istio-injection": "enabled"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, verdict: "will be injected", factor: "namespace label istio-injection", effect: EffectInject, sidecar: "native"}},
-		{name: "istio-injection=disabled blocks even a pod label true", nsLabels: map[string]string{"istio-injection": "disabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			want: want{verdict: `istio-injection="disabled" blocks every Istio webhook`, fix: "istio-injection=enabled --overwrite", factor: "namespace label istio-injection", effect: EffectBlocks}},
-		{name: "any other istio-injection value blocks", nsLabels: map[string]string{"istio-injection": "true"},
-			want: want{verdict: `istio-injection="true" blocks`, factor: "namespace label istio-injection", effect: EffectBlocks}},
-		{name: "includeOutboundPorts not a port list: admitted, istio-init will fail", nsLabels: map[string]string{"istio-injection": "enabled"},
-			annotations: map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "abc"},
-			want:        want{expected: true, revision: "default", webhook: whDefaultNS, warning: "istio-init will fail on it"}},
-		{name: "istio-injection=enabled beats istio.io/rev", nsLabels: map[string]string{"istio-injection": "enabled", "istio.io/rev": "canary"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "namespace label istio.io/rev", effect: EffectNone, warning: "istio.io/rev is ignored"}},
-		{name: "namespace istio.io/rev=canary", nsLabels: map[string]string{"istio.io/rev": "canary"},
-			want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "namespace label istio.io/rev", effect: EffectInject, sidecar: "classic"}},
-		{name: "namespace istio.io/rev=default (the default revision by name)", nsLabels: map[string]string{"istio.io/rev": "default"},
-			want: want{expected: true, revision: "default", webhook: whDefaultRevN}},
-		{name: "revision tag prod points at canary", nsLabels: map[string]string{"istio.io/rev": "prod"},
-			want: want{expected: true, revision: "canary", webhook: whTagProdNS, verdict: "through tag prod"}},
-		{name: "istio.io/rev naming no revision", nsLabels: map[string]string{"istio.io/rev": "stable"},
-			want: want{verdict: `no active Istio webhook serves revision or tag "stable"`, fix: "kubectl label namespace app istio.io/rev=default --overwrite", factor: "namespace label istio.io/rev", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
-		{name: "unlabelled namespace, pod label inject=true", labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			want: want{expected: true, revision: "default", webhook: whDefaultObj, factor: "pod label sidecar.istio.io/inject", effect: EffectInject}},
-		{name: "unlabelled namespace, annotation only: invisible to selectors", annotations: map[string]string{"sidecar.istio.io/inject": "true"},
-			want: want{verdict: "invisible to webhook selectors", fix: `kubectl patch deployment app -n app --type merge -p '{"spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}}}}}'`,
-				factor: "pod annotation sidecar.istio.io/inject", effect: EffectWarning, warning: "injection is asked for, but it does not happen"}},
-		{name: "unlabelled namespace, nothing", want: want{verdict: "no Istio webhook matches", fix: "kubectl label namespace app istio-injection=enabled", noWarnings: true}},
-		{name: "unlabelled namespace, pod label istio.io/rev=canary", labels: map[string]string{"istio.io/rev": "canary"},
-			want: want{expected: true, revision: "canary", webhook: whCanaryObj, factor: "pod label istio.io/rev", effect: EffectInject}},
-		{name: "namespace rev wins over pod rev", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"istio.io/rev": "default"},
-			want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "pod label istio.io/rev", effect: EffectNone}},
-		{name: "pod label inject=false opts out", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "false"},
-			want: want{verdict: `sidecar.istio.io/inject="false" excludes it`, factor: "pod label sidecar.istio.io/inject", effect: EffectSkip}},
-		{name: "annotation inject=false: webhook called, istiod skips", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/inject": "false"},
-			want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
-		{name: "label true wins over annotation false", nsLabels: map[string]string{"istio-injection": "enabled"},
-			labels: map[string]string{"sidecar.istio.io/inject": "true"}, annotations: map[string]string{"sidecar.istio.io/inject": "false"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject annotation", effect: EffectNone}},
-		{name: "hostNetwork is never injected", nsLabels: map[string]string{"istio-injection": "enabled"}, hostNetwork: true,
-			want: want{verdict: "hostNetwork", factor: "hostNetwork", effect: EffectBlocks}},
-		{name: "kube-system is ignored even when labelled", ns: "kube-system", nsLabels: map[string]string{"istio-injection": "enabled"},
-			want: want{verdict: "kube-system", factor: "ignored namespace", effect: EffectBlocks}},
-		{name: "policy disabled skips a labelled namespace", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
-			},
-			want: want{verdict: "injector policy disabled", fix: `"sidecar.istio.io/inject": "true"`, factor: "policy", effect: EffectSkip}},
-		{name: "policy disabled, pod label true injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled"
-			},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectNone}},
-		{name: "alwaysInjectSelector beats policy disabled", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: disabled\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
-			},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "alwaysInjectSelector", effect: EffectInject}},
-		{name: "neverInjectSelector beats alwaysInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}\nalwaysInjectSelector:\n- matchLabels: {tier: web}"
-			},
-			want: want{verdict: "neverInjectSelector", factor: "neverInjectSelector", effect: EffectSkip}},
-		{name: "explicit label true beats neverInjectSelector", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"tier": "web", "sidecar.istio.io/inject": "true"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\nneverInjectSelector:\n- matchLabels: {tier: web}"
-			},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "neverInjectSelector", effect: EffectNone}},
-		{name: "invalid policy never injects", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: sometimes"
-			},
-			want: want{verdict: "neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
-		// Real istiod (the ground-truth e2e): a config without a policy never
-		// injects, not even a pod that asks for it.
-		{name: "missing policy never injects, even a pod that asks", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "true"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "alwaysInjectSelector:\n- matchLabels: {sidecar.istio.io/inject: \"true\"}"
-			},
-			want: want{verdict: "policy (not set) is neither enabled nor disabled", factor: "policy", effect: EffectBlocks}},
-		{name: "1.28: label value enabled is invalid, default policy injects", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
-		{name: "1.26: label value enabled means do not inject", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
-			want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
-		{name: "1.26: yes injects under policy disabled", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "yes"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector-canary"].Data["config"] = "policy: disabled"
-			},
-			want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectInject}},
-		{name: "version from the istiod image beats values.global.tag", nsLabels: map[string]string{"istio.io/rev": "canary"}, labels: map[string]string{"sidecar.istio.io/inject": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.ControlPlanes = []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istiod-canary", Labels: map[string]string{"istio.io/rev": "canary"}},
-					Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "discovery", Image: "docker.io/istio/pilot:1.27.2"}}}}}}}
-			},
-			want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "sidecar.istio.io/inject (injector)", effect: EffectWarning}},
-		{name: "default revision deactivated, default tag takes over", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.Webhooks[0] = deactivate(f.Webhooks[0])
-				f.Webhooks = append(f.Webhooks, mwc("istio-revision-tag-default", map[string]string{"istio.io/rev": "canary", "istio.io/tag": "default"},
-					append(revHooks("default", "istiod-canary"), defaultHooks("istiod-canary", false)...)))
-			},
-			want: want{expected: true, revision: "canary", webhook: "istio-revision-tag-default/namespace.sidecar-injector.istio.io", verdict: "through tag default"}},
-		{name: "default tag without deactivating the default: double injection", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.Webhooks = append(f.Webhooks, mwc("istio-revision-tag-default", map[string]string{"istio.io/rev": "canary", "istio.io/tag": "default"},
-					append(revHooks("default", "istiod-canary"), defaultHooks("istiod-canary", false)...)))
-			},
-			// The apiserver calls configurations in name order: the tag's first, then the
-			// default's, which re-injects with its own revision.
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, warning: "more than one Istio webhook matches"}},
-		{name: "deactivated only: nothing injects", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) { f.Webhooks = f.Webhooks[:1]; f.Webhooks[0] = deactivate(f.Webhooks[0]) },
-			want:  want{verdict: "no Istio webhook matches", factor: "namespace label istio-injection", effect: EffectWarning}},
-		{name: "enableNamespacesByDefault: the auto webhook injects unlabelled namespaces",
-			facts: func(f *ClusterFacts) {
-				f.Webhooks[0].Webhooks = append(revHooks("default", "istiod"), defaultHooks("istiod", true)...)
-			},
-			want: want{expected: true, revision: "default", webhook: "istio-sidecar-injector/auto.sidecar-injector.istio.io"}},
-		{name: "no ready endpoints, failurePolicy Fail: creation fails", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) { f.EndpointSlices["istio-system/istiod"] = nil },
-			want: want{blocked: true, verdict: "has no ready endpoints", fix: "kubectl label namespace app istio-injection- istio.io/rev=canary   # revision default's webhook cannot be called: service istio-system/istiod has no ready endpoints",
-				factor: "webhook backend", effect: EffectBlocks}},
-		{name: "no service, failurePolicy Ignore: created without injection", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				delete(f.Services, "istio-system/istiod")
-				ignore := admissionregistrationv1.Ignore
-				for i := range f.Webhooks[0].Webhooks {
-					f.Webhooks[0].Webhooks[i].FailurePolicy = &ignore
-				}
-			},
-			want: want{verdict: "does not exist, failurePolicy Ignore", factor: "webhook backend", effect: EffectSkip}},
-		{name: "ambient namespace: no sidecar expected", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, facts: withAmbientCNI,
-			want: want{ambient: true, verdict: "ambient mode captures them through ztunnel", factor: "ambient enablement selector", effect: EffectInject}},
-		{name: "ambient namespace without istio-cni: nothing captures it", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"},
-			want: want{verdict: "will not be injected", warning: "no istio-cni with ambient mode is installed", factor: "istio-cni ambient configuration", effect: EffectWarning}},
-		{name: "ambient namespace, pod opts out of ambient", nsLabels: map[string]string{"istio.io/dataplane-mode": "ambient"}, labels: map[string]string{"istio.io/dataplane-mode": "none"},
-			want: want{verdict: "no Istio webhook matches"}},
-		{name: "sidecar and ambient both: the sidecar wins", nsLabels: map[string]string{"istio-injection": "enabled", "istio.io/dataplane-mode": "ambient"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, warning: "ambient"}},
-		{name: "missing template is rejected", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"inject.istio.io/templates": "sidecar,custom"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x\n  gateway: y"
-			},
-			want: want{blocked: true, webhook: whDefaultNS, verdict: `template "custom" is not in ConfigMap`, factor: "inject.istio.io/templates", effect: EffectBlocks}},
-		// istiod checks annotation values before it picks templates: the refusal names the annotation.
-		{name: "invalid annotation and missing template: the annotation decides", nsLabels: map[string]string{"istio-injection": "enabled"},
-			annotations: map[string]string{"inject.istio.io/templates": "custom", "traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: enabled\ntemplates:\n  sidecar: x"
-			},
-			want: want{blocked: true, webhook: whDefaultNS, verdict: "istiod refuses the pod at admission: invalid value \"10.0.0.0/33\"", factor: "traffic.sidecar.istio.io/excludeOutboundIPRanges", effect: EffectBlocks}},
-		{name: "unreadable injector config: policy assumed, and said so", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) {
-				f.ConfigMaps["istio-system/istio-sidecar-injector"].Data["config"] = "policy: [unterminated"
-			},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "policy", effect: EffectInject}},
-		{name: "interceptionMode NONE: injected without capture", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/interceptionMode": "NONE"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, factor: "sidecar.istio.io/interceptionMode", effect: EffectInfoOnly}},
-		{name: "native sidecar turned off by annotation", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/nativeSidecar": "false"},
-			want: want{expected: true, revision: "default", webhook: whDefaultNS, sidecar: "classic"}},
-		{name: "native sidecar auto needs every kubelet at 1.33", nsLabels: map[string]string{"istio-injection": "enabled"},
-			facts: func(f *ClusterFacts) { f.KubeletVersions["old-node"] = "v1.32.9" },
-			want:  want{expected: true, revision: "default", webhook: whDefaultNS, sidecar: "classic"}},
-	}
+	cases := templateDecisions
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := tc.ns
