@@ -6,12 +6,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +158,10 @@ func TestKubectlMeshThroughKubectl(t *testing.T) {
 		cmd := exec.Command(c.KubectlPath, args...)
 		cmd.Env = env
 		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 4 && slices.Contains(args, "-A") {
+			err = nil // a problem found among the cluster's other pods: an answer, printed
+		}
 		return string(out), err
 	}
 	if out, err := kubectl("mesh", "completion", "shim", "--install"); err != nil || !strings.Contains(out, bin+"/kubectl_complete-mesh") {
