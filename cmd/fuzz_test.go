@@ -177,7 +177,7 @@ func FuzzPod(f *testing.F) {
 			t.Fatal(err)
 		}
 		render.Startup(pr, sr)
-		render.StartupRows(pr, []*startup.StartupReport{sr})
+		render.StartupRows(pr, []*startup.StartupReport{sr}, nil)
 		rawControl(t, "pod", out.String())
 		if strings.Contains(out.String(), "\x1b[2J") {
 			t.Error("a screen clear reached the output")

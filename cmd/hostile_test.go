@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 
@@ -123,7 +124,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 	views["startup (rows)"] = func(p *render.Printer) {
 		r := sr
 		render.Sanitize(&r)
-		render.StartupRows(p, []*startup.StartupReport{&r})
+		render.StartupRows(p, []*startup.StartupReport{&r}, []*diagnose.Diagnosis{{Status: diagnose.Fail, First: diagnose.CheckInit, Code: "KM-INIT-003"}})
 	}
 
 	var cr capture.CaptureReport

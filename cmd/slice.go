@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
 // injectionSlice is diagnose's answer for a report, cut to its injection
@@ -12,17 +13,14 @@ import (
 // diagnose's rule (p, when given, is the report's pod, which some checks
 // read).
 func injectionSlice(r *injection.InjectionReport, p *corev1.Pod) *diagnose.Diagnosis {
-	f := diagnose.Facts{Injection: r, Pod: p, NoPod: "why-injected checks injection only"}
-	d := diagnose.Diagnose(f)
-	inj := d.Checks[0]
-	out := &diagnose.Diagnosis{WorkloadKind: d.WorkloadKind, Namespace: d.Namespace, Name: d.Name, Status: inj.Status, Checks: d.Checks[:1]}
-	if inj.Status == diagnose.Fail {
-		out.First = inj.Name
-	}
-	for _, fd := range d.Findings {
-		if fd.Stage == diagnose.CheckInjection {
-			out.Findings = append(out.Findings, fd)
-		}
-	}
-	return out
+	d := diagnose.Diagnose(diagnose.Facts{Injection: r, Pod: p, NoPod: "why-injected checks injection only"})
+	return diagnose.Slice(d, diagnose.CheckInjection)
+}
+
+// startupSlice is diagnose's answer for a pod's startup, cut to its init
+// and start checks: the slice startup shows, with the same codes, statuses
+// and fixes, whose status decides its exit by diagnose's rule.
+func startupSlice(r *startup.StartupReport, p *corev1.Pod) *diagnose.Diagnosis {
+	d := diagnose.Diagnose(diagnose.Facts{Startup: r, Pod: p})
+	return diagnose.Slice(d, diagnose.CheckInit, diagnose.CheckStart)
 }

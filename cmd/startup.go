@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
+	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine/podstart"
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 
@@ -26,7 +27,9 @@ type StartupOptions struct {
 	Selector      string
 	AllNamespaces bool
 	Output        string
-	Args          []string
+	// FailOn is the status that exits 4, as diagnose's --fail-on.
+	FailOn string
+	Args   []string
 
 	namespace string
 	client    *inspect.Client
@@ -46,7 +49,15 @@ failures recognised), the real start order of every container on a timeline,
 native sidecars and holdApplicationUntilProxyStarts recognised, kubelet events
 merged in, and the ordering hazards, each with its fix.
 
-For many pods (-n, -l, -A, a workload): one row per pod, worst first.`,
+On top, diagnose's init and start checks on the pod: the same codes,
+statuses and fixes as diagnose gives them.
+
+For many pods (-n, -l, -A, a workload): one row per pod, worst first, with
+those checks' status and first code.
+
+Exit codes, as diagnose's over its init and start checks: 0 nothing failed
+(warnings too, unless --fail-on warning); 4 a problem was found; 3 nothing
+failed but an answer is unknown; 1 error; 2 usage error.`,
 		Example: `  kubectl mesh startup reviews-v1-5f4d8b7c9-x2x8z -n bookinfo
   kubectl mesh startup deploy/reviews -n bookinfo
   kubectl mesh startup -A -o json`,
@@ -67,6 +78,8 @@ For many pods (-n, -l, -A, a workload): one row per pod, worst first.`,
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Show the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
+	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -84,6 +97,9 @@ func (o *StartupOptions) Complete(args []string) error {
 func (o *StartupOptions) Validate() error {
 	if err := validateOutput(o.Output); err != nil {
 		return err
+	}
+	if o.FailOn != diagnose.Fail && o.FailOn != diagnose.Warning {
+		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
 	}
 	switch {
 	case len(o.Args) > 0 && (o.AllNamespaces || o.Selector != ""):
@@ -115,10 +131,13 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 			return err
 		}
 		reports := make([]*startup.StartupReport, 0, len(pods))
+		ds := make([]*diagnose.Diagnosis, 0, len(pods))
 		for i := range pods {
-			reports = append(reports, o.eng.Analyze(ctx, &pods[i], events, incomplete, detail))
+			r := o.eng.Analyze(ctx, &pods[i], events, incomplete, detail)
+			reports = append(reports, r)
+			ds = append(ds, startupSlice(r, &pods[i]))
 		}
-		return o.finish(single, detail, reports)
+		return o.finish(single, detail, reports, ds)
 	}
 
 	// A sweep: the events are read while the pods stream in, and each pod
@@ -147,12 +166,12 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 				continue
 			}
 			if held != nil {
-				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false)); err != nil {
+				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false), held); err != nil {
 					return err
 				}
 				held = nil
 			}
-			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false)); err != nil {
+			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false), &page[i]); err != nil {
 				return err
 			}
 		}
@@ -166,47 +185,61 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if held != nil {
-		return o.finish(false, true, []*startup.StartupReport{o.eng.Analyze(ctx, held, events, incomplete, true)})
+		r := o.eng.Analyze(ctx, held, events, incomplete, true)
+		return o.finish(false, true, []*startup.StartupReport{r}, []*diagnose.Diagnosis{startupSlice(r, held)})
 	}
 	if err := kept.print(); err != nil {
 		return err
 	}
-	if len(kept.incomplete) > 0 {
-		return incompleteError(kept.incomplete)
-	}
-	return nil
+	return kept.outcome.exit(kept.incomplete)
 }
 
-// finish prints the reports; an incomplete answer is an IncompleteError.
-func (o *StartupOptions) finish(single, detail bool, reports []*startup.StartupReport) error {
-	if err := o.print(single, detail, reports); err != nil {
+// finish prints the reports and exits by diagnose's rule over their init
+// and start checks (ds): a problem found, else an incomplete answer.
+func (o *StartupOptions) finish(single, detail bool, reports []*startup.StartupReport, ds []*diagnose.Diagnosis) error {
+	if err := o.print(single, detail, reports, ds); err != nil {
 		return err
 	}
-	for _, r := range reports {
-		if len(r.Incomplete) > 0 {
-			return incompleteError(r.Incomplete)
+	x := outcome{failOn: o.FailOn}
+	var incomplete []string
+	for i, r := range reports {
+		x.add(ds[i])
+		if len(r.Incomplete) > 0 && incomplete == nil {
+			incomplete = r.Incomplete
 		}
 	}
-	return nil
+	return x.exit(incomplete)
 }
 
-func incompleteError(incomplete []string) error {
-	return &IncompleteError{Err: fmt.Errorf("the answer is incomplete, some facts could not be read: %s", strings.Join(incomplete, "; "))}
-}
-
-func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupReport) error {
+func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupReport, ds []*diagnose.Diagnosis) error {
 	if o.Output != "" {
 		if single {
-			return render.Structured(o.Out, o.Output, render.StartupReportDoc{APIVersion: render.APIVersion, Kind: "StartupReport", StartupReport: reports[0]})
+			return render.Structured(o.Out, o.Output, render.StartupReportDoc{APIVersion: render.APIVersion, Kind: "StartupReport",
+				StartupItem: render.StartupItem{StartupReport: reports[0], Diagnosis: ds[0]}})
 		}
-		render.SortStartup(reports)
-		return render.List(o.Out, o.Output, "StartupReportList", len(reports), func(i int) any { return reports[i] })
+		items := make([]render.StartupItem, len(reports))
+		for i := range reports {
+			items[i] = render.StartupItem{StartupReport: reports[i], Diagnosis: ds[i]}
+		}
+		sort.SliceStable(items, func(i, j int) bool {
+			a, b := startup.StartupSeverity(items[i].StartupReport), startup.StartupSeverity(items[j].StartupReport)
+			if a != b {
+				return a > b
+			}
+			return render.KeyBefore(items[i].Namespace, items[i].Name, items[j].Namespace, items[j].Name)
+		})
+		return render.List(o.Out, o.Output, "StartupReportList", len(items), func(i int) any { return items[i] })
 	}
 	for _, r := range reports {
 		render.Sanitize(r)
 	}
 	p := render.NewPrinter(o.Out)
 	if detail {
+		if ds[0].Status != diagnose.Pass {
+			// diagnose's first finding and its fix on top; a pass is
+			// what the view below says.
+			render.SliceAnswer(p, "Checks init and start", ds[0])
+		}
 		render.Startup(p, reports[0])
 		return nil
 	}
@@ -214,7 +247,7 @@ func (o *StartupOptions) print(single, detail bool, reports []*startup.StartupRe
 		fmt.Fprintln(o.ErrOut, "No pods found.")
 		return nil
 	}
-	render.StartupRows(p, reports)
+	render.StartupRows(p, reports, ds)
 	var unknowns []string
 	for _, r := range reports {
 		unknowns = append(unknowns, r.Incomplete...)

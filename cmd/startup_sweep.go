@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
@@ -22,13 +23,16 @@ type startupSweep struct {
 	incomplete []string
 	unknowns   []string
 	seen       map[string]bool
+	// outcome is the exit, by diagnose's rule over the init and start
+	// checks.
+	outcome outcome
 }
 
 // startupClasses are the severities StartupSeverity gives, printed worst first.
 const startupClasses = 4
 
 func newStartupSweep(o *StartupOptions) *startupSweep {
-	s := &startupSweep{o: o, seen: map[string]bool{}, list: render.NewSweptList(startupClasses)}
+	s := &startupSweep{o: o, seen: map[string]bool{}, list: render.NewSweptList(startupClasses), outcome: outcome{failOn: o.FailOn}}
 	if o.Output == "" {
 		s.p = render.NewPrinter(o.Out)
 	}
@@ -36,7 +40,9 @@ func newStartupSweep(o *StartupOptions) *startupSweep {
 }
 
 // add keeps what is printed of r; r is not used afterwards.
-func (s *startupSweep) add(r *startup.StartupReport) error {
+func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod) error {
+	d := startupSlice(r, pod)
+	s.outcome.add(d)
 	if s.o.Output == "" {
 		render.Sanitize(r) // as print does: the footer and the error show it escaped
 	}
@@ -52,13 +58,14 @@ func (s *startupSweep) add(r *startup.StartupReport) error {
 	class := startupClasses - 1 - startup.StartupSeverity(r)
 	if s.o.Output != "" {
 		render.EmptyLists(r)
-		b, err := json.Marshal(r)
+		render.EmptyLists(d)
+		b, err := json.Marshal(render.StartupItem{StartupReport: r, Diagnosis: d})
 		if err != nil {
 			return err
 		}
 		return s.list.Add(class, r.Namespace, r.Name, b)
 	}
-	s.buf = render.AppendRow(s.buf[:0], render.StartupRow(s.p, r)...)
+	s.buf = render.AppendRow(s.buf[:0], render.StartupRow(s.p, r, d)...)
 	return s.list.Add(class, r.Namespace, r.Name, s.buf)
 }
 

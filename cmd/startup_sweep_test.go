@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -75,14 +76,18 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 			var want, got, wantErr, gotErr bytes.Buffer
 			o := &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &want, ErrOut: &wantErr}}
 			rs := reports(arrival.pods)
-			if err := o.print(false, false, rs); err != nil {
+			ds := make([]*diagnose.Diagnosis, len(rs))
+			for i := range rs {
+				ds[i] = startupSlice(rs[i], arrival.pods[i])
+			}
+			if err := o.print(false, false, rs, ds); err != nil {
 				t.Fatal(err)
 			}
 			wantIncomplete := rs[0].Incomplete
 			o = &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &gotErr}}
 			s := newStartupSweep(o)
-			for _, r := range reports(arrival.pods) {
-				if err := s.add(r); err != nil {
+			for i, r := range reports(arrival.pods) {
+				if err := s.add(r, arrival.pods[i]); err != nil {
 					t.Fatal(err)
 				}
 			}

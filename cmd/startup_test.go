@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -49,7 +50,13 @@ func TestStartupGolden(t *testing.T) {
 	rb := startup.AnalyzeStartup(startup.StartupFacts{Pod: broken, Now: origin.Add(5 * time.Minute),
 		Logs: map[string]startup.LogTail{"istio-init": {Previous: []string{"error: failed parsing CIDR \"10.0.0.0/33\"\tprefix length out of range"}}}})
 	goldenAt(t, "startup-broken", func(p *render.Printer) { render.Startup(p, rb) })
-	goldenAt(t, "startup-rows", func(p *render.Printer) { render.StartupRows(p, []*startup.StartupReport{r, rb}) })
+	ds := []*diagnose.Diagnosis{startupSlice(r, slow), startupSlice(rb, broken)}
+	goldenAt(t, "startup-rows", func(p *render.Printer) { render.StartupRows(p, []*startup.StartupReport{r, rb}, ds) })
+	// The slice startup shows is diagnose's: the broken pod's istio-init
+	// failure, with diagnose's code and fix.
+	if ds[1].Status != diagnose.Fail || ds[1].First != diagnose.CheckInit || ds[1].Code == "" || ds[1].Fix == "" || ds[0].Status == diagnose.Fail {
+		t.Errorf("startup's slice: healthy %s, broken %s %s %s fix %q", ds[0].Status, ds[1].Status, ds[1].First, ds[1].Code, ds[1].Fix)
+	}
 	if out := string(renderAt(80, func(p *render.Printer) { render.Startup(p, rb) })); !strings.Contains(strings.Join(strings.SplitN(out, "\n", 5)[:4], "\n"), "failure istio-init") {
 		t.Errorf("the failure is not in the first lines:\n%s", out)
 	}

@@ -50,6 +50,30 @@ func Headline(d *diagnose.Diagnosis) string {
 	return "every check that ran passed"
 }
 
+// SliceAnswer prints a command's slice of diagnose's answer on top of its
+// own view: what checks, the first failing one's code, finding and fix.
+func SliceAnswer(p *Printer, checks string, d *diagnose.Diagnosis) {
+	head := Headline(d)
+	if d.Code != "" {
+		head += ": " + d.Code
+	}
+	p.Para(checks+": ", p.Paint(StatusEffect(d.Status), Escape(head)))
+	if d.First != "" {
+		p.Para(p.Bold("Finding:")+" ", Escape(d.Verdict))
+		for i, l := range strings.Split(d.Fix, "\n") {
+			if l == "" {
+				continue
+			}
+			prefix := "         "
+			if i == 0 {
+				prefix = p.Bold("Fix:") + "     "
+			}
+			p.FixLine(prefix, Escape(l))
+		}
+	}
+	fmt.Fprintln(p.Out)
+}
+
 // Diagnosis prints one pod: the answer first (the first failing check,
 // its finding and its fix), then the checklist, then what would settle the
 // unknown checks and the commands that show each check in full.

@@ -21,7 +21,14 @@ type InjectionReportDoc struct {
 type StartupReportDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+	StartupItem
+}
+
+// StartupItem is one pod's report, and diagnose's init and start checks on
+// it (the same codes, statuses and fixes).
+type StartupItem struct {
 	*startup.StartupReport
+	Diagnosis *diagnose.Diagnosis `json:"diagnosis,omitempty"`
 }
 
 // CaptureReportDoc is the -o json|yaml document of `kubectl mesh iptables`.

@@ -60,7 +60,7 @@ func TestPrintListParsesBack(t *testing.T) {
 func TestEmptyListsAreNotNull(t *testing.T) {
 	docs := map[string]any{
 		"InjectionReport": InjectionReportDoc{APIVersion: APIVersion, Kind: "InjectionReport", InjectionReport: &injection.InjectionReport{}},
-		"StartupReport":   StartupReportDoc{APIVersion: APIVersion, Kind: "StartupReport", StartupReport: &startup.StartupReport{}},
+		"StartupReport":   StartupReportDoc{APIVersion: APIVersion, Kind: "StartupReport", StartupItem: StartupItem{StartupReport: &startup.StartupReport{}}},
 		"CaptureReport": CaptureReportDoc{APIVersion: APIVersion, Kind: "CaptureReport", CaptureReport: &capture.CaptureReport{
 			Dumps: []*capture.Ruleset{{Tables: []*capture.Table{{Name: "nat", Chains: []*capture.Chain{{Name: "ISTIO_OUTPUT"}}}}}},
 			Drift: &capture.Drift{}, Traces: []*capture.Trace{{Spec: "in:80"}}}},

@@ -8,38 +8,45 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
-func StartupRows(p *Printer, rs []*startup.StartupReport) {
+func StartupRows(p *Printer, rs []*startup.StartupReport, ds []*diagnose.Diagnosis) {
+	of := map[*startup.StartupReport]*diagnose.Diagnosis{}
+	for i, r := range rs {
+		if i < len(ds) {
+			of[r] = ds[i]
+		}
+	}
 	SortStartup(rs)
 	rows := make([][]string, 0, len(rs))
 	for _, r := range rs {
-		rows = append(rows, StartupRow(p, r))
+		rows = append(rows, StartupRow(p, r, of[r]))
 	}
 	p.Table(StartupHeaders, rows)
 }
 
-// StartupRow is one pod's row in the table of many pods.
-func StartupRow(p *Printer, r *startup.StartupReport) []string {
-	hazards := "-"
-	if len(r.Hazards) > 0 {
-		var ids []string
-		for _, h := range r.Hazards {
-			id := h.ID
-			if h.Container != "" {
-				id += "(" + h.Container + ")"
+// StartupRow is one pod's row in the table of many pods: its start, and
+// diagnose's init and start checks on it (d, "-" when nil): their status
+// and the first finding's code.
+func StartupRow(p *Printer, r *startup.StartupReport, d *diagnose.Diagnosis) []string {
+	status, code := "-", "-"
+	if d != nil {
+		status = p.Paint(StatusEffect(d.Status), d.Status)
+		if c, title := RowTitle(d); c != "" {
+			code = c
+			if i := strings.LastIndex(title, " (+"); i >= 0 {
+				code += title[i:]
 			}
-			ids = append(ids, id)
 		}
-		hazards = p.Paint(injection.EffectWarning, strings.Join(ids, ", "))
 	}
 	init := r.InitResult
 	if init == "failed" || init == "crash-looping" {
 		init = p.Paint(injection.EffectBlocks, init)
 	}
-	return []string{Escape(r.Namespace), Escape(r.Name), r.Phase, init, Escape(strings.Join(r.StartOrder, ",")), hazards}
+	return []string{Escape(r.Namespace), Escape(r.Name), r.Phase, init, Escape(strings.Join(r.StartOrder, ",")), status, code}
 }
 
 func fmtOffset(t *time.Time, origin time.Time) string {
@@ -267,4 +274,4 @@ func SortStartup(rs []*startup.StartupReport) {
 	})
 }
 
-var StartupHeaders = []string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "HAZARDS"}
+var StartupHeaders = []string{"NAMESPACE", "POD", "PHASE", "INIT", "START ORDER", "STATUS", "CODE"}

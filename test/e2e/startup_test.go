@@ -18,6 +18,11 @@ type startupDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	startup.StartupReport
+	// Diagnosis is diagnose's init and start checks on the pod.
+	Diagnosis *struct {
+		Status string `json:"status"`
+		Code   string `json:"code"`
+	} `json:"diagnosis"`
 }
 
 func hazardSet(r startup.StartupReport) map[string]string {
@@ -72,8 +77,8 @@ func TestStartupOnRealKubelet(t *testing.T) {
 		t.Helper()
 		r := mesh(t, c, "", "startup", name, "-n", ns, "-o", "json")
 		d := decode[startupDoc](t, r)
-		if r.code != 0 || d.Kind != "StartupReport" {
-			t.Fatalf("exit %d kind %q: %s", r.code, d.Kind, r.stderr)
+		if d.Kind != "StartupReport" || d.Diagnosis == nil || r.code != 0 && r.code != 4 || (r.code == 4) != (d.Diagnosis.Status == "fail") {
+			t.Fatalf("exit %d kind %q diagnosis %+v: %s", r.code, d.Kind, d.Diagnosis, r.stderr)
 		}
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -206,9 +211,10 @@ func TestStartupBadInput(t *testing.T) {
 	})
 	user := "no-logs-" + ns
 	c.GrantRole(t, ns, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list"}}})
-	// The log is a fact the answer lacks: said, with the permission, and exit 3.
+	// The log is a fact the answer lacks: said, with the permission; the
+	// failure it has found decides the exit (4), as diagnose's does.
 	r = mesh(t, c, "", "startup", "crash", "-n", ns, "--as", user)
-	if r.code != 3 || !strings.Contains(r.stdout, "unavailable: forbidden: the user may not get pods/log") ||
+	if r.code != 4 || !strings.Contains(r.stdout, "unavailable: forbidden: the user may not get pods/log") ||
 		!strings.Contains(r.stdout, "unknown: log of istio-init: forbidden: the user may not get pods/log") {
 		t.Errorf("logs forbidden: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
