@@ -39,6 +39,8 @@ func TestDocsDoNotDrift(t *testing.T) {
 		problems, links = append(problems, p...), links+n
 		p, n = codeDrift(path, text)
 		problems, codes = append(problems, p...), codes+n
+		p, _ = staleClaims(path, text)
+		problems = append(problems, p...)
 		p, n = invocationDrift(root, path, text)
 		problems, invocations = append(problems, p...), invocations+n
 		p, n = proseFlagDrift(root, path, text)
@@ -91,6 +93,9 @@ func TestDocsDriftCheckerCatchesPlantedFaults(t *testing.T) {
 		{"missing anchor", "see [x](other.md#no-such-heading)", brokenLinks, "#no-such-heading"},
 		{"missing local anchor", "# Doc\nsee [x](#gone)", brokenLinks, "#gone"},
 		{"unknown code", "KM-CAP-999 does not exist", codeDrift, "KM-CAP-999"},
+		{"stale code range", "**57 checks, each with a code** (`KM-INJ-001` …\n`KM-CONN-005`)", staleClaims, "KM-CONN-005"},
+		{"stale check count", "**12 checks, each with a code** (`KM-INJ-001` … `KM-CONN-008`)", staleClaims, "says 12 checks"},
+		{"stale version string", "```console\n  \"version\": \"282c43d\",\n```", staleClaims, "282c43d"},
 		{"code with another title", "| KM-CAP-001 | capture | rules redirect to nothing |", codeDrift, "KM-CAP-001"},
 		{"unknown flag", "```\nkubectl mesh diagnose -A --frobnicate\n```", func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }, "--frobnicate"},
 		{"flag of another command", "```\nkubectl mesh startup web --rules\n```", func(p, s string) ([]string, int) { return invocationDrift(root, p, s) }, "--rules"},
@@ -214,6 +219,38 @@ func brokenLinks(path, text string) ([]string, int) {
 }
 
 var codeRE = regexp.MustCompile(`KM-[A-Z]+-\d{3}`)
+
+var (
+	// codeRange is a doc's claim of the catalogue's size and range: "57
+	// checks, each with a code** (`KM-INJ-001` … `KM-CONN-008`".
+	codeRange = regexp.MustCompile("(\\d+) checks, each with a code\\*\\* \\(`(KM-[A-Z]+-\\d{3})` …\\s+`(KM-[A-Z]+-\\d{3})`")
+	// versionField is a shown version document's "version" field.
+	versionField = regexp.MustCompile(`"version": "([^"]*)"`)
+	buildVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-g[0-9a-f]{7,})?$`)
+)
+
+// staleClaims lists what a doc says of the build that has gone stale: the
+// catalogue's size and the range of its codes, and a version shown in a
+// form the build does not print.
+func staleClaims(path, text string) ([]string, int) {
+	var out []string
+	n := 0
+	checks := diagnose.Checks()
+	for _, m := range codeRange.FindAllStringSubmatch(text, -1) {
+		n++
+		first, last := checks[0].Code, checks[len(checks)-1].Code
+		if m[1] != fmt.Sprint(len(checks)) || m[2] != first || m[3] != last {
+			out = append(out, fmt.Sprintf("%s: says %s checks, %s … %s; the registry has %d, %s … %s", path, m[1], m[2], m[3], len(checks), first, last))
+		}
+	}
+	for _, m := range versionField.FindAllStringSubmatch(text, -1) {
+		n++
+		if !buildVersion.MatchString(m[1]) {
+			out = append(out, fmt.Sprintf("%s: shows version %q, which is not a version the build prints (vX.Y.Z or vX.Y.Z-gCOMMIT)", path, m[1]))
+		}
+	}
+	return out, n
+}
 
 // codeDrift lists the KM- codes of a doc that the registry does not have,
 // and those shown beside another title than the registry's: in a table row

@@ -32,7 +32,7 @@ type Fact struct {
 // The facts checks read.
 var (
 	FactPod       = Fact{"the pod: spec, status, labels, annotations", "get/list pods"}
-	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps; the validating webhooks and policy bindings a refusal names, the other mutators that act on an injected pod", "get namespaces, list mutatingwebhookconfigurations, validatingwebhookconfigurations, validatingadmissionpolicybindings and mutatingadmissionpolicybindings (cluster), list configmaps"}
+	FactMesh      = Fact{"the injection model: namespace labels, Istio webhooks, injector ConfigMaps; the validating webhooks and policy bindings a refusal names, the other mutators that act on an injected pod", "get namespaces, list mutatingwebhookconfigurations, validatingwebhookconfigurations, validatingadmissionpolicybindings and mutatingadmissionpolicybindings (cluster), list configmaps (all namespaces: the injector ConfigMaps are found by their istio.io/rev label)"}
 	FactBackends  = Fact{"the webhooks' Services and endpoints", "get services, list endpointslices (the control plane's namespace)"}
 	FactOwner     = Fact{"the owner's FailedCreate events, its pod template and its own labels", "list events, get the owner (replicasets, deployments, jobs, cronjobs, …)"}
 	FactEvents    = Fact{"the pod's events", "list events"}
