@@ -203,8 +203,9 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	default:
 		kept = o.newSweep(facts, false)
 		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
-			x.add(injectionSlice(r, p))
-			return kept.add(r)
+			d := injectionSlice(r, p)
+			x.add(d)
+			return kept.add(r, d)
 		})
 	}
 	if err != nil {
@@ -216,8 +217,8 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		}
 		if pre != nil {
 			kept = o.newSweep(facts, anyVerified(reports))
-			for _, r := range reports {
-				if err := kept.add(r); err != nil {
+			for i, r := range reports {
+				if err := kept.add(r, injectionSlice(r, pods[i])); err != nil {
 					return err
 				}
 			}

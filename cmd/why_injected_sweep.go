@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -39,7 +40,7 @@ func newInjectionSweep(o *WhyInjectedOptions, p *render.Printer, facts *injectio
 func printPodRows(p *render.Printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) error {
 	s := newInjectionSweep(&WhyInjectedOptions{}, p, facts, anyVerified(reports))
 	for _, r := range reports {
-		if err := s.add(r); err != nil {
+		if err := s.add(r, injectionSlice(r, nil)); err != nil {
 			return err
 		}
 	}
@@ -92,7 +93,7 @@ const (
 )
 
 // add keeps what is printed of r.
-func (s *injectionSweep) add(r *injection.InjectionReport) error {
+func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis) error {
 	rank := injection.Rank(r)
 	if s.o.Output != "" {
 		s.summaries.Add(r)
@@ -125,7 +126,15 @@ func (s *injectionSweep) add(r *injection.InjectionReport) error {
 		name = strings.ToLower(r.Kind) + "/" + r.Name
 	}
 	reason, fix := render.Escape(r.Reason), ""
-	if r.IsMismatch() || r.CreationBlocked {
+	switch {
+	case d != nil && (d.Status == diagnose.Fail || d.Status == diagnose.Warning):
+		// diagnose's status and code for the same answer.
+		reason = p.Paint(render.StatusEffect(d.Status), d.Status+" "+d.Code) + ": " + reason
+		fix = r.Fix
+		if fix == "" {
+			fix = d.Fix
+		}
+	case r.IsMismatch() || r.CreationBlocked:
 		reason = p.Effect(injection.EffectWarning) + ": " + reason
 		fix = r.Fix
 	}

@@ -82,7 +82,7 @@ func TestInjectionSweepPrintsAsReports(t *testing.T) {
 				if format == "" {
 					r.Factors = nil
 				}
-				if err := s.add(r); err != nil {
+				if err := s.add(r, injectionSlice(r, nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,7 +158,7 @@ func BenchmarkInjectionSweep(b *testing.B) {
 				o := &WhyInjectedOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard}}
 				s := newInjectionSweep(o, &render.Printer{Out: io.Discard}, facts, false)
 				for _, r := range rs {
-					if err := s.add(r); err != nil {
+					if err := s.add(r, injectionSlice(r, nil)); err != nil {
 						b.Fatal(err)
 					}
 				}

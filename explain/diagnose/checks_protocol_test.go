@@ -61,3 +61,13 @@ func TestProtocolConflict(t *testing.T) {
 		})
 	}
 }
+
+// Two ports of one Service on one target port: the fix removes one (two
+// ports of a Service cannot share a number); across Services it renumbers.
+func TestTargetPortConflictOneService(t *testing.T) {
+	f := checkCase{services: []corev1.Service{svc("web", sport("http", 80, 8080), sport("tcp-legacy", 9090, 8080))}}.facts()
+	fs := only(Diagnose(f).Findings, CodeTargetPortConflict)
+	if len(fs) != 1 || !strings.Contains(fs[0].Fix, `[{"op":"remove","path":"/spec/ports/1"}]`) || strings.Contains(fs[0].Fix, `"replace"`) {
+		t.Fatalf("one Service: %+v", fs)
+	}
+}

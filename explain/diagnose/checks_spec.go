@@ -85,9 +85,9 @@ func init() {
 		run:     proxyUID})
 	register(&Spec{Code: CodeInterceptionNone, Title: "injected, capture turned off", Stage: CheckCapture, Kind: Static, Status: Warning,
 		Reads:   spec,
-		Means:   "The pod has a sidecar but sidecar.istio.io/interceptionMode is NONE: no rules capture its traffic, which goes around the proxy unless the app is configured to use it.",
-		Detects: "The annotation on a pod with a sidecar.",
-		Fixes:   "Remove the annotation if capture was meant, then re-create the pod.",
+		Means:   "The pod has a sidecar but no rules capture its traffic, which goes around the proxy unless the app is configured to use it: sidecar.istio.io/interceptionMode is NONE, or traffic.sidecar.istio.io/excludeInterfaces names the pod's own network interface (eth0), whose traffic istio-init's first rules return before any capture.",
+		Detects: "The annotations on a pod with a sidecar: interceptionMode NONE; excludeInterfaces naming eth0 (the interface Kubernetes gives a pod's network).",
+		Fixes:   "Remove the annotation if capture was meant, then re-create the pod (excludeInterfaces is meant for extra interfaces, such as a CNI's second one).",
 		Source:  "Istio's annotations (interceptionMode NONE: no istio-init)",
 		Planted: "a pod annotated sidecar.istio.io/interceptionMode: NONE",
 		run:     interceptionNone})
@@ -289,9 +289,19 @@ func proxyUID(in *Input) []Finding {
 
 func interceptionNone(in *Input) []Finding {
 	p := sidecarPod(in)
-	if p == nil || p.Annotations[istio.AnnotationInterceptionMode] != "NONE" {
+	if p == nil {
 		return nil
 	}
-	return []Finding{{Evidence: istio.AnnotationInterceptionMode + " is NONE: the pod has a sidecar but no rules capture its traffic",
-		Fix: annotationPatch(p, istio.AnnotationInterceptionMode, "") + "   # if capture was meant"}}
+	if p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
+		return []Finding{{Evidence: istio.AnnotationInterceptionMode + " is NONE: the pod has a sidecar but no rules capture its traffic",
+			Fix: annotationPatch(p, istio.AnnotationInterceptionMode, "") + "   # if capture was meant"}}
+	}
+	const excludeInterfaces = "traffic.sidecar.istio.io/excludeInterfaces"
+	for _, nic := range strings.Split(p.Annotations[excludeInterfaces], ",") {
+		if strings.TrimSpace(nic) == "eth0" {
+			return []Finding{{Evidence: excludeInterfaces + " names eth0, the pod's own network interface: istio-init's first rules return its traffic, in and out, before any capture, so the sidecar sees none of it",
+				Fix: annotationPatch(p, excludeInterfaces, "") + "   # if capture was meant; excludeInterfaces is for extra interfaces (a CNI's second one), never eth0"}}
+		}
+	}
+	return nil
 }

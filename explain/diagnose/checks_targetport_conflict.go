@@ -61,10 +61,24 @@ func targetPortConflict(in *Input) []Finding {
 		ports := sortedKeys(count)
 		sort.SliceStable(ports, func(i, j int) bool { return count[ports[i]] > count[ports[j]] })
 		keep := ports[0]
-		var patches []string
+		hasKeep := map[string]bool{} // the Services that already have a port numbered keep
 		for _, u := range uses {
-			if u.port != keep {
+			if u.port == keep {
+				hasKeep[u.svc] = true
+			}
+		}
+		var patches []string
+		for i := len(uses) - 1; i >= 0; i-- { // a Service's higher indexes first: a removal shifts the ones after it
+			u := uses[i]
+			switch {
+			case u.port == keep:
+			case hasKeep[u.svc]:
+				// Two ports of one Service cannot share a number: this
+				// one goes.
+				patches = append(patches, fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"remove","path":"/spec/ports/%d"}]'`, u.svc, u.ns, u.idx))
+			default:
 				patches = append(patches, fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"replace","path":"/spec/ports/%d/port","value":%d}]'`, u.svc, u.ns, u.idx, keep))
+				hasKeep[u.svc] = true
 			}
 		}
 		patches[len(patches)-1] += fmt.Sprintf("   # a choice: their clients then use port %d; or give each Service port a target port of its own that the app serves", keep)

@@ -311,10 +311,13 @@ type NamespaceSummary struct {
 	AmbientCaptured int `json:"ambientCaptured,omitempty"`
 	// AmbientNotCaptured counts the enrolled pods istio-cni or ztunnel has
 	// not set up ("pending", "not set up"); they count in Mismatched too.
-	AmbientNotCaptured int    `json:"ambientNotCaptured,omitempty"`
-	Labels             string `json:"labels"`
-	Revision           string `json:"revision,omitempty"`
-	Description        string `json:"description"`
+	AmbientNotCaptured int `json:"ambientNotCaptured,omitempty"`
+	// Refused counts the workloads whose pods admission refuses: they
+	// have no pod, so they count in none of the above.
+	Refused     int    `json:"refused,omitempty"`
+	Labels      string `json:"labels"`
+	Revision    string `json:"revision,omitempty"`
+	Description string `json:"description"`
 }
 
 // Rank is where a report goes in a list of many (SortReports): 0 for a
@@ -378,6 +381,10 @@ func (ss *Summaries) Add(r *InjectionReport) {
 		ss.by[r.Namespace] = s
 		ss.names = append(ss.names, r.Namespace)
 	}
+	if r.Kind != "Pod" && r.CreationBlocked {
+		s.Refused++
+		return
+	}
 	s.Pods++
 	if r.Injected != nil && *r.Injected {
 		s.Injected++
@@ -418,6 +425,9 @@ func (ss *Summaries) List(f *ClusterFacts) []NamespaceSummary {
 		}
 		if s.AmbientNotCaptured > 0 {
 			wrong = append(wrong, pluralize(s.AmbientNotCaptured, "pod", "pods")+" in ambient mode not captured by ztunnel")
+		}
+		if s.Refused > 0 {
+			wrong = append(wrong, pluralize(s.Refused, "workload's pods", "workloads' pods")+" refused at admission")
 		}
 		if len(wrong) > 0 && s.Unknown > 0 {
 			wrong = append(wrong, pluralize(s.Unknown, "pod", "pods")+" unknown")

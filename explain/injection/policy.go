@@ -79,7 +79,26 @@ func injectedPart(msg string, w *Workload) string {
 	if rootRefusal.MatchString(msg) && !ownMayRunAsRoot(w) {
 		return "istio-init's user, root (uid 0), which the injector sets (every container of the pod's own runs as a non-root user)"
 	}
+	if strings.Contains(strings.ToLower(msg), "readonlyrootfilesystem") && ownReadOnlyRoots(w) {
+		return "istio-init's writable root filesystem (readOnlyRootFilesystem false), which the injector sets (every container of the pod's own has a read-only one)"
+	}
 	return ""
+}
+
+// ownReadOnlyRoots: every container of the pod's own sets
+// readOnlyRootFilesystem.
+func ownReadOnlyRoots(w *Workload) bool {
+	n := 0
+	for _, c := range append(append([]corev1.Container(nil), w.Spec.InitContainers...), w.Spec.Containers...) {
+		if istio.IsIstioContainer(c.Name) {
+			continue
+		}
+		if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // rootRefusal: a refusal's message about running as root.

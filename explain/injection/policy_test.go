@@ -106,3 +106,24 @@ func TestRootRefusalOfIstioInit(t *testing.T) {
 		t.Fatalf("a pod whose own container may run as root put down to the mesh: %s", r.Verdict)
 	}
 }
+
+// A policy requiring read-only root filesystems refuses istio-init, whose
+// root filesystem is writable, when the pod's own containers all have a
+// read-only one.
+func TestReadOnlyRootRefusalOfIstioInit(t *testing.T) {
+	f := withNamespace(meshFacts(), "shop", map[string]string{"istio-injection": "enabled"})
+	f.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "ro-root"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "ro-root"}}}
+	yes := true
+	w := template("shop", nil, nil)
+	w.Spec.Containers = []corev1.Container{{Name: "app", SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes}}}
+	w.Events = []corev1.Event{refusedEvent(`Error creating: pods "app-x" is forbidden: ValidatingAdmissionPolicy 'ro-root' with binding 'ro-root' denied request: every container must set securityContext.readOnlyRootFilesystem: true`)}
+	r := Istio{}.Explain(f, w)
+	if r.BlockedBy != BlockedPolicy || !strings.Contains(r.Verdict, "istio-init's writable root filesystem") {
+		t.Fatalf("blocked by %q: %s", r.BlockedBy, r.Verdict)
+	}
+	w.Spec.Containers[0].SecurityContext = nil
+	if r = (Istio{}).Explain(f, w); r.BlockedBy == BlockedPolicy {
+		t.Fatalf("the app's own writable root put down to the mesh: %s", r.Verdict)
+	}
+}

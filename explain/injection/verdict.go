@@ -442,12 +442,18 @@ func setTemplateLabel(w *Workload, key, value string) string {
 	return fmt.Sprintf("kubectl patch %s %s -n %s --type merge -p '%s'", strings.ToLower(kind), name, w.Namespace, fmt.Sprintf(path, key, v))
 }
 
-// restartCommand re-creates a live pod so that injection is decided again.
+// restartCommand re-creates a live pod so that injection is decided again:
+// a Deployment's by a rollout restart; a StatefulSet's or a DaemonSet's by
+// deleting the pod, which its controller re-creates whatever its update
+// strategy (a rollout restart replaces none under OnDelete, and none below
+// a StatefulSet's partition).
 func restartCommand(w *Workload) string {
 	if w.Owner != nil {
 		switch w.Owner.Kind {
-		case "Deployment", "StatefulSet", "DaemonSet":
+		case "Deployment":
 			return fmt.Sprintf("kubectl rollout restart %s/%s -n %s", strings.ToLower(w.Owner.Kind), w.Owner.Name, w.Namespace)
+		case "StatefulSet", "DaemonSet":
+			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s re-creates it, whatever its update strategy (OnDelete, a partition)", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
 		default:
 			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s creates it again", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
 		}
