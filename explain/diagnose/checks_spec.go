@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -108,11 +109,35 @@ func imageAuto(in *Input) []Finding {
 	}
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
 		if c.Name == istio.ProxyContainer && c.Image == "auto" {
+			fix := "label the pod template sidecar.istio.io/inject=\"true\" (or istio.io/rev=REVISION), then re-create the pod"
+			switch owner := templateOwner(p); {
+			case namespaceBlocks(in):
+				// istio-injection set to another value than enabled keeps
+				// every Istio webhook away from the namespace.
+				fix = "kubectl label namespace " + p.Namespace + " istio-injection-   # or label the pod template istio.io/rev=REVISION; then re-create the pod"
+			case strings.HasPrefix(owner, "deployment/"), strings.HasPrefix(owner, "statefulset/"), strings.HasPrefix(owner, "daemonset/"):
+				fix = "kubectl patch " + owner + " -n " + p.Namespace + ` --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'` +
+					"   # the default revision's webhook then injects it (with the template its inject.istio.io/templates annotation names); or label it istio.io/rev=REVISION for another revision"
+			}
 			return []Finding{{Evidence: `container istio-proxy has image "auto", which only Istio's injector replaces, and no injector has processed the pod: it cannot start`,
-				Fix: "kubectl label namespace " + p.Namespace + " istio-injection-   # or label the pod template istio.io/rev=REVISION; then re-create the pod"}}
+				Fix: fix}}
 		}
 	}
 	return nil
+}
+
+// namespaceBlocks: the pod's namespace has an istio-injection label that
+// keeps every Istio webhook away (a value other than enabled).
+func namespaceBlocks(in *Input) bool {
+	if in.Injection == nil {
+		return false
+	}
+	for _, f := range in.Injection.Factors {
+		if f.Factor == "namespace label istio-injection" && f.Effect == injection.EffectBlocks {
+			return true
+		}
+	}
+	return false
 }
 
 func unknownAnnotations(in *Input) []Finding {

@@ -87,7 +87,7 @@ var checkCases = []checkCase{
 	{code: CodeImageAuto, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers = nil
 		p.Spec.Containers[0].Image = "auto"
-	}, status: Fail, evidence: `image "auto"`, fix: "istio-injection-"},
+	}, status: Fail, evidence: `image "auto"`, fix: "sidecar.istio.io/inject"},
 	{code: CodeAnnotationRefused, inj: func(r *injection.InjectionReport) {
 		r.CreationBlocked, r.BlockedBy, r.Verdict, r.Fix = true, injection.BlockedAnnotation, "Pods cannot be created: istiod refuses the pod at admission: invalid value", "kubectl patch deployment/web"
 	}, status: Fail, evidence: "istiod refuses"},
