@@ -14,10 +14,9 @@ import (
 // cronJobPods adds to a CronJob's reports those of the pods of its Jobs: a
 // CronJob selects no pods, its Jobs do. One list of the namespace's Jobs,
 // one of the pods labelled with their names.
-func (e *Engine) cronJobPods(ctx context.Context, facts *injection.ClusterFacts, ns, name string, reports []*injection.InjectionReport) ([]*injection.InjectionReport, error) {
-	jobs, err := e.Client.CronJobJobs(ctx, ns, name)
-	if err != nil || len(jobs) == 0 {
-		return reports, err
+func (e *Engine) cronJobPods(ctx context.Context, facts *injection.ClusterFacts, ns string, jobs []inspect.Workload, reports []*injection.InjectionReport) ([]*injection.InjectionReport, error) {
+	if len(jobs) == 0 {
+		return reports, nil
 	}
 	names := make([]string, 0, len(jobs))
 	owned := map[string]bool{}
@@ -29,7 +28,7 @@ func (e *Engine) cronJobPods(ctx context.Context, facts *injection.ClusterFacts,
 	// job-name: the label every Job's pods carry (batch.kubernetes.io/job-name
 	// too, from Kubernetes 1.27).
 	sel := "job-name in (" + strings.Join(names, ",") + ")"
-	err = e.Client.EachPodPage(ctx, ns, sel, func(pods []corev1.Pod) error {
+	err := e.Client.EachPodPage(ctx, ns, sel, func(pods []corev1.Pod) error {
 		for i := range pods {
 			if o := inspect.OwnerOf(&pods[i]); o == nil || o.Kind != "Job" || !owned[o.Name] {
 				continue
@@ -44,4 +43,27 @@ func (e *Engine) cronJobPods(ctx context.Context, facts *injection.ClusterFacts,
 		return nil, inspect.ExplainAPIError(err, "list pods")
 	}
 	return reports, nil
+}
+
+// pastCompleted drops the refusals of a CronJob's Jobs older than its
+// newest Job that completed (jobs: newest first): its template is admitted
+// now, and those refusals are over.
+func pastCompleted(events []corev1.Event, jobs []inspect.Workload) []corev1.Event {
+	older := map[string]bool{}
+	done := false
+	for _, j := range jobs {
+		if done {
+			older[j.Name] = true
+		} else if j.Desired == 0 && j.Failed == "" {
+			done = true
+		}
+	}
+	var out []corev1.Event
+	for _, ev := range events {
+		if ev.InvolvedObject.Kind == "Job" && older[ev.InvolvedObject.Name] {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
 }

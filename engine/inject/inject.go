@@ -283,11 +283,18 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		return nil, err
 	}
 	w.Events = e.currentRefusals(ctx, inspect.EventsForOwner(events, ns, kind, name))
+	var jobs []inspect.Workload
+	if kind == "CronJob" {
+		if jobs, err = e.Client.CronJobJobs(ctx, ns, name); err != nil {
+			return nil, err
+		}
+		w.Events = pastCompleted(w.Events, jobs)
+	}
 	tr := e.Mesh.Explain(facts, w)
 	e.record(tr, verifySource{namespace: ns, base: name, template: tmpl})
 	reports := []*injection.InjectionReport{tr}
 	if kind == "CronJob" {
-		return e.cronJobPods(ctx, facts, ns, name, reports)
+		return e.cronJobPods(ctx, facts, ns, jobs, reports)
 	}
 	if selector == nil {
 		return reports, nil
