@@ -129,7 +129,9 @@ func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis
 	switch {
 	case d != nil && (d.Status == diagnose.Fail || d.Status == diagnose.Warning):
 		// diagnose's status and code for the same answer.
-		reason = p.Paint(render.StatusEffect(d.Status), d.Status+" "+d.Code) + ": " + reason
+		// One painted word: a table cell wraps at spaces, and a painted
+		// span must not be cut.
+		reason = p.Paint(render.StatusEffect(d.Status), d.Status) + " " + d.Code + ": " + reason
 		fix = r.Fix
 		if fix == "" {
 			fix = d.Fix

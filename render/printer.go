@@ -274,8 +274,21 @@ func (p *Printer) Wrapped(headers []string, rows [][]string, widths []int, cellW
 		if strings.TrimSpace(AnsiStrip(line)) == "" {
 			continue
 		}
-		fmt.Fprintln(p.Out, strings.TrimRight(line, " \n"))
+		fmt.Fprintln(p.Out, trimEnd(strings.TrimRight(line, "\n")))
 	}
+}
+
+// trailing is a line's end of spaces and SGR sequences.
+var trailing = regexp.MustCompile("(?:\x1b\\[[0-9;]*m| )+$")
+
+// trimEnd drops a line's trailing spaces, also those before the SGR
+// sequences that end it (a wrapped painted cell's reset), which it keeps.
+func trimEnd(line string) string {
+	loc := trailing.FindStringIndex(line)
+	if loc == nil {
+		return line
+	}
+	return line[:loc[0]] + strings.Join(sgrRE.FindAllString(line[loc[0]:], -1), "")
 }
 
 // fitColumns returns each column's width: its widest cell (natural), or
