@@ -53,11 +53,17 @@ func Headline(d *diagnose.Diagnosis) string {
 // SliceAnswer prints a command's slice of diagnose's answer on top of its
 // own view: what checks, the first failing one's code, finding and fix.
 func SliceAnswer(p *Printer, checks string, d *diagnose.Diagnosis) {
+	answer(p, checks+": ", d)
+}
+
+// answer prints a diagnosis's answer after label: its headline, and its
+// first finding and fix, then a blank line.
+func answer(p *Printer, label string, d *diagnose.Diagnosis) {
 	head := Headline(d)
 	if d.Code != "" {
 		head += ": " + d.Code
 	}
-	p.Para(checks+": ", p.Paint(StatusEffect(d.Status), Escape(head)))
+	p.Para(label, p.Paint(StatusEffect(d.Status), Escape(head)))
 	if d.First != "" {
 		p.Para(p.Bold("Finding:")+" ", Escape(d.Verdict))
 		for i, l := range strings.Split(d.Fix, "\n") {
@@ -78,25 +84,7 @@ func SliceAnswer(p *Printer, checks string, d *diagnose.Diagnosis) {
 // its finding and its fix), then the checklist, then what would settle the
 // unknown checks and the commands that show each check in full.
 func Diagnosis(p *Printer, d *diagnose.Diagnosis) {
-	head := Headline(d)
-	if d.Code != "" {
-		head += ": " + d.Code
-	}
-	p.Para(fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), p.Paint(StatusEffect(d.Status), Escape(head)))
-	if d.First != "" {
-		p.Para(p.Bold("Finding:")+" ", Escape(d.Verdict))
-		for i, l := range strings.Split(d.Fix, "\n") {
-			if l == "" {
-				continue
-			}
-			prefix := "         "
-			if i == 0 {
-				prefix = p.Bold("Fix:") + "     "
-			}
-			p.FixLine(prefix, Escape(l))
-		}
-	}
-	fmt.Fprintln(p.Out)
+	answer(p, fmt.Sprintf("%s %s/%s: ", d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), d)
 	rows := make([][]string, 0, len(d.Checks))
 	deciding := map[string]bool{}
 	for _, c := range d.Checks {

@@ -206,16 +206,8 @@ func Diagnose(f Facts) *Diagnosis {
 			d.Incomplete = append(d.Incomplete, u)
 		}
 	}
-	for _, status := range []string{Fail, Warning} {
-		for _, c := range d.Checks {
-			if c.Status == status {
-				d.First, d.Verdict, d.Fix, d.Code = c.Name, c.Evidence, c.Fix, c.Code
-				if s, ok := Lookup(c.Code); ok {
-					d.Title = s.Title
-				}
-				return d
-			}
-		}
+	if d.setFirst() {
+		return d
 	}
 	var unknown, notRun []string
 	for _, c := range d.Checks {
@@ -267,6 +259,23 @@ func decide(c *Check, findings []Finding, noPod bool) {
 
 // worseness ranks the statuses for Worst.
 var worseness = map[string]int{Pass: 0, NotChecked: 0, Warning: 1, Unknown: 2, Fail: 3}
+
+// setFirst puts the first check that failed (else warned) on top of d: its
+// name, evidence, fix, code and the code's title; false when none did.
+func (d *Diagnosis) setFirst() bool {
+	for _, status := range []string{Fail, Warning} {
+		for _, c := range d.Checks {
+			if c.Status == status {
+				d.First, d.Verdict, d.Fix, d.Code = c.Name, c.Evidence, c.Fix, c.Code
+				if s, ok := Lookup(c.Code); ok {
+					d.Title = s.Title
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Worst is the worst status of the checklist (fail, then unknown, then
 // warning, then pass; checks not run do not count).

@@ -20,17 +20,8 @@ func Slice(d *Diagnosis, checks ...string) *Diagnosis {
 		}
 	}
 	out.Status = out.Worst()
-	for _, status := range []string{Fail, Warning} {
-		for _, c := range out.Checks {
-			if c.Status == status {
-				out.First, out.Verdict, out.Fix, out.Code = c.Name, c.Evidence, c.Fix, c.Code
-				if s, ok := Lookup(c.Code); ok {
-					out.Title = s.Title
-				}
-				return out
-			}
-		}
+	if !out.setFirst() {
+		out.Verdict = "every check that ran passed"
 	}
-	out.Verdict = "every check that ran passed"
 	return out
 }
