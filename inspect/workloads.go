@@ -202,6 +202,7 @@ func DeploymentWorkload(d *appsv1.Deployment) Workload {
 	}
 	if d.Spec.Paused {
 		w.Desired = 0 // a paused Deployment makes no pods
+		w.Paused = true
 	}
 	// A rollout its controller cannot carry out: the newest ReplicaSet lacks
 	// pods while the Deployment says why (its old ReplicaSets serve on).

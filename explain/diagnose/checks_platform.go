@@ -9,6 +9,7 @@ package diagnose
 // container captured with no proxy to serve it), they name it.
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -736,6 +737,9 @@ func (in *Input) refineFailing(f *Finding) {
 func specFixAnnotation(p *corev1.Pod, key, value string) string {
 	owner := templateOwner(p)
 	if owner == "" {
+		if cmd := recreateBarePod(p, "", "merge", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)); cmd != "" {
+			return cmd
+		}
 		return fmt.Sprintf("in the pod's manifest, set the annotation %s: %q, then re-create the pod", key, value)
 	}
 	if job, ok := strings.CutPrefix(owner, "job/"); ok {
@@ -772,6 +776,15 @@ func quoteAnnotations(annotations map[string]string, keys []string) string {
 func removeAnnotations(p *corev1.Pod, keys []string) string {
 	owner := templateOwner(p)
 	if owner == "" {
+		gone := map[string]any{}
+		for _, k := range keys {
+			gone[k] = nil
+		}
+		if b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": gone}}); err == nil {
+			if cmd := recreateBarePod(p, keys[0], "merge", string(b)); cmd != "" {
+				return cmd
+			}
+		}
 		return "remove the annotations " + strings.Join(keys, ", ") + " from the pod's manifest, then re-create the pod"
 	}
 	return templatePatch(owner, p.Namespace, keys)

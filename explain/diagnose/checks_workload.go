@@ -58,6 +58,9 @@ type WorkloadState struct {
 	Rollout       string `json:"rollout,omitempty"`
 	NewReplicaSet string `json:"newReplicaSet,omitempty"`
 	Progressing   string `json:"progressing,omitempty"`
+	// Paused: a Deployment paused by kubectl rollout pause; it creates no
+	// new pods and kubectl refuses to restart it.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Short says the workload lacks pods it wants, its Job failed, or its
@@ -174,7 +177,10 @@ func workloadShort(in *Input) []Finding {
 		}
 	}
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
-	if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
+	if ev, mesh, fix, ok := podBudget(w, text); ok {
+		// A pod-level budget its own containers fit in: the sidecar tips it.
+		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
+	} else if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
 		if ev, mesh, set, ok := sidecarRatio(t, text); ok {
 			// The LimitRange's limit-to-request ratio: no app container
 			// breaks it, the injected sidecar does.

@@ -186,6 +186,7 @@ func Diagnose(f Facts) *Diagnosis {
 		}
 	}
 	causesFirst(d)
+	resumePaused(d, f)
 	for i := range d.Checks {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}

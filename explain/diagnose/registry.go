@@ -248,6 +248,13 @@ func jsonPointer(key string) string {
 func annotationPatch(p *corev1.Pod, key, to string) string {
 	owner := templateOwner(p)
 	if owner == "" {
+		op := `{"op":"remove","path":"/metadata/annotations/` + jsonPointer(key) + `"}`
+		if to != "" {
+			op = `{"op":"move","from":"/metadata/annotations/` + jsonPointer(key) + `","path":"/metadata/annotations/` + jsonPointer(to) + `"}`
+		}
+		if cmd := recreateBarePod(p, key, "json", "["+op+"]"); cmd != "" {
+			return cmd
+		}
 		if to != "" {
 			return "in the pod's manifest, rename the annotation " + key + " to " + to + ", then re-create the pod"
 		}
@@ -275,6 +282,9 @@ func annotationPatch(p *corev1.Pod, key, to string) string {
 func specPatch(p *corev1.Pod, patch, what string) string {
 	owner := templateOwner(p)
 	if owner == "" {
+		if cmd := recreateBarePod(p, "", "merge", `{"spec":`+patch+`}`); cmd != "" {
+			return cmd
+		}
 		return "in the pod's manifest, " + what + ", then re-create the pod"
 	}
 	return "kubectl patch " + owner + " -n " + p.Namespace + ` -p '{"spec":{"template":{"spec":` + patch + `}}}'`

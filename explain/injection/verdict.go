@@ -32,12 +32,12 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		switch r.BlockedBy {
 		case BlockedQuota:
 			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
-			kind, name := templateOwnerOf(w)
-			str := func(s string) *string { return &s }
-			size := map[string]*string{"sidecar.istio.io/proxyCPU": str("100m"), "sidecar.istio.io/proxyMemory": str("128Mi"), "sidecar.istio.io/proxyCPULimit": str("500m"), "sidecar.istio.io/proxyMemoryLimit": str("256Mi")}
-			r.Fix = SetTemplateAnnotations(kind, name, w.Namespace, size) + "size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
-			if kind == "Pod" {
-				r.Fix = "set the annotations sidecar.istio.io/proxyCPU=100m, proxyMemory=128Mi, proxyCPULimit=500m, proxyMemoryLimit=256Mi in the pod's manifest, then re-create it   # size the sidecar within the quota (kubectl describe quota -n " + w.Namespace + "), or raise the quota"
+			if fix := quotaFix(w, blocked); fix != "" {
+				r.Fix = fix
+			} else if kind, _ := templateOwnerOf(w); kind == "Pod" {
+				r.Fix = "kubectl describe resourcequota -n " + w.Namespace + "   # then set sidecar.istio.io/proxyCPU, proxyMemory (and their …Limit) in the pod's manifest within what it leaves, or raise the quota, and re-create the pod"
+			} else {
+				r.Fix = "kubectl describe resourcequota -n " + w.Namespace + "   # then size the sidecar (sidecar.istio.io/proxyCPU, proxyMemory and their …Limit annotations on the pod template) within what it leaves, or raise the quota"
 			}
 		case BlockedTemplate:
 			if fix := removeTemplateAnnotations(w, []string{istio.AnnotationTemplates}, "istiod has no such template: its own (sidecar) is used then; or name one its injector ConfigMap has"); fix != "" {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,15 @@ type fixCase struct {
 	// pod Succeeded rather than ready.
 	completes bool
 	state     func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string)
+	// applied is a manifest under testdata/fixes/applied put in place with
+	// kubectl apply (client-side: the pod keeps the manifest it was
+	// applied with); then are shell lines run once state holds (what a
+	// user did next).
+	applied string
+	then    []string
+	// minMinor is the least Kubernetes 1.x where the fault can exist (a
+	// field of a later release): on an older lane it is not planted.
+	minMinor int
 }
 
 var fixCases = []fixCase{
@@ -64,6 +74,13 @@ var fixCases = []fixCase{
 	// The red team's third round (its 05), replanted.
 	{nn: "16", object: "gateway-ish", code: "KM-INIT-010", fixStarts: "kubectl patch deployment/gateway-ish -n kmfix-16 --type=json", injected: true, state: podEvent("FailedMount")},
 	{nn: "08", object: "payments", code: "KM-START-016", fixStarts: "kubectl patch networkpolicy default-deny-egress -n kmfix-08", injected: true, state: anyPod("payments", "ready", podReadyNow)},
+	// The red team's fourth round (its 01, 09, 06 and 17), replanted.
+	{nn: "17", object: "web", code: "KM-INJ-001", fixStarts: "kubectl rollout resume deployment/web -n kmfix-17", injected: true, state: anyPod("web", "ready", podReadyNow),
+		then: []string{"kubectl rollout pause deployment/web -n kmfix-17", "kubectl label namespace kmfix-17 istio-injection=enabled"}},
+	{nn: "18", object: "deployment/batch-worker", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/batch-worker -n kmfix-18 --type=merge", injected: true, state: rsFailed, minMinor: 34},
+	{nn: "19", object: "deployment/reports", code: "KM-INJ-011", fixStarts: `kubectl patch deployment/reports -n kmfix-19 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"48Mi"}}}}}'`, injected: true, state: rsFailed},
+	{nn: "20", object: "reporter", code: "KM-CAP-008", fixStarts: "kubectl apply view-last-applied pod/reporter -n kmfix-20 -o json | kubectl patch --local", injected: true, state: anyPod("reporter", "ready", podReadyNow),
+		applied: "20-reporter.yaml"},
 }
 
 // TestFixesRecover plants faults taken from Istio's issues, checks that
@@ -82,8 +99,9 @@ func TestFixesRecover(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	var recovered, checks atomic.Int64
+	planted := map[string]bool{}
 	defer func() {
-		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered.Load(), len(fixCases), checks.Load(), time.Since(start).Round(time.Second))
+		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered.Load(), len(planted), checks.Load(), time.Since(start).Round(time.Second))
 	}()
 	// A PATH where `kubectl` is the cluster's and `kubectl mesh` this build.
 	pathDir := t.TempDir()
@@ -97,18 +115,48 @@ func TestFixesRecover(t *testing.T) {
 		t.Fatalf("testdata/fixes: %d files (%v), %d cases", len(files), err, len(fixCases))
 	}
 	sort.Strings(files)
+	lane := laneMinor(c.ServerVersion)
 	for _, f := range files {
+		nn := filepath.Base(f)[:2]
+		if fc := fixCaseOf(nn); fc != nil && fc.minMinor > lane {
+			testreport.Count(t, "fault %s cannot exist on Kubernetes %s (it needs 1.%d): not planted on this lane", nn, c.ServerVersion, fc.minMinor)
+			continue
+		}
 		plantFix(ctx, t, c, f)
+		planted[nn] = true
+	}
+	shell := func(line string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", line)
+		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+		return cmd.CombinedOutput()
+	}
+	for _, fc := range fixCases {
+		if fc.applied != "" && planted[fc.nn] {
+			if out, err := shell("kubectl apply -f testdata/fixes/applied/" + fc.applied); err != nil {
+				t.Fatalf("kubectl apply %s: %v\n%s", fc.applied, err, out)
+			}
+		}
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	errs := make([]error, len(fixCases))
 	var wg sync.WaitGroup
 	for i, fc := range fixCases {
+		if !planted[fc.nn] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = catPoll(waitCtx, "fault "+fc.nn+"'s state", func(ctx context.Context) (bool, string) { return fc.state(ctx, c, "kmfix-"+fc.nn) })
+			for _, line := range fc.then {
+				if errs[i] != nil {
+					break
+				}
+				if out, err := shell(line); err != nil {
+					errs[i] = fmt.Errorf("%s: %v\n%s", line, err, out)
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -117,6 +165,9 @@ func TestFixesRecover(t *testing.T) {
 	// most of the wait).
 	t.Run("cases", func(t *testing.T) {
 		for i, fc := range fixCases {
+			if !planted[fc.nn] {
+				continue
+			}
 			t.Run(fc.nn, func(t *testing.T) {
 				t.Parallel()
 				if errs[i] != nil {
@@ -159,9 +210,7 @@ func TestFixesRecover(t *testing.T) {
 					}
 				}
 				for _, line := range strings.Split(found.Fix, "\n") {
-					cmd := exec.CommandContext(ctx, "sh", "-c", line)
-					cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
-					out, err := cmd.CombinedOutput()
+					out, err := shell(line)
 					checks.Add(1)
 					if err != nil {
 						t.Fatalf("the pasted fix failed: %s: %v\n%s", line, err, out)
@@ -345,4 +394,26 @@ func injectionAgrees(bin string, c *testcluster.Cluster, ns string) string {
 		return fmt.Sprintf("why-injected -n %s exits %d, while diagnose's injection check fails on %v: %s", ns, w.code, failed, w.stderr)
 	}
 	return ""
+}
+
+// fixCaseOf is the case of a fault's number.
+func fixCaseOf(nn string) *fixCase {
+	for i := range fixCases {
+		if fixCases[i].nn == nn {
+			return &fixCases[i]
+		}
+	}
+	return nil
+}
+
+// laneMinor is the minor of a Kubernetes version ("v1.33.13" → 33), 0
+// when it cannot be read.
+func laneMinor(v string) int {
+	_, rest, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(minor)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -1,0 +1,64 @@
+package injection
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// A quota that refuses pods with their sidecar: the sidecar is sized to
+// the room the quota leaves after the pod's own containers (worked out from
+// the refusal's figures, never a canned size), or, with no room for one,
+// the quota is raised by what one pod asks for.
+func TestQuotaFixIsArithmetic(t *testing.T) {
+	const mem = `Error creating: pods "nightly-29-x" is forbidden: exceeded quota: team-quota, requested: requests.memory=96Mi, used: requests.memory=0, limited: requests.memory=80Mi.`
+	const full = `Error creating: pods "nightly-29-x" is forbidden: exceeded quota: team-quota, requested: requests.memory=96Mi, used: requests.memory=40Mi, limited: requests.memory=80Mi`
+	const two = `Error creating: pods "web-1" is forbidden: exceeded quota: compute, requested: limits.cpu=2010m,requests.cpu=60m, used: limits.cpu=0,requests.cpu=0, limited: limits.cpu=500m,requests.cpu=1`
+	app := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi"), corev1.ResourceCPU: resource.MustParse("50m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}}
+	cases := []struct {
+		name, kind, msg string
+		owner           *Owner
+		want, not       []string
+	}{
+		{name: "room for a smaller sidecar: a CronJob", kind: "CronJob", msg: mem,
+			want: []string{`kubectl patch cronjob/nightly -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"48Mi"}}}}}}}'`,
+				`or raise the quota: kubectl patch resourcequota team-quota -n shop --type=merge -p '{"spec":{"hard":{"requests.memory":"96Mi"}}}'`},
+			not: []string{"128Mi", "256Mi", "proxyCPU"}},
+		{name: "no room for a sidecar: raise the quota", kind: "Deployment", msg: full,
+			want: []string{`kubectl patch resourcequota team-quota -n shop --type=merge -p '{"spec":{"hard":{"requests.memory":"136Mi"}}}'   # room for one more pod`},
+			not:  []string{"proxyMemory"}},
+		{name: "limits and requests: the request kept within the new limit", kind: "Pod", owner: &Owner{Kind: "ReplicaSet", Name: "web-6f7d9"}, msg: two,
+			want: []string{`"sidecar.istio.io/proxyCPU":"300m"`, `"sidecar.istio.io/proxyCPULimit":"300m"`, "kubectl patch deployment/web -n shop"}},
+		{name: "a bare pod: its manifest", kind: "Pod", msg: mem,
+			want: []string{"set the annotations proxyMemory=48Mi (sidecar.istio.io/…) in the pod's manifest, then re-create it"}},
+		{name: "no figures: no arithmetic", kind: "Deployment", msg: `exceeded quota: team-quota, must specify limits.memory`, not: []string{"patch"}},
+	}
+	checked := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "nightly"
+			if tc.kind != "CronJob" {
+				name = "web-1"
+			}
+			w := &Workload{Kind: tc.kind, Namespace: "shop", Name: name, Spec: app, Owner: tc.owner}
+			fix := quotaFix(w, "the apiserver rejected pod creation: "+tc.msg)
+			for _, s := range tc.want {
+				checked++
+				if !strings.Contains(fix, s) {
+					t.Errorf("fix lacks %q:\n%s", s, fix)
+				}
+			}
+			for _, s := range tc.not {
+				checked++
+				if strings.Contains(fix, s) {
+					t.Errorf("fix has %q:\n%s", s, fix)
+				}
+			}
+		})
+	}
+	t.Logf("%d assertions", checked)
+}
