@@ -126,6 +126,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 	root.AddCommand(NewIptablesCmd(configFlags, streams))
 	root.AddCommand(NewStartupCmd(configFlags, streams))
 	root.AddCommand(NewDiagnoseCmd(configFlags, streams))
+	root.AddCommand(NewUpgradePlanCmd(configFlags, streams))
 	addCompletionShim(root, configFlags, streams)
 	usageOnBadArgs(root)
 	return root

@@ -5,6 +5,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/upgrade"
 )
 
 // The -o json|yaml documents of one report: the report with its
@@ -43,4 +44,11 @@ type DiagnosisDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	*diagnose.Diagnosis
+}
+
+// UpgradePlanDoc is `kubectl mesh upgrade-plan`'s -o json|yaml document.
+type UpgradePlanDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*upgrade.Plan
 }

@@ -27,6 +27,10 @@ var quotaSidecarKey = map[string]struct {
 	"limits.cpu": {"sidecar.istio.io/proxyCPULimit", true, corev1.ResourceCPU}, "limits.memory": {"sidecar.istio.io/proxyMemoryLimit", true, corev1.ResourceMemory},
 }
 
+// istioDefaultRequest is the sidecar's request when no annotation sets it:
+// Istio's own values.
+var istioDefaultRequest = map[string]string{"sidecar.istio.io/proxyCPU": "100m", "sidecar.istio.io/proxyMemory": "128Mi"}
+
 // sidecarFloor is the least a sidecar is sized to: below it, the quota is
 // what to raise.
 var sidecarFloor = map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
@@ -81,7 +85,10 @@ func quotaSizing(spec *corev1.PodSpec, annotations map[string]string, msg string
 		if req == "" {
 			req = annotations[pair[0]]
 		}
-		if q, err := resource.ParseQuantity(req); req == "" || err != nil || q.Cmp(resource.MustParse(lim)) > 0 {
+		if req == "" {
+			req = istioDefaultRequest[pair[0]] // no annotation: Istio's default request
+		}
+		if q, err := resource.ParseQuantity(req); err != nil || q.Cmp(resource.MustParse(lim)) > 0 {
 			set[pair[0]] = lim
 		}
 	}
@@ -187,4 +194,23 @@ func quotaFix(w *Workload, msg string) string {
 		change[k] = &v
 	}
 	return SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
+}
+
+// RefusalFix is the fix for an admission refusal (msg) of w's pods with
+// their sidecar: the quota's arithmetic, PodSecurity's two ways out; "" for
+// a refusal of another kind.
+func RefusalFix(w *Workload, msg string) string {
+	switch RefusalOf(msg) {
+	case BlockedQuota:
+		return quotaFix(w, msg)
+	case BlockedPodSecurity:
+		return podSecurityFix(w.Namespace)
+	}
+	return ""
+}
+
+// podSecurityFix lets istio-init's capabilities into a namespace whose
+// PodSecurity level refuses them, or says the mesh's way out.
+func podSecurityFix(ns string) string {
+	return "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
 }

@@ -16,6 +16,7 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 	const mem = `Error creating: pods "nightly-29-x" is forbidden: exceeded quota: team-quota, requested: requests.memory=96Mi, used: requests.memory=0, limited: requests.memory=80Mi.`
 	const full = `Error creating: pods "nightly-29-x" is forbidden: exceeded quota: team-quota, requested: requests.memory=96Mi, used: requests.memory=40Mi, limited: requests.memory=80Mi`
 	const two = `Error creating: pods "web-1" is forbidden: exceeded quota: compute, requested: limits.cpu=2010m,requests.cpu=60m, used: limits.cpu=0,requests.cpu=0, limited: limits.cpu=500m,requests.cpu=1`
+	const limitsOnly = `pods "web-cp6rf" is forbidden: exceeded quota: team-quota, requested: limits.cpu=2200m,limits.memory=1152Mi, used: limits.cpu=0,limits.memory=0, limited: limits.cpu=1,limits.memory=96Mi`
 	app := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi"), corev1.ResourceCPU: resource.MustParse("50m")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}}
@@ -33,6 +34,9 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 			not:  []string{"proxyMemory"}},
 		{name: "limits and requests: the request kept within the new limit", kind: "Pod", owner: &Owner{Kind: "ReplicaSet", Name: "web-6f7d9"}, msg: two,
 			want: []string{`"sidecar.istio.io/proxyCPU":"300m"`, `"sidecar.istio.io/proxyCPULimit":"300m"`, "kubectl patch deployment/web -n shop"}},
+		{name: "limits only: Istio's default request kept below the new limit", kind: "Deployment", msg: limitsOnly,
+			want: []string{`{"sidecar.istio.io/proxyCPULimit":"800m","sidecar.istio.io/proxyMemory":"96Mi","sidecar.istio.io/proxyMemoryLimit":"96Mi"}`},
+			not:  []string{`"sidecar.istio.io/proxyCPU":`}},
 		{name: "a bare pod: its manifest", kind: "Pod", msg: mem,
 			want: []string{"set the annotations proxyMemory=48Mi (sidecar.istio.io/…) in the pod's manifest, then re-create it"}},
 		{name: "no figures: no arithmetic", kind: "Deployment", msg: `exceeded quota: team-quota, must specify limits.memory`, not: []string{"patch"}},

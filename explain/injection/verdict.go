@@ -45,7 +45,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			}
 		case BlockedPodSecurity:
 			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
-			r.Fix = "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
+			r.Fix = podSecurityFix(w.Namespace)
 		}
 		r.Mismatch = boolp(w.Pod != nil)
 		return

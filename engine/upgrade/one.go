@@ -1,0 +1,299 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/upgrade"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// proof is what the target's injector and the admission chain made of one
+// template: shared by the workloads with the same template and labels.
+type proof struct {
+	pod      *corev1.Pod // the injected pod admission admitted (or, refused, the injector's)
+	unknown  string      // why the injector could not be asked
+	denied   string      // the injector refused it
+	refused  string      // admission refused the injected pod
+	notAsked string      // why the dry run could not be made
+	provedBy string
+}
+
+// planOne plans one candidate; ok is false for a workload not in the mesh
+// now and not after either.
+func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, target string, c candidate, relabels map[string]string, proofs map[string]*proof) (upgrade.Workload, bool) {
+	w := upgrade.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name, Restart: restart(c)}
+	if c.pod != nil {
+		w.Now, w.NowPod = upgrade.SideOf(c.pod), c.pod.Name
+	}
+	nowMeshed := w.Now != nil && w.Now.Injected
+	if c.template == nil {
+		if !nowMeshed {
+			return w, false
+		}
+		w.AfterUnknown = "a bare pod: the manifest it was created from is not kept (it was not applied with kubectl apply), and the live pod carries what the injector added"
+		w.Starts, w.Selected = upgrade.StartsUnknown, "unknown"
+		return w, true
+	}
+	nsLabels := map[string]string{}
+	if n := facts.Namespaces[c.namespace]; n != nil {
+		maps.Copy(nsLabels, n.Labels)
+	}
+	podLabels := maps.Clone(c.template.Labels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	if target != "" {
+		move(c, target, nsLabels, podLabels, relabels)
+	}
+	r := injection.Istio{}.Explain(facts, &injection.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name,
+		Labels: podLabels, Annotations: c.template.Annotations, Spec: c.template.Spec,
+		NamespaceSource: injection.NamespaceFromFile, NamespaceLabels: nsLabels})
+	if !r.IsExpected() && !nowMeshed {
+		return w, false
+	}
+	pod := podOf(c, podLabels)
+	if !r.IsExpected() {
+		w.Selected = "no sidecar: " + r.Reason
+		w.After = upgrade.SideOf(pod)
+		w.Starts = upgrade.StartsYes
+		w.Changes, w.Compared = compare(w.Now, w.After)
+		return w, true
+	}
+	w.Selected = fmt.Sprintf("revision %s (webhook %s)", r.Revision, r.Webhook)
+	key := templateKey(c.namespace, r.Webhook, pod)
+	pr, seen := proofs[key]
+	if !seen {
+		pr = e.prove(ctx, facts, r.Webhook, r.Revision, pod)
+		proofs[key] = pr
+	}
+	w.ProvedBy = pr.provedBy
+	decide(&w, pr, c)
+	return w, true
+}
+
+// move changes the labels that select a revision to select target: the
+// namespace's (istio-injection removed, istio.io/rev set), else the pod
+// template's; the command that does it goes in relabels.
+func move(c candidate, target string, nsLabels, podLabels map[string]string, relabels map[string]string) {
+	_, injLabel := nsLabels[istio.LabelInjection]
+	if injLabel || nsLabels[istio.LabelRev] != "" {
+		if nsLabels[istio.LabelRev] == target && !injLabel {
+			return
+		}
+		cmd := "kubectl label namespace " + c.namespace + " " + istio.LabelRev + "=" + target + " --overwrite"
+		if injLabel {
+			cmd += " " + istio.LabelInjection + "-"
+		}
+		delete(nsLabels, istio.LabelInjection)
+		nsLabels[istio.LabelRev] = target
+		relabels["namespace/"+c.namespace] = cmd
+		return
+	}
+	if podLabels[istio.LabelRev] == "" && podLabels[istio.KeyInject] != "true" || podLabels[istio.LabelRev] == target {
+		return
+	}
+	podLabels[istio.LabelRev] = target
+	if c.kind == "Pod" || c.kind == "Job" {
+		return // re-created from its manifest with the label: said by its restart
+	}
+	path := `{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}`
+	if c.kind == "CronJob" {
+		path = `{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}}}`
+	}
+	relabels[strings.ToLower(c.kind)+"/"+c.namespace+"/"+c.name] = fmt.Sprintf("kubectl patch %s/%s -n %s --type=merge -p '%s'", strings.ToLower(c.kind), c.name, c.namespace, fmt.Sprintf(path, istio.LabelRev, target))
+}
+
+// podOf is the pod a controller would create from the template, with the
+// labels after the move.
+func podOf(c candidate, podLabels map[string]string) *corev1.Pod {
+	base := c.name
+	if c.kind == "Pod" {
+		base = strings.TrimSuffix(base, "-")
+	}
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: base + "-", Namespace: c.namespace, Labels: podLabels, Annotations: maps.Clone(c.template.Annotations)},
+		Spec:       *c.template.Spec.DeepCopy(),
+	}
+	p.Spec.NodeName = ""
+	return p
+}
+
+// prove asks the revision's injector for the pod, then the admission chain
+// (a dry-run create) whether it admits what the injector made.
+func (e *Engine) prove(ctx context.Context, facts *injection.ClusterFacts, webhook, revision string, pod *corev1.Pod) *proof {
+	cc, ok := clientConfig(facts, webhook)
+	if !ok {
+		return &proof{unknown: "webhook " + webhook + " is not among the cluster's configurations"}
+	}
+	where := "service " + svcName(cc)
+	if cc.URL != nil {
+		where = *cc.URL
+	}
+	pr := &proof{provedBy: "the injector of revision " + revision + " (" + where + "), then a dry-run create"}
+	injected, denied, err := e.Client.CallInjector(ctx, cc, pod)
+	switch {
+	case err != nil:
+		pr.unknown = "the injector of revision " + revision + " could not be asked: " + err.Error()
+		return pr
+	case denied != "":
+		pr.denied = denied
+		return pr
+	}
+	pr.pod = injected
+	// The injected pod through the rest of the admission chain: labelled
+	// so that no Istio webhook selects it again (the namespace's revision
+	// now would inject it anew, as a re-invocation).
+	probe := injected.DeepCopy()
+	if probe.Labels == nil {
+		probe.Labels = map[string]string{}
+	}
+	probe.Labels[istio.KeyInject] = "false"
+	admitted, err := e.Client.DryRunCreate(ctx, probe)
+	switch {
+	case err == nil:
+		if v, had := injected.Labels[istio.KeyInject]; had {
+			admitted.Labels[istio.KeyInject] = v
+		} else {
+			delete(admitted.Labels, istio.KeyInject)
+		}
+		pr.pod = admitted
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"):
+		pr.notAsked = "the user may not create pods in namespace " + pod.Namespace + " (a dry run needs it)"
+	case apierrors.IsNotFound(err):
+		pr.notAsked = "namespace " + pod.Namespace + " does not exist"
+	default:
+		pr.refused = err.Error()
+	}
+	return pr
+}
+
+func svcName(cc admissionregistrationv1.WebhookClientConfig) string {
+	if cc.Service == nil {
+		return ""
+	}
+	return cc.Service.Namespace + "/" + cc.Service.Name
+}
+
+// clientConfig is the clientConfig of "<configuration>/<webhook>".
+func clientConfig(f *injection.ClusterFacts, webhook string) (admissionregistrationv1.WebhookClientConfig, bool) {
+	config, name, _ := strings.Cut(webhook, "/")
+	for _, c := range f.Webhooks {
+		if c.Name != config {
+			continue
+		}
+		for _, w := range c.Webhooks {
+			if w.Name == name {
+				return w.ClientConfig, true
+			}
+		}
+	}
+	return admissionregistrationv1.WebhookClientConfig{}, false
+}
+
+// decide fills after, the changes and whether it starts from the proof.
+func decide(w *upgrade.Workload, pr *proof, c candidate) {
+	switch {
+	case pr.unknown != "":
+		w.AfterUnknown, w.Starts = pr.unknown, upgrade.StartsUnknown
+		return
+	case pr.denied != "":
+		w.AfterUnknown, w.Starts = "the target's injector refuses the template", upgrade.StartsNo
+		w.Findings = append(w.Findings, diagnose.Finding{Code: diagnose.RefusalCode(injection.BlockedAnnotation), Status: diagnose.Fail,
+			Evidence: "the target's injector refuses the pod: " + oneLine(pr.denied)})
+		return
+	}
+	w.After = upgrade.SideOf(pr.pod)
+	w.Changes, w.Compared = compare(w.Now, w.After)
+	switch {
+	case pr.refused != "":
+		w.Starts = upgrade.StartsNo
+		code := diagnose.RefusalCode(injection.RefusalOf(pr.refused))
+		iw := &injection.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name, Spec: c.template.Spec, Annotations: c.template.Annotations}
+		w.Findings = append(w.Findings, diagnose.Finding{Code: code, Status: diagnose.Fail,
+			Evidence: "a dry-run create of the pod the target's injector makes is refused: " + oneLine(pr.refused), Fix: injection.RefusalFix(iw, pr.refused)})
+	case pr.notAsked != "":
+		w.Starts = upgrade.StartsUnknown
+		w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Unknown, Evidence: "whether admission admits it is unknown: " + pr.notAsked,
+			Needs: []string{"create pods (dry run) in namespace " + c.namespace}})
+	default:
+		w.Starts = upgrade.StartsYes
+		w.Findings = append(w.Findings, diagnose.Hazards(pr.pod, c.kind)...)
+		for _, f := range w.Findings {
+			switch {
+			case f.Status == diagnose.Fail:
+				w.Starts = upgrade.StartsNo
+			case f.Status == diagnose.Warning && w.Starts == upgrade.StartsYes:
+				w.Starts = upgrade.StartsWarning
+			}
+		}
+	}
+}
+
+// compare compares, with a pod that has none now counted as no sidecar.
+func compare(now, after *upgrade.Side) ([]upgrade.Change, int) {
+	if now == nil {
+		return nil, 0 // no pod now: nothing to compare with
+	}
+	return upgrade.Compare(now, after)
+}
+
+// restart is the command that re-creates a workload's pods.
+func restart(c candidate) string {
+	switch c.kind {
+	case "Deployment", "StatefulSet", "DaemonSet":
+		return fmt.Sprintf("kubectl rollout restart %s/%s -n %s", strings.ToLower(c.kind), c.name, c.namespace)
+	case "CronJob":
+		return fmt.Sprintf("# cronjob/%s -n %s: its next Job gets the new sidecar (no restart)", c.name, c.namespace)
+	case "Job":
+		if c.done {
+			return ""
+		}
+		return fmt.Sprintf("# job/%s -n %s: a Job's pods are not restarted; re-create it through what created it once it is done", c.name, c.namespace)
+	}
+	return fmt.Sprintf("# pod/%s -n %s: a bare pod; re-create it from its manifest", c.name, c.namespace)
+}
+
+// templateKey identifies a template with its labels after the move and the
+// webhook that injects it: the workloads that share one share its proof.
+func templateKey(ns, webhook string, p *corev1.Pod) string {
+	b, _ := json.Marshal(struct {
+		L, A map[string]string
+		S    corev1.PodSpec
+	}{p.Labels, p.Annotations, p.Spec})
+	h := fnv.New64a()
+	h.Write(b)
+	return fmt.Sprintf("%s/%s/%x", ns, webhook, h.Sum64())
+}
+
+// appliedTemplate is a bare pod's template from the manifest kubectl apply
+// kept on it (nil without one).
+func appliedTemplate(p *corev1.Pod) *corev1.PodTemplateSpec {
+	raw := p.Annotations["kubectl.kubernetes.io/last-applied-configuration"]
+	if raw == "" {
+		return nil
+	}
+	var applied corev1.Pod
+	if err := json.Unmarshal([]byte(raw), &applied); err != nil {
+		return nil
+	}
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: applied.Labels, Annotations: applied.Annotations}, Spec: applied.Spec}
+}
+
+// oneLine is an error message on one line: its escaped and real line
+// breaks and runs of spaces made one space.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, `\n`, " ")), " ")
+}
