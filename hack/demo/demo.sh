@@ -98,6 +98,10 @@ say "kubectl mesh startup -n shop deploy/broken-init"
 kubectl mesh startup -n shop deploy/broken-init || true
 say "kubectl mesh why-injected -n shop deploy/refused-at-admission"
 kubectl mesh why-injected -n shop deploy/refused-at-admission || true
+say "kubectl mesh upgrade-plan --to canary -n batch   # before a canary move: what each workload becomes, and whether it starts"
+kubectl mesh upgrade-plan --to canary -n batch || true
+say "kubectl mesh upgrade-plan --to canary -n shop"
+kubectl mesh upgrade-plan --to canary -n shop || true
 cat >&2 <<TXT
 
 The demo mesh is running. To use it from this shell:
