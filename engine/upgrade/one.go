@@ -224,6 +224,8 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 		iw := &injection.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name, Spec: c.template.Spec, Annotations: c.template.Annotations}
 		w.Findings = append(w.Findings, diagnose.Finding{Code: code, Status: diagnose.Fail,
 			Evidence: "a dry-run create of the pod the target's injector makes is refused: " + oneLine(pr.refused), Fix: injection.RefusalFix(iw, pr.refused)})
+		// What it would meet once admitted, on the injector's pod.
+		w.Findings = append(w.Findings, diagnose.Hazards(pr.pod, c.kind)...)
 	case pr.notAsked != "":
 		w.Starts = upgrade.StartsUnknown
 		w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Unknown, Evidence: "whether admission admits it is unknown: " + pr.notAsked,
@@ -231,6 +233,10 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 	default:
 		w.Starts = upgrade.StartsYes
 		w.Findings = append(w.Findings, diagnose.Hazards(pr.pod, c.kind)...)
+		if why := notReadyNow(c.pod); why != "" {
+			w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Warning,
+				Evidence: "its pod is not ready now (" + why + "): a restart under the target does not change that; kubectl mesh diagnose pod/" + c.pod.Name + " -n " + c.namespace + " says why"})
+		}
 		for _, f := range w.Findings {
 			switch {
 			case f.Status == diagnose.Fail:
@@ -296,4 +302,23 @@ func appliedTemplate(p *corev1.Pod) *corev1.PodTemplateSpec {
 // breaks and runs of spaces made one space.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, `\n`, " ")), " ")
+}
+
+// notReadyNow says why a workload's current pod is not ready ("" when it
+// is, or there is none, or it is a finished run-once pod).
+func notReadyNow(p *corev1.Pod) string {
+	if p == nil || p.Status.Phase == corev1.PodSucceeded {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return ""
+		}
+	}
+	for _, st := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if st.State.Waiting != nil && st.State.Waiting.Reason != "" && st.State.Waiting.Reason != "PodInitializing" {
+			return "container " + st.Name + ": " + st.State.Waiting.Reason
+		}
+	}
+	return "phase " + string(p.Status.Phase)
 }

@@ -2,9 +2,12 @@ package diagnose
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 )
 
 // RefusalCode is the catalogue's code for an admission refusal of the kind
@@ -31,10 +34,15 @@ func Hazards(p *corev1.Pod, kind string) []Finding {
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: p.GenerateName + "plan", Controller: &yes}}
 	}
-	in := &Input{Facts: Facts{Pod: p}, Target: p.GenerateName + " -n " + p.Namespace}
+	facts := startup.StartupFacts{Pod: p, Now: time.Now()}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		facts.OwnerKind = ref.Kind
+	}
+	in := &Input{Facts: Facts{Pod: p, Startup: startup.AnalyzeStartup(facts)}, Target: p.GenerateName + " -n " + p.Namespace}
 	var out []Finding
 	for _, s := range Checks() {
-		if s.Kind != Static || !readsOnly(s.Reads, hazardReads) {
+		if s.Kind != Static || !readsOnly(s.Reads, hazardReads) || s.Code == CodeNotRunning {
+			// (Not running: it is not created yet.)
 			continue
 		}
 		for _, fd := range s.run(in) {

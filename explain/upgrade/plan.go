@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,7 +104,13 @@ func (p *Plan) Finish() {
 		if w.Starts == StartsNo {
 			for _, f := range w.Findings {
 				if f.Status == diagnose.Fail && f.Fix != "" {
-					p.Steps = append(p.Steps, fmt.Sprintf("# %s/%s -n %s will not start (%s): fix it first", strings.ToLower(w.Kind), w.Name, w.Namespace, f.Code), f.Fix)
+					step := fmt.Sprintf("# %s/%s -n %s will not start (%s): fix it first", strings.ToLower(w.Kind), w.Name, w.Namespace, f.Code)
+					if slices.Contains(p.Steps, f.Fix) {
+						step = fmt.Sprintf("# %s/%s -n %s will not start (%s): the fix above", strings.ToLower(w.Kind), w.Name, w.Namespace, f.Code)
+						p.Steps = append(p.Steps, step)
+						break
+					}
+					p.Steps = append(p.Steps, step, f.Fix)
 					break
 				}
 			}
