@@ -225,14 +225,14 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 		w.Findings = append(w.Findings, diagnose.Finding{Code: code, Status: diagnose.Fail,
 			Evidence: "a dry-run create of the pod the target's injector makes is refused: " + oneLine(pr.refused), Fix: injection.RefusalFix(iw, pr.refused)})
 		// What it would meet once admitted, on the injector's pod.
-		w.Findings = append(w.Findings, diagnose.Hazards(pr.pod, c.kind)...)
+		w.Findings = append(w.Findings, hazards(pr.pod, c)...)
 	case pr.notAsked != "":
 		w.Starts = upgrade.StartsUnknown
 		w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Unknown, Evidence: "whether admission admits it is unknown: " + pr.notAsked,
 			Needs: []string{"create pods (dry run) in namespace " + c.namespace}})
 	default:
 		w.Starts = upgrade.StartsYes
-		w.Findings = append(w.Findings, diagnose.Hazards(pr.pod, c.kind)...)
+		w.Findings = append(w.Findings, hazards(pr.pod, c)...)
 		if why := notReadyNow(c.pod); why != "" {
 			w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Warning,
 				Evidence: "its pod is not ready now (" + why + "): a restart under the target does not change that; kubectl mesh diagnose pod/" + c.pod.Name + " -n " + c.namespace + " says why"})
@@ -321,4 +321,25 @@ func notReadyNow(p *corev1.Pod) string {
 		}
 	}
 	return "phase " + string(p.Status.Phase)
+}
+
+// hazards are the catalogue's findings on the predicted pod, a classic
+// sidecar in a run-once pod fixed on what makes it (its template asks for
+// a native sidecar).
+func hazards(p *corev1.Pod, c candidate) []diagnose.Finding {
+	fs := diagnose.Hazards(p, c.kind)
+	for i := range fs {
+		if fs[i].Code != "KM-START-007" {
+			continue
+		}
+		native := "true"
+		set := map[string]*string{"sidecar.istio.io/nativeSidecar": &native}
+		switch c.kind {
+		case "CronJob":
+			fs[i].Fix = injection.SetTemplateAnnotations("CronJob", c.name, c.namespace, set) + "a native sidecar (Kubernetes 1.29+) ends with the Job's own containers"
+		case "Job":
+			fs[i].Fix = injection.RecreateJob(c.name, c.namespace, set, nil)
+		}
+	}
+	return fs
 }

@@ -110,7 +110,11 @@ func (p *Plan) Finish() {
 						p.Steps = append(p.Steps, step)
 						break
 					}
-					p.Steps = append(p.Steps, step, f.Fix)
+					fix := f.Fix
+					if !strings.HasPrefix(fix, "kubectl ") {
+						fix = "# " + fix // words, not a command
+					}
+					p.Steps = append(p.Steps, step, fix)
 					break
 				}
 			}

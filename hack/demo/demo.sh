@@ -15,7 +15,7 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 [ -x "$REPO_ROOT/_output/bin/kubectl-mesh" ] || make -C "$REPO_ROOT" build >/dev/null
 
 log "installing the demo mesh and workloads"
-namespaces=(shop legacy payments ledger plain ambient istio-cni)
+namespaces=(shop legacy payments ledger plain ambient istio-cni batch)
 kubectl delete namespace "${namespaces[@]}" --ignore-not-found --wait=true --timeout=120s >/dev/null
 install_mesh
 kubectl apply --server-side -f "$DEMO/workloads.yaml" >/dev/null
@@ -47,7 +47,7 @@ JSON
 # billing's pod exists before its namespace is labelled: it stays without a sidecar.
 kubectl -n legacy rollout status deploy/billing --timeout=120s >/dev/null
 kubectl label namespace legacy istio-injection=enabled --overwrite >/dev/null
-for d in shop/backend shop/frontend shop/debug-tools payments/payments-api ledger/ledger plain/reports plain/metrics ambient/ambient-app; do
+for d in shop/backend shop/frontend shop/debug-tools payments/payments-api ledger/ledger plain/reports plain/metrics ambient/ambient-app batch/importer; do
   kubectl -n "${d%/*}" rollout status "deploy/${d#*/}" --timeout=120s >/dev/null
 done
 # The pod of the patched template (the first one may still be terminating).
