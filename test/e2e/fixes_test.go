@@ -78,8 +78,8 @@ var fixCases = []fixCase{
 	{nn: "17", object: "web", code: "KM-INJ-001", fixStarts: "kubectl rollout resume deployment/web -n kmfix-17", injected: true, state: anyPod("web", "ready", podReadyNow),
 		then: []string{"kubectl rollout pause deployment/web -n kmfix-17", "kubectl label namespace kmfix-17 istio-injection=enabled"}},
 	{nn: "18", object: "deployment/batch-worker", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/batch-worker -n kmfix-18 --type=merge", injected: true, state: rsFailed, minMinor: 34},
-	{nn: "19", object: "deployment/reports", code: "KM-INJ-011", fixStarts: `kubectl patch deployment/reports -n kmfix-19 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"48Mi"}}}}}'`, injected: true, state: rsFailed},
-	{nn: "20", object: "reporter", code: "KM-CAP-008", fixStarts: "kubectl apply view-last-applied pod/reporter -n kmfix-20 -o json | kubectl patch --local", injected: true, state: anyPod("reporter", "ready", podReadyNow),
+	{nn: "19", object: "replicaset/reports", code: "KM-INJ-011", fixStarts: `kubectl patch deployment/reports -n kmfix-19 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"48Mi"}}}}}'`, injected: true, state: rsFailed},
+	{nn: "20", object: "pod/reporter", code: "KM-CAP-008", fixStarts: "kubectl apply view-last-applied pod/reporter -n kmfix-20 -o json | kubectl patch --local", injected: true, state: anyPod("reporter", "ready", podReadyNow),
 		applied: "20-reporter.yaml"},
 }
 
