@@ -153,7 +153,11 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 		fmt.Fprintln(p.Out)
 		p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(tr.Summary))
 		for _, s := range tr.Path {
-			p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), counters(s.Packets, s.Bytes), Escape(s.Rule)))
+			count := "[no counters]"
+			if s.Packets != nil && s.Bytes != nil {
+				count = counters(*s.Packets, *s.Bytes)
+			}
+			p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), count, Escape(s.Rule)))
 		}
 		for _, n := range tr.Notes {
 			p.Para("    note: ", Escape(n))

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/json"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -538,4 +539,19 @@ func (rs *Ruleset) SetDeltas(before *Ruleset) {
 			}
 		}
 	}
+}
+
+// MarshalJSON writes a rule's counters as null when its dump has none
+// (iptables -S, iptables-save without -c): unknown, not zero.
+func (r *Rule) MarshalJSON() ([]byte, error) {
+	type plain Rule
+	out := struct {
+		*plain
+		Packets *uint64 `json:"packets"`
+		Bytes   *uint64 `json:"bytes"`
+	}{plain: (*plain)(r)}
+	if r.HasCounters {
+		out.Packets, out.Bytes = &r.Packets, &r.Bytes
+	}
+	return json.Marshal(out)
 }

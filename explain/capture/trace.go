@@ -155,11 +155,13 @@ func firstOfFamily(addrs []netip.Addr, v4 bool) netip.Addr {
 
 // TraceStep is one rule a traced packet matched.
 type TraceStep struct {
-	Table   string `json:"table"`
-	Chain   string `json:"chain"`
-	Rule    string `json:"rule"`
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
+	Table string `json:"table"`
+	Chain string `json:"chain"`
+	Rule  string `json:"rule"`
+	// Packets and Bytes are the rule's counters, null when the dump has
+	// none (iptables -S, iptables-save without -c): unknown, not zero.
+	Packets *uint64 `json:"packets"`
+	Bytes   *uint64 `json:"bytes"`
 }
 
 // Trace is where a connection goes.
@@ -252,7 +254,12 @@ func (rs *Ruleset) walk(t *Table, chainName string, p *Packet, tr *Trace, depth 
 		if !ok {
 			continue
 		}
-		tr.Path = append(tr.Path, TraceStep{Table: t.Name, Chain: c.Name, Rule: r.Spec, Packets: r.Packets, Bytes: r.Bytes})
+		step := TraceStep{Table: t.Name, Chain: c.Name, Rule: r.Spec}
+		if r.HasCounters {
+			pk, by := r.Packets, r.Bytes
+			step.Packets, step.Bytes = &pk, &by
+		}
+		tr.Path = append(tr.Path, step)
 		switch r.Target {
 		case "RETURN":
 			return "return", 0
