@@ -21,6 +21,9 @@ func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
 	if r != nil && (classicJobPod(p) || proxyInTrouble(p)) {
 		return true // the fix patches what makes the pod
 	}
+	if p.Annotations["sidecar.istio.io/status"] != "" {
+		return true // its template may override what the injector added (diagnose.CodeInjectedOverridden)
+	}
 	if p == nil || r == nil || r.Injected == nil || *r.Injected || r.Ambient {
 		return false
 	}

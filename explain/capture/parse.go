@@ -1,9 +1,9 @@
 package capture
 
 import (
-	"encoding/json"
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"

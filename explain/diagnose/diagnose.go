@@ -191,6 +191,8 @@ func Diagnose(f Facts) *Diagnosis {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}
 	templateOverride(d, in)
+	overrideCauses(d)
+	deleteActiveJob(d, f)
 	markUnexplained(d)
 	d.Status = d.Worst()
 	seen := map[string]bool{}

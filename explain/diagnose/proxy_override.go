@@ -13,11 +13,14 @@ import (
 // injector merges over the one it adds (its image, probes, command win):
 // nil when the template has none, or its owner was not read.
 func (in *Input) templateProxy() *corev1.Container {
-	o := in.Owner
-	if o == nil || o.Template == nil || in.Pod == nil || in.Pod.Annotations[istio.AnnotationStatus] == "" {
+	if in.Pod == nil || in.Pod.Annotations[istio.AnnotationStatus] == "" {
 		return nil
 	}
-	for _, cs := range [][]corev1.Container{o.Template.Spec.InitContainers, o.Template.Spec.Containers} {
+	t, _ := in.podTemplate() // a bare pod's: the manifest it was applied with
+	if t == nil {
+		return nil
+	}
+	for _, cs := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == istio.ProxyContainer {
 				return &cs[i]
@@ -78,17 +81,24 @@ func templateOverride(d *Diagnosis, in *Input) {
 		return
 	}
 	o := in.Owner
-	ev := fmt.Sprintf("the pod template of %s/%s has a container istio-proxy of its own, which the injector merges over the proxy it adds: %s replace the injector's", strings.ToLower(o.Kind), o.Name, strings.Join(what, ", "))
-	path := `{"spec":{"template":{"spec":{"containers":[{"name":"istio-proxy","$patch":"delete"}]}}}}`
-	kind, name := strings.ToLower(o.Kind), o.Name
-	if cron, ok := strings.CutPrefix(o.Controller, "CronJob/"); ok {
-		kind, name = "cronjob", cron
-		path = `{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"istio-proxy","$patch":"delete"}]}}}}}}`
-	}
-	fix := fmt.Sprintf("kubectl patch %s %s -n %s --type=strategic -p '%s'   # the template's own istio-proxy removed: the injector's proxy, its image and probes, are used; or correct what it overrides",
-		kind, name, in.Pod.Namespace, path)
-	if kind == "job" {
-		fix = "remove the container istio-proxy from job/" + name + "'s manifest and create the Job again (a Job's template cannot be patched)"
+	var ev, fix string
+	if o == nil || o.Template == nil {
+		// A bare pod: the manifest it was applied with has the container.
+		ev = fmt.Sprintf("the manifest pod %s was applied with has a container istio-proxy of its own, which the injector merges over the proxy it adds: %s replace the injector's", in.Pod.Name, strings.Join(what, ", "))
+		fix = recreateBarePod(in.Pod, "", "strategic", `{"spec":{"containers":[{"name":"istio-proxy","$patch":"delete"}]}}`) + "; its own istio-proxy removed: the injector's proxy, its image and probes, are used"
+	} else {
+		ev = fmt.Sprintf("the pod template of %s/%s has a container istio-proxy of its own, which the injector merges over the proxy it adds: %s replace the injector's", strings.ToLower(o.Kind), o.Name, strings.Join(what, ", "))
+		path := `{"spec":{"template":{"spec":{"containers":[{"name":"istio-proxy","$patch":"delete"}]}}}}`
+		kind, name := strings.ToLower(o.Kind), o.Name
+		if cron, ok := strings.CutPrefix(o.Controller, "CronJob/"); ok {
+			kind, name = "cronjob", cron
+			path = `{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"istio-proxy","$patch":"delete"}]}}}}}}`
+		}
+		fix = fmt.Sprintf("kubectl patch %s %s -n %s --type=strategic -p '%s'   # the template's own istio-proxy removed: the injector's proxy, its image and probes, are used; or correct what it overrides",
+			kind, name, in.Pod.Namespace, path)
+		if kind == "job" {
+			fix = "remove the container istio-proxy from job/" + name + "'s manifest and create the Job again (a Job's template cannot be patched)"
+		}
 	}
 	changed := map[string]bool{}
 	for i := range d.Findings {
