@@ -118,6 +118,7 @@ next:
 		}
 		failed := inspect.EventsForOwner(inspect.OnlyReason(events, "FailedCreate"), w.Namespace, w.Kind, w.Name)
 		r := e.Inject.ExplainTemplate(facts, w.Kind, w.Namespace, w.Name, w.Template, failed)
+		e.Inject.ProveWithoutSidecar(ctx, r, w.Template)
 		st := w.WorkloadState
 		it := &item{facts: diagnose.Facts{Injection: r, Workload: &st, NoPod: noPodOf(&st)}}
 		items = append(items, it)

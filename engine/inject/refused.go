@@ -50,6 +50,9 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 		if !r.CreationBlocked {
 			continue // e.g. a quota refusing pods that get no sidecar
 		}
+		if err == nil && ok {
+			e.ProveWithoutSidecar(ctx, r, tmpl)
+		}
 		e.recordLive(r, owned)
 		r.Factors = injection.DecidingFactors(r.Factors)
 		out = append(out, r)

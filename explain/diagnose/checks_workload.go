@@ -167,6 +167,15 @@ func workloadShort(in *Input) []Finding {
 		if r.RefusedBy.Fix != "" {
 			f.Fix = r.RefusedBy.Fix
 		}
+		if r.RefusedBy.WithoutSidecar == "admitted" {
+			// Proved: the pod's own part is admitted, what the injector
+			// adds is what the policy refuses.
+			f.Mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
+			f.Evidence += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + f.Mesh + " that " + r.RefusedBy.By + " refuses"
+			if r.RefusedBy.Fix != "" {
+				f.Fix = r.RefusedBy.Fix + "\n# or, on the mesh's side: change what the policy requires in the injection (an istio-proxy/istio-init override in the template, sidecar.istio.io annotations), or Istio's CNI plugin for istio-init's capabilities"
+			}
+		}
 	}
 	if w.Failed != "" {
 		f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that, then re-create the Job"

@@ -36,6 +36,11 @@ type policyRefusal struct {
 type Refusal struct {
 	By  string `json:"by"`
 	Fix string `json:"fix,omitempty"`
+	// WithoutSidecar is what admission made of the same template without
+	// its sidecar (a dry-run create, labelled sidecar.istio.io/inject=false):
+	// "admitted" (then what the injector adds is what is refused), "refused:
+	// …", or "" when it could not be asked.
+	WithoutSidecar string `json:"withoutSidecar,omitempty"`
 }
 
 // platformFix is the fix for a refusal of the pod's own (not of what the
