@@ -153,7 +153,7 @@ func quoteCmd(c corev1.Container) string {
 // does not become ready, capture rules missing.
 var overrideSymptoms = map[string]map[string]bool{
 	"imagePullPolicy": {CodeProxyFailing: true, CodeCannotStart: true},
-	"runAsUser":       {CodeProxyNotReady: true, CodePodNotReady: true, CodeProxyNotListening: true},
+	"runAsUser":       {CodeProxyNotReady: true, CodeProxyFailing: true, CodePodNotReady: true, CodeProxyNotListening: true},
 	"istio-init":      {CodeRulesDrift: true},
 }
 

@@ -40,6 +40,7 @@ type catFinding struct {
 	Status   string `json:"status"`
 	Evidence string `json:"evidence"`
 	Fix      string `json:"fix"`
+	Mesh     string `json:"mesh"`
 }
 
 type catCheck struct {

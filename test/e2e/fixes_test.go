@@ -47,6 +47,9 @@ type fixCase struct {
 	// minMinor is the least Kubernetes 1.x where the fault can exist (a
 	// field of a later release): on an older lane it is not planted.
 	minMinor int
+	// mesh: the finding must put the fault down to the mesh (its mesh
+	// field set), not to the platform.
+	mesh bool
 }
 
 var fixCases = []fixCase{
@@ -81,6 +84,12 @@ var fixCases = []fixCase{
 	{nn: "19", object: "replicaset/reports", code: "KM-INJ-011", fixStarts: `kubectl patch deployment/reports -n kmfix-19 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"48Mi"}}}}}'`, injected: true, state: rsFailed},
 	{nn: "20", object: "pod/reporter", code: "KM-CAP-008", fixStarts: "kubectl apply view-last-applied pod/reporter -n kmfix-20 -o json | kubectl patch --local", injected: true, state: anyPod("reporter", "ready", podReadyNow),
 		applied: "20-reporter.yaml"},
+	// The red team's fifth round (its 12, 04 and 02), replanted.
+	{nn: "21", object: "collector", code: "KM-CAP-010", fixStarts: `kubectl patch daemonset/collector -n kmfix-21 --type=json -p '[{"op":"replace","path":"/spec/template/spec/initContainers/0/name"`, injected: true, state: anyPod("collector", "ready", podReadyNow)},
+	{nn: "22", object: "client", code: "KM-CAP-010", fixStarts: `kubectl patch deployment/client -n kmfix-22 --type=json -p '[{"op":"remove","path":"/spec/template/spec/containers/1/securityContext/runAsUser"}]'`, injected: true, state: anyPod("client", "running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning
+	})},
+	{nn: "23", object: "deployment/cache", code: "KM-INJ-013", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-emptydir-sizelimit", injected: true, state: rsFailed, mesh: true},
 }
 
 // TestFixesRecover plants faults taken from Istio's issues, checks that
@@ -184,6 +193,10 @@ func TestFixesRecover(t *testing.T) {
 				}
 				if found == nil {
 					return
+				}
+				checks.Add(1)
+				if fc.mesh && found.Mesh == "" {
+					t.Errorf("%s is put down to the platform, not to what the mesh added: %s", fc.code, found.Evidence)
 				}
 				checks.Add(1)
 				if !strings.HasPrefix(found.Fix, fc.fixStarts) {
