@@ -11,6 +11,6 @@ transcript=$(mktemp)
 trap 'rm -f "$transcript"' EXIT
 make build >/dev/null
 NO_COLOR=1 hack/demo/demo.sh >"$transcript" 2>&1
-for doc in README.md docs/diagnose.md; do
+for doc in README.md docs/diagnose.md docs/upgrade.md; do
   go run ./hack/demo/splice "$transcript" "$doc"
 done
