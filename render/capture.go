@@ -150,18 +150,24 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 		p.Table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
 	}
 	for _, tr := range rep.Traces {
-		fmt.Fprintln(p.Out)
-		p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(tr.Summary))
-		for _, s := range tr.Path {
-			count := "[no counters]"
-			if s.Packets != nil && s.Bytes != nil {
-				count = counters(*s.Packets, *s.Bytes)
-			}
-			p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), count, Escape(s.Rule)))
+		printTrace(p, tr)
+	}
+}
+
+// printTrace prints one traced connection: the rules it meets, with their
+// counters when the dump has them.
+func printTrace(p *Printer, tr *capture.Trace) {
+	fmt.Fprintln(p.Out)
+	p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(tr.Summary))
+	for _, s := range tr.Path {
+		count := "[no counters]"
+		if s.Packets != nil && s.Bytes != nil {
+			count = counters(*s.Packets, *s.Bytes)
 		}
-		for _, n := range tr.Notes {
-			p.Para("    note: ", Escape(n))
-		}
+		p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), count, Escape(s.Rule)))
+	}
+	for _, n := range tr.Notes {
+		p.Para("    note: ", Escape(n))
 	}
 }
 

@@ -9,7 +9,6 @@ package diagnose
 // container captured with no proxy to serve it), they name it.
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -18,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -731,78 +729,4 @@ func (in *Input) refineFailing(f *Finding) {
 		f.Fix = fmt.Sprintf(`kubectl get pod %s -n %s -o jsonpath='{.spec.containers[?(@.name=="%s")].livenessProbe}'`, p.Name, p.Namespace, st.Name) +
 			"   # the liveness probe fails (events above): correct what it checks (its port, path or command), then re-create the pod"
 	}
-}
-
-// specFixAnnotation sets an annotation on the pod's template.
-func specFixAnnotation(p *corev1.Pod, key, value string) string {
-	owner := templateOwner(p)
-	if owner == "" {
-		if cmd := recreateBarePod(p, "", "merge", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)); cmd != "" {
-			return cmd
-		}
-		return fmt.Sprintf("in the pod's manifest, set the annotation %s: %q, then re-create the pod", key, value)
-	}
-	if job, ok := strings.CutPrefix(owner, "job/"); ok {
-		return injection.RecreateJob(job, p.Namespace, map[string]*string{key: &value}, nil)
-	}
-	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
-}
-
-// proxyResourceKeys are the annotations that size the sidecar.
-var proxyResourceKeys = []string{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit", "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"}
-
-// proxyResourceAnnotations are those of annotations that size the sidecar.
-func proxyResourceAnnotations(annotations map[string]string) []string {
-	var out []string
-	for _, k := range proxyResourceKeys {
-		if _, ok := annotations[k]; ok {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// quoteAnnotations is `k="v", …` for the keys.
-func quoteAnnotations(annotations map[string]string, keys []string) string {
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%q", k, annotations[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// removeAnnotations is the patch that removes annotations from the pod's
-// template (or what to change in its manifest).
-func removeAnnotations(p *corev1.Pod, keys []string) string {
-	owner := templateOwner(p)
-	if owner == "" {
-		gone := map[string]any{}
-		for _, k := range keys {
-			gone[k] = nil
-		}
-		if b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": gone}}); err == nil {
-			if cmd := recreateBarePod(p, keys[0], "merge", string(b)); cmd != "" {
-				return cmd
-			}
-		}
-		return "remove the annotations " + strings.Join(keys, ", ") + " from the pod's manifest, then re-create the pod"
-	}
-	return templatePatch(owner, p.Namespace, keys)
-}
-
-// templatePatch is the JSON patch of a workload that removes annotations
-// from its template.
-func templatePatch(owner, ns string, keys []string) string {
-	if job, ok := strings.CutPrefix(owner, "job/"); ok {
-		gone := map[string]*string{}
-		for _, k := range keys {
-			gone[k] = nil
-		}
-		return injection.RecreateJob(job, ns, gone, nil)
-	}
-	var ops []string
-	for _, k := range keys {
-		ops = append(ops, `{"op":"remove","path":"/spec/template/metadata/annotations/`+jsonPointer(k)+`"}`)
-	}
-	return "kubectl patch " + owner + " -n " + ns + " --type=json -p '[" + strings.Join(ops, ",") + "]'"
 }
