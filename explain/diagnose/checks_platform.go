@@ -176,6 +176,9 @@ func meshImageFix(p *corev1.Pod, container string) string {
 	if _, ok := p.Annotations["sidecar.istio.io/proxyImage"]; ok {
 		return annotationPatch(p, "sidecar.istio.io/proxyImage", "") + "   # the injector then uses the mesh's own proxy image"
 	}
+	if v, ok := p.Annotations["sidecar.istio.io/proxyImageType"]; ok {
+		return annotationPatch(p, "sidecar.istio.io/proxyImageType", "") + "   # the image variant " + fmt.Sprintf("%q", v) + " (a tag suffix of the mesh's proxy image) is not one the nodes can pull: the injector then uses the mesh's default variant"
+	}
 	return "kubectl get pod " + p.Name + " -n " + p.Namespace + ` -o jsonpath='{.spec.containers[*].image}{"\n"}{.spec.initContainers[*].image}'` +
 		"   # the image comes from the injector's values (global.hub, global.tag, global.proxy.image of the revision's istio-sidecar-injector ConfigMap): make it one the nodes can pull"
 }
