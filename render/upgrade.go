@@ -74,13 +74,16 @@ func UpgradePlan(p *Printer, plan *upgrade.Plan) {
 	}
 	p.Table([]string{"WORKLOAD", "NOW", "AFTER", "CHANGES", "STARTS"}, rows)
 	for _, w := range plan.Workloads {
-		if w.Starts == upgrade.StartsYes && w.AfterUnknown == "" {
+		if w.Starts == upgrade.StartsYes && w.AfterUnknown == "" && len(w.NowFindings) == 0 {
 			continue
 		}
 		fmt.Fprintln(p.Out)
 		p.Para("", p.Bold(fmt.Sprintf("%s/%s -n %s", strings.ToLower(w.Kind), Escape(w.Name), Escape(w.Namespace)))+": "+p.Paint(startsEffect(w.Starts), "starts: "+w.Starts))
 		if w.AfterUnknown != "" {
 			p.Para("  ", "after: unknown: "+Escape(w.AfterUnknown))
+		}
+		for _, f := range w.NowFindings {
+			p.Para("  ", p.Paint(StatusEffect(f.Status), "now: "+f.Status)+": "+Escape(f.Evidence))
 		}
 		for _, f := range w.Findings {
 			label := f.Status

@@ -38,6 +38,18 @@ func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, tar
 		w.Now, w.NowPod = upgrade.SideOf(c.pod), c.pod.Name
 	}
 	nowMeshed := w.Now != nil && w.Now.Injected
+	if nowMeshed && w.Now.Revision != "" {
+		release, exists, known, _ := injection.RevisionRelease(facts, w.Now.Revision)
+		switch {
+		case !exists:
+			w.NowFindings = append(w.NowFindings, diagnose.Finding{Status: diagnose.Warning,
+				Evidence: "its pod was injected by revision " + w.Now.Revision + ", which no longer exists (no injector of it is installed): its proxy is served by no control plane of its own; restart it under an installed revision"})
+		case known:
+			if why := upgrade.Skew(w.Now.Release, release); why != "" {
+				w.NowFindings = append(w.NowFindings, diagnose.Finding{Status: diagnose.Warning, Evidence: why})
+			}
+		}
+	}
 	if c.template == nil {
 		if !nowMeshed {
 			return w, false

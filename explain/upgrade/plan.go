@@ -43,6 +43,10 @@ type Workload struct {
 	// Findings say why (the catalogue's codes).
 	Starts   string             `json:"starts"`
 	Findings []diagnose.Finding `json:"findings,omitempty"`
+	// NowFindings are what is wrong with the pod as it is, whatever the
+	// move: a proxy outside Istio's skew with its control plane, a revision
+	// that no longer exists.
+	NowFindings []diagnose.Finding `json:"nowFindings,omitempty"`
 	// Restart is the command that re-creates its pods under the target.
 	Restart string `json:"restart"`
 }
