@@ -57,10 +57,18 @@ func quotaSizing(spec *corev1.PodSpec, annotations map[string]string, msg string
 		sk, known := quotaSidecarKey[k]
 		req := requested[k]
 		lim, hasLimited := limited[k]
-		if !known || !hasLimited {
+		if !hasLimited {
 			return "", nil, nil, false
 		}
 		use := used[k]
+		if !known {
+			// Not a resource the sidecar's annotations size (pods, a
+			// count): only raising the quota lets the pod in.
+			need := use.DeepCopy()
+			need.Add(req)
+			raise[k] = need.String()
+			continue
+		}
 		room := lim.DeepCopy()
 		room.Sub(use)
 		room.Sub(podOwn(spec, sk.res, sk.limit))
@@ -174,6 +182,9 @@ func quotaFix(w *Workload, msg string) string {
 	}
 	raiseCmd := fmt.Sprintf("kubectl patch resourcequota %s -n %s --type=merge -p '%s'", quota, w.Namespace, hard)
 	if set == nil {
+		if _, pods := raise["pods"]; pods && len(raise) == 1 {
+			return raiseCmd + "   # room for one more pod: quota " + quota + " counts pods of a scope the pod is in with its sidecar (the sidecar's requests make a pod whose own containers ask for none Burstable, not BestEffort); or opt the pod out of the mesh"
+		}
 		return raiseCmd + "   # room for one more pod with its sidecar: what quota " + quota + " has left is less than a sidecar needs (add what one pod asks for, per further pod)"
 	}
 	keys := make([]string, 0, len(set))

@@ -39,6 +39,9 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 			not:  []string{`"sidecar.istio.io/proxyCPU":`}},
 		{name: "a bare pod: its manifest", kind: "Pod", msg: mem,
 			want: []string{"set the annotations proxyMemory=48Mi (sidecar.istio.io/…) in the pod's manifest, then re-create it"}},
+		{name: "a count the sidecar does not size (a scoped pods quota): raise it", kind: "StatefulSet", msg: `exceeded quota: sandbox-besteffort-only, requested: pods=1, used: pods=0, limited: pods=0`,
+			want: []string{`kubectl patch resourcequota sandbox-besteffort-only -n shop --type=merge -p '{"spec":{"hard":{"pods":"1"}}}'   # room for one more pod`, "Burstable"},
+			not:  []string{"proxyCPU", "proxyMemory"}},
 		{name: "no figures: no arithmetic", kind: "Deployment", msg: `exceeded quota: team-quota, must specify limits.memory`, not: []string{"patch"}},
 	}
 	checked := 0

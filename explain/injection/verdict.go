@@ -34,6 +34,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			r.Reason = "pod creation rejected by a quota (with the sidecar's resources)"
 			if fix := quotaFix(w, blocked); fix != "" {
 				r.Fix = fix
+				if strings.HasPrefix(fix, "kubectl patch resourcequota") {
+					r.Fix += retryNow(w) // a quota raised starts no new try of its own
+				}
 			} else if kind, _ := templateOwnerOf(w); kind == "Pod" {
 				r.Fix = "kubectl describe resourcequota -n " + w.Namespace + "   # then set sidecar.istio.io/proxyCPU, proxyMemory (and their …Limit) in the pod's manifest within what it leaves, or raise the quota, and re-create the pod"
 			} else {
