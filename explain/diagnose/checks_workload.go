@@ -186,7 +186,9 @@ func workloadShort(in *Input) []Finding {
 		}
 	}
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
-	if ev, mesh, fix, ok := podBudget(w, text); ok {
+	if ev, mesh, fix, ok := statusPortRefusal(w, text); ok {
+		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
+	} else if ev, mesh, fix, ok := podBudget(w, text); ok {
 		// A pod-level budget its own containers fit in: the sidecar tips it.
 		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
 	} else if t := w.Template; t != nil && resourceRefusal.MatchString(text) {

@@ -77,9 +77,13 @@ func templatePatch(owner, ns string, keys []string) string {
 		}
 		return injection.RecreateJob(job, ns, gone, nil)
 	}
+	base := "/spec/template/metadata/annotations/"
+	if strings.HasPrefix(owner, "cronjob/") {
+		base = "/spec/jobTemplate/spec/template/metadata/annotations/"
+	}
 	var ops []string
 	for _, k := range keys {
-		ops = append(ops, `{"op":"remove","path":"/spec/template/metadata/annotations/`+jsonPointer(k)+`"}`)
+		ops = append(ops, `{"op":"remove","path":"`+base+jsonPointer(k)+`"}`)
 	}
 	return "kubectl patch " + owner + " -n " + ns + " --type=json -p '[" + strings.Join(ops, ",") + "]'"
 }
