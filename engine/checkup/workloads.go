@@ -196,6 +196,15 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 		}
 		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
 	}
+	if old := items[0].facts.Injection; r.RefusedBy != nil && r.RefusedBy.WithoutSidecar == "" {
+		// The named report is kept: the proof made for the sweep's goes
+		// with it (or is made now).
+		if old != nil && old.RefusedBy != nil && old.RefusedBy.WithoutSidecar != "" {
+			r.RefusedBy.WithoutSidecar = old.RefusedBy.WithoutSidecar
+		} else {
+			e.Inject.ProveWithoutSidecar(ctx, r, w.Template)
+		}
+	}
 	items[0].facts.Injection = r
 	return items[0], "", incomplete, nil
 }
