@@ -173,7 +173,7 @@ func workloadShort(in *Input) []Finding {
 			f.Mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
 			f.Evidence += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + f.Mesh + " that " + r.RefusedBy.By + " refuses"
 			if r.RefusedBy.Fix != "" {
-				f.Fix = r.RefusedBy.Fix + "\n# or, on the mesh's side: change what the policy requires in the injection (an istio-proxy/istio-init override in the template, sidecar.istio.io annotations), or Istio's CNI plugin for istio-init's capabilities"
+				f.Fix = r.RefusedBy.Fix + "\n" + meshSideOfRefusal(w, text)
 			}
 		}
 	}
@@ -367,4 +367,28 @@ func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment str
 		change[k] = &v
 	}
 	return injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
+}
+
+// meshSideOfRefusal is the other way out of a policy that refuses what the
+// injector adds: a change of the template that makes the injected parts
+// comply, where the policy's words say which (a pod-level seccomp profile,
+// which the injected containers inherit; a classic sidecar instead of a
+// restartable init container), else the places to change in words.
+func meshSideOfRefusal(w *WorkloadState, text string) string {
+	owner := strings.ToLower(w.Kind) + "/" + w.Name
+	path := `{"spec":{"template":%s}}`
+	if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && w.Kind == "Job" {
+		owner, path = "cronjob/"+cron, `{"spec":{"jobTemplate":{"spec":{"template":%s}}}}`
+	}
+	patchable := w.Kind != "Job" || strings.HasPrefix(owner, "cronjob/")
+	lower := strings.ToLower(text)
+	switch {
+	case patchable && strings.Contains(lower, "seccomp"):
+		return "# or, keeping the policy: a pod-level seccomp profile, which the injected containers inherit:\n" +
+			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}`))
+	case patchable && (strings.Contains(lower, "restartpolicy") || strings.Contains(lower, "restartable")):
+		return "# or, keeping the policy: a classic sidecar instead of a native one (a restartable init container):\n" +
+			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`))
+	}
+	return "# or, on the mesh's side: change what the policy requires in the injection (an istio-proxy/istio-init override in the template, sidecar.istio.io annotations), or Istio's CNI plugin for istio-init's capabilities"
 }
