@@ -1102,6 +1102,22 @@ exit 1`
 				_, err = catWaitPod(ctx, c, inj, pod, "running and ready", testcluster.Running)
 				return err
 			}},
+		{code: "KM-CAP-010", ns: inj, name: "own-istio-init", how: "a Deployment whose template has an init container of its own named istio-init (a command of its own), which the injector merges over Istio's",
+			plant: func(ctx context.Context, f *catFault) error {
+				d := appDeployment(inj, f.name, 1, catLean())
+				d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: d.Spec.Template.Spec.Containers[0].Image,
+					ImagePullPolicy: corev1.PullNever, Command: []string{"/bin/sh", "-c", "echo preparing config"}}}
+				if _, err := c.Client.AppsV1().Deployments(inj).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				pod, err := catPodOf(ctx, c, inj, "app="+f.name)
+				if err != nil {
+					return err
+				}
+				f.pod, f.state = pod, "its pod running and ready, with no capture rules"
+				_, err = catWaitPod(ctx, c, inj, pod, "running and ready", testcluster.Running)
+				return err
+			}},
 		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
