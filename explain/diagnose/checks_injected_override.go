@@ -50,6 +50,24 @@ func (in *Input) podTemplate() (t *corev1.PodTemplateSpec, owner string) {
 	return &corev1.PodTemplateSpec{ObjectMeta: applied.ObjectMeta, Spec: applied.Spec}, ""
 }
 
+// template is the pod template of what the checks look at: the pod's (as
+// podTemplate), or that of a workload with no pod; owner names the
+// workload ("" for a bare pod), ns its namespace.
+func (in *Input) template() (t *corev1.PodTemplateSpec, owner, ns string) {
+	if t, owner := in.podTemplate(); t != nil {
+		return t, owner, in.Pod.Namespace
+	}
+	w := in.Workload
+	if w == nil || w.Template == nil {
+		return nil, "", ""
+	}
+	owner = strings.ToLower(w.Kind) + "/" + w.Name
+	if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && w.Kind == "Job" {
+		owner = "cronjob/" + cron
+	}
+	return w.Template, owner, w.Namespace
+}
+
 func injectedOverridden(in *Input) []Finding {
 	p := in.Pod
 	if p == nil || !in.injected() && p.Annotations[istio.AnnotationStatus] == "" {
@@ -66,7 +84,8 @@ func injectedOverridden(in *Input) []Finding {
 				Evidence: fmt.Sprintf("the pod template has an init container of its own named istio-init (command %s), which the injector merges over Istio's: it runs that command instead of istio-iptables, so the pod has no capture rules and every connection bypasses the proxy", quoteCmd(c)),
 				Mesh:     "the template's own istio-init container",
 				Fix: overridePatch(in, owner, fmt.Sprintf(`[{"op":"replace","path":"/spec/%sinitContainers/%d/name","value":"%s"}]`, jobPath(owner), i, c.Name+"-app"),
-					"its own init container renamed (any name but istio-init): Istio's istio-init then writes the rules")})
+					"its own init container renamed (any name but istio-init): Istio's istio-init then writes the rules"),
+				explains: []string{CodeRulesDrift}})
 		}
 	}
 	for i, c := range t.Spec.Containers {
@@ -78,7 +97,8 @@ func injectedOverridden(in *Input) []Finding {
 				Evidence: fmt.Sprintf("the pod template has a container of its own named istio-proxy with securityContext.runAsUser %d, which the injector merges over the proxy it adds: the proxy runs as uid %d, not 1337, and istio-iptables exempts only uid 1337's traffic, so the proxy's own connections are redirected back into it", *sc.RunAsUser, *sc.RunAsUser),
 				Mesh:     "the template's own istio-proxy container (runAsUser)",
 				Fix: overridePatch(in, owner, fmt.Sprintf(`[{"op":"remove","path":"/spec/%scontainers/%d/securityContext/runAsUser"}]`, jobPath(owner), i),
-					"the proxy then runs as the injector's uid 1337")})
+					"the proxy then runs as the injector's uid 1337"),
+				explains: []string{CodeProxyNotReady, CodeProxyFailing, CodePodNotReady, CodeProxyNotListening}})
 		}
 		if c.Image == "auto" && c.ImagePullPolicy == corev1.PullAlways {
 			status := Warning
@@ -89,7 +109,8 @@ func injectedOverridden(in *Input) []Finding {
 				Evidence: "the pod template has a container of its own named istio-proxy with image auto and imagePullPolicy Always (Kubernetes' default for an image without a tag), which the merge keeps: every start of the pod pulls the proxy's image, even one the node has",
 				Mesh:     "the template's own istio-proxy container (imagePullPolicy)",
 				Fix: overridePatch(in, owner, fmt.Sprintf(`[{"op":"replace","path":"/spec/%scontainers/%d/imagePullPolicy","value":"IfNotPresent"}]`, jobPath(owner), i),
-					"the node's copy of the proxy image is used")})
+					"the node's copy of the proxy image is used"),
+				explains: []string{CodeProxyFailing, CodeCannotStart}})
 		}
 	}
 	return out
@@ -118,7 +139,7 @@ func overridePatch(in *Input, owner, patch, comment string) string {
 	case strings.HasPrefix(owner, "job/"):
 		return "change job/" + strings.TrimPrefix(owner, "job/") + "'s manifest (" + comment + ") and create the Job again (a Job's template cannot be patched)"
 	}
-	ns := in.Pod.Namespace
+	_, _, ns := in.template()
 	if strings.HasPrefix(owner, "cronjob/") {
 		return fmt.Sprintf("kubectl patch %s -n %s --type=json -p '%s'   # %s; its next Jobs get it", owner, ns, patch, comment)
 	}
@@ -146,47 +167,4 @@ func quoteCmd(c corev1.Container) string {
 		s = s[:60] + "…"
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// overrideSymptoms are, for each kind of override, the findings it
-// explains: an image pull of an injected container, a proxy or app that
-// does not become ready, capture rules missing.
-var overrideSymptoms = map[string]map[string]bool{
-	"imagePullPolicy": {CodeProxyFailing: true, CodeCannotStart: true},
-	"runAsUser":       {CodeProxyNotReady: true, CodeProxyFailing: true, CodePodNotReady: true, CodeProxyNotListening: true},
-	"istio-init":      {CodeRulesDrift: true},
-}
-
-// overrideCauses puts a symptom down to the template's override that
-// explains it: the symptom's fix becomes the override's, and its evidence
-// says why (the first failing check is then fixed at its cause).
-func overrideCauses(d *Diagnosis) {
-	for _, o := range d.Findings {
-		if o.Code != CodeInjectedOverridden || o.Status != Fail {
-			continue
-		}
-		kind := "istio-init"
-		switch {
-		case strings.Contains(o.Mesh, "imagePullPolicy"):
-			kind = "imagePullPolicy"
-		case strings.Contains(o.Mesh, "runAsUser"):
-			kind = "runAsUser"
-		}
-		changed := map[string]bool{}
-		for i := range d.Findings {
-			f := &d.Findings[i]
-			if !overrideSymptoms[kind][f.Code] || f.Status != Fail || strings.Contains(f.Evidence, o.Evidence) {
-				continue
-			}
-			f.Evidence += "; the likely cause: " + o.Evidence
-			f.Fix, f.Mesh = o.Fix, o.Mesh
-			changed[f.Code] = true
-		}
-		for i := range d.Checks {
-			if c := &d.Checks[i]; changed[c.Code] && !strings.Contains(c.Evidence, o.Evidence) {
-				c.Evidence += "; the likely cause: " + o.Evidence
-				c.Fix = o.Fix
-			}
-		}
-	}
 }

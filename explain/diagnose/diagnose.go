@@ -191,7 +191,7 @@ func Diagnose(f Facts) *Diagnosis {
 		decide(&d.Checks[i], d.Findings, f.NoPod != "")
 	}
 	templateOverride(d, in)
-	overrideCauses(d)
+	explainSymptoms(d, f.NoPod != "")
 	deleteActiveJob(d, f)
 	markUnexplained(d)
 	d.Status = d.Worst()

@@ -87,6 +87,9 @@ type Finding struct {
 	cause bool
 	// container is the container a startup hazard is about.
 	container string
+	// explains are the codes of the symptoms this finding is the cause
+	// of, when the pod has them (explainSymptoms).
+	explains []string
 }
 
 var registry = map[string]*Spec{}

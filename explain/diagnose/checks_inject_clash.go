@@ -1,0 +1,187 @@
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// CodeInjectClash: the pod template has a volume, or asks for a proxy
+// mount, that collides with one Istio's injector adds: the apiserver
+// refuses the injected pod.
+const CodeInjectClash = "KM-INJ-016"
+
+func init() {
+	register(&Spec{Code: CodeInjectClash, Title: "the template collides with what the injector adds", Stage: CheckInjection, Kind: Static, Status: Fail,
+		Reads: []Fact{FactPod, FactOwner, FactMesh},
+		Means: "Istio's injector merges its volumes into the pod's by name, and mounts its own paths into istio-proxy. A volume of the template named as one the injector adds, with another source " +
+			"(\"may not specify more than 1 volume type\"), or a sidecar.istio.io/userVolumeMount (or userVolume) on a path (or name) the proxy already uses (\"must be unique\"), makes the injected pod invalid: " +
+			"the apiserver refuses every pod of the workload, and the app's own template is admitted without the sidecar.",
+		Detects: "The pod template's volumes against the volumes every release 1.20–1.31 of the injection template adds (istio-envoy, istio-data, istio-podinfo, istio-token, istiod-ca-cert, workload-socket, credential-socket, workload-certs) and their sources; " +
+			"the template's sidecar.istio.io/userVolumeMount paths and userVolume names against the proxy's own mounts and volumes; on a pod that is, or will be, injected.",
+		Fixes:   "A JSON patch of the workload's template: the app's volume renamed (its mounts with it), or the userVolumeMount moved to a path of its own (a choice: the path the proxy's configuration reads).",
+		Source:  "Istio docs, resource annotations (sidecar.istio.io/userVolume, userVolumeMount); Istio's injection template (its volumes and the proxy's mounts); the injector merges the template's containers and volumes by name",
+		Planted: "a Deployment with a ConfigMap volume named istio-envoy; a Deployment whose userVolumeMount mounts onto /etc/istio/proxy",
+		run:     injectClash})
+}
+
+// injectedVolumes are the volumes every release's injection template
+// adds, with the sources each can have.
+var injectedVolumes = map[string][]string{
+	"istio-envoy":       {"emptyDir"},
+	"istio-data":        {"emptyDir"},
+	"istio-podinfo":     {"downwardAPI"},
+	"istio-token":       {"projected"},
+	"istiod-ca-cert":    {"configMap", "projected"},
+	"workload-socket":   {"emptyDir"},
+	"credential-socket": {"emptyDir"},
+	"workload-certs":    {"emptyDir", "csi"},
+}
+
+// proxyMounts are the paths istio-proxy mounts in every release, and the
+// volume mounted there.
+var proxyMounts = map[string]string{
+	"/etc/istio/proxy":                             "istio-envoy",
+	"/var/lib/istio/data":                          "istio-data",
+	"/etc/istio/pod":                               "istio-podinfo",
+	"/var/run/secrets/tokens":                      "istio-token",
+	"/var/run/secrets/istio":                       "istiod-ca-cert",
+	"/var/run/secrets/workload-spiffe-uds":         "workload-socket",
+	"/var/run/secrets/credential-uds":              "credential-socket",
+	"/var/run/secrets/workload-spiffe-credentials": "workload-certs",
+}
+
+// volumeSource is the kind of a volume's source ("" when none is set).
+func volumeSource(v corev1.Volume) string {
+	b, err := json.Marshal(v.VolumeSource)
+	if err != nil {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	var kinds []string
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, "+")
+}
+
+// willInject: the pod is injected, or its template will be.
+func (in *Input) willInject() bool {
+	if in.Pod != nil && (in.injected() || in.Pod.Annotations[istio.AnnotationStatus] != "") {
+		return true
+	}
+	r := in.Injection
+	return r != nil && r.Expected != nil && *r.Expected
+}
+
+func injectClash(in *Input) []Finding {
+	t, owner, ns := in.template()
+	if t == nil || !in.willInject() {
+		return nil
+	}
+	var out []Finding
+	for i, v := range t.Spec.Volumes {
+		kinds, ok := injectedVolumes[v.Name]
+		src := volumeSource(v)
+		if !ok || src == "" || slices.Contains(kinds, src) {
+			continue
+		}
+		renamed := "app-" + v.Name
+		ops := []string{fmt.Sprintf(`{"op":"replace","path":"/spec/%svolumes/%d/name","value":"%s"}`, jobPath(owner), i, renamed)}
+		for _, list := range []struct {
+			field string
+			cs    []corev1.Container
+		}{{"initContainers", t.Spec.InitContainers}, {"containers", t.Spec.Containers}} {
+			for ci, c := range list.cs {
+				for mi, m := range c.VolumeMounts {
+					if m.Name == v.Name {
+						ops = append(ops, fmt.Sprintf(`{"op":"replace","path":"/spec/%s%s/%d/volumeMounts/%d/name","value":"%s"}`, jobPath(owner), list.field, ci, mi, renamed))
+					}
+				}
+			}
+		}
+		out = append(out, Finding{
+			Evidence: fmt.Sprintf("the pod template's volume %s (%s) has the name of a volume Istio's injector adds (%s): the injector merges the two into one volume with two sources, which the apiserver refuses (\"may not specify more than 1 volume type\"), so no pod of %s is created", v.Name, src, strings.Join(kinds, " or "), what(owner, ns)),
+			Mesh:     "the injector's volume " + v.Name + ", merged with the template's",
+			Fix:      overridePatch(in, owner, "["+strings.Join(ops, ",")+"]", "the app's volume renamed "+renamed+" (its mounts with it): the injector then adds its own beside it"),
+			explains: []string{CodeWorkloadShort},
+		})
+	}
+	out = append(out, userMountClash(in, t, owner, ns)...)
+	return out
+}
+
+// userMountClash: a userVolumeMount onto a path the proxy mounts already,
+// or a userVolume named as a volume the injector adds.
+func userMountClash(in *Input, t *corev1.PodTemplateSpec, owner, ns string) []Finding {
+	var out []Finding
+	var mounts map[string]map[string]any
+	if raw := t.Annotations[annotationUserVolumeMount]; raw != "" && json.Unmarshal([]byte(raw), &mounts) == nil {
+		names := make([]string, 0, len(mounts))
+		for n := range mounts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			path, _ := mounts[name]["mountPath"].(string)
+			vol, clash := proxyMounts[strings.TrimSuffix(path, "/")]
+			if !clash {
+				continue
+			}
+			moved := "/etc/istio/user/" + name
+			mounts[name]["mountPath"] = moved
+			b, _ := json.Marshal(mounts)
+			mounts[name]["mountPath"] = path
+			out = append(out, Finding{
+				Evidence: fmt.Sprintf("the pod template's annotation %s mounts %s at %s, where istio-proxy mounts the injector's volume %s: the proxy's mount paths must be unique, so the apiserver refuses the injected pod (\"must be unique\") and no pod of %s is created", annotationUserVolumeMount, name, path, vol, what(owner, ns)),
+				Mesh:     annotationUserVolumeMount + " (" + name + " at " + path + ")",
+				Fix:      annotationSet(in, owner, ns, annotationUserVolumeMount, string(b), "a choice: "+name+" mounted at "+moved+" instead; use the path the proxy's configuration reads it from"),
+				explains: []string{CodeWorkloadShort},
+			})
+		}
+	}
+	var vols map[string]json.RawMessage
+	if raw := t.Annotations[annotationUserVolume]; raw != "" && json.Unmarshal([]byte(raw), &vols) == nil {
+		for name := range vols {
+			if _, clash := injectedVolumes[name]; clash {
+				out = append(out, Finding{
+					Evidence: fmt.Sprintf("the pod template's annotation %s adds a volume named %s, a name Istio's injector gives its own volume: the pod gets two volumes of that name, which the apiserver refuses, and no pod of %s is created", annotationUserVolume, name, what(owner, ns)),
+					Mesh:     annotationUserVolume + " (" + name + ")",
+					Fix:      "rename the volume " + name + " in the template's annotations " + annotationUserVolume + " and " + annotationUserVolumeMount + " (any name the injector does not use), e.g. user-" + name,
+					explains: []string{CodeWorkloadShort},
+				})
+			}
+		}
+	}
+	return out
+}
+
+// annotationSet sets an annotation on what makes the pod: the workload's
+// template (a Job re-created), or a bare pod re-created.
+func annotationSet(in *Input, owner, ns, key, value, comment string) string {
+	if owner == "" && in.Pod != nil {
+		return specFixAnnotation(in.Pod, key, value) + "   # " + comment
+	}
+	kind, name, _ := strings.Cut(owner, "/")
+	kinds := map[string]string{"deployment": "Deployment", "statefulset": "StatefulSet", "daemonset": "DaemonSet", "job": "Job", "cronjob": "CronJob", "replicaset": "ReplicaSet"}
+	return injection.SetTemplateAnnotations(kinds[kind], name, ns, map[string]*string{key: &value}) + comment
+}
+
+// what names the workload, or "the pod".
+func what(owner, ns string) string {
+	if owner == "" {
+		return "the pod"
+	}
+	return owner + " -n " + ns
+}
