@@ -24,9 +24,9 @@ func init() {
 	reads := []Fact{FactPod, FactServices}
 	register(&Spec{Code: CodeInboundExcluded, Title: "a port the app serves is not captured inbound", Stage: CheckCapture, Kind: Static, Status: Warning,
 		Reads:   reads,
-		Means:   "A port meant to receive traffic (a container declares it, or a Service sends to it) is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it): that traffic skips the proxy, so no mTLS, authorization or telemetry.",
-		Detects: "The app containers' declared ports (containerPort) and the target ports of the Services selecting the pod, resolved through the containers' port names, against the pod's capture annotations; with or without a Service.",
-		Fixes:   "Take the port out of excludeInboundPorts (or add it to includeInboundPorts) in the pod template, then re-create the pods.",
+		Means:   "A port meant to receive traffic (a container declares it, or a Service sends to it) is excluded from inbound capture (excludeInboundPorts, or an includeInboundPorts list without it, or the proxy's status port set to it by status.sidecar.istio.io/port, which the injector adds to istio-init's -d): that traffic skips the proxy, so no mTLS, authorization or telemetry. A status port on an app port also has the proxy's agent listen on the app's port: a failure.",
+		Detects: "The app containers' declared ports (containerPort) and the target ports of the Services selecting the pod, resolved through the containers' port names, against the pod's capture annotations and its status port annotation; with or without a Service.",
+		Fixes:   "Take the port out of excludeInboundPorts (or add it to includeInboundPorts) in the pod template, or remove the status port annotation; then re-create the pods.",
 		Source:  "Istio docs, traffic redirection annotations; the security best practices (not all traffic is captured)",
 		Planted: "traffic.sidecar.istio.io/excludeInboundPorts naming a port the app's container declares",
 		run:     inboundExcluded})
@@ -172,11 +172,23 @@ func inboundExcluded(in *Input) []Finding {
 	incl, inclSet := p.Annotations[istio.AnnotationIncludeInboundPorts]
 	included, all := portList(incl)
 	var hits []string
+	var out []Finding
+	statusPort, _ := strconv.Atoi(p.Annotations[annotationStatusPort])
 	for _, ip := range inboundPorts(in) {
 		if slices.Contains(istio.ReservedPorts, ip.port) {
 			continue
 		}
 		switch {
+		case statusPort != 0 && ip.port == int32(statusPort):
+			// The injector puts the status port in istio-init's -d (the
+			// inbound ports not captured), and pilot-agent listens on it.
+			out = append(out, Finding{Status: Fail,
+				Evidence: fmt.Sprintf("port %d (%s) is the proxy's status port (%s=%q): Istio's injector adds the status port to istio-init's -d, the inbound ports left uncaptured, so traffic to it reaches the app without the proxy (no mTLS, no authorization, no telemetry), and the proxy's agent listens on the same port as the app",
+					ip.port, strings.Join(ip.by, ", "), annotationStatusPort, p.Annotations[annotationStatusPort]),
+				Mesh:     annotationStatusPort + "=" + p.Annotations[annotationStatusPort],
+				Fix:      removeAnnotations(p, []string{annotationStatusPort}) + "   # the proxy's status port is then 15020, and port " + strconv.Itoa(statusPort) + " is captured; or set it to a port no container uses",
+				explains: []string{CodeBypassing}})
+			continue
 		case excluded[ip.port]:
 			hits = append(hits, fmt.Sprintf("port %d (%s) is in %s", ip.port, strings.Join(ip.by, ", "), istio.AnnotationExcludeInboundPorts))
 		case inclSet && !all && !included[ip.port]:
@@ -184,14 +196,18 @@ func inboundExcluded(in *Input) []Finding {
 		}
 	}
 	if len(hits) == 0 {
-		if in.ServicesUnknown != "" && (len(excluded) > 0 || inclSet && !all) {
+		if len(out) == 0 && in.ServicesUnknown != "" && (len(excluded) > 0 || inclSet && !all) {
 			return servicesUnread(in) // a Service's target port may be among them
 		}
-		return nil
+		return out
 	}
-	return []Finding{{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
-		Fix: inboundFix(p)}}
+	return append(out, Finding{Evidence: strings.Join(hits, "; ") + ": its traffic reaches the app without the proxy (no mTLS, no authorization, no telemetry)",
+		Fix: inboundFix(p)})
 }
+
+// annotationStatusPort sets the port of the proxy's status server (15020
+// by default).
+const annotationStatusPort = "status.sidecar.istio.io/port"
 
 // istioProtocols are the protocols Istio reads off a port's appProtocol or
 // name prefix.

@@ -278,6 +278,13 @@ var checkCases = []checkCase{
 		p.Annotations = map[string]string{"traffic.sidecar.istio.io/includeInboundPorts": "9090"}
 		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}}
 	}, status: Warning, evidence: `port 8080 (declared by container app) is not in traffic.sidecar.istio.io/includeInboundPorts "9090"`, fix: "includeInboundPorts"},
+	// The status port on the app's port: istio-init's -d has it.
+	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
+		deploymentPod(p)
+		p.Annotations = map[string]string{"status.sidecar.istio.io/port": "8080"}
+		p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	}, status: Fail, evidence: "port 8080 (declared by container app) is the proxy's status port",
+		fix: `kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/status.sidecar.istio.io~1port"}]'`},
 	{code: CodeInterceptionNone, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"sidecar.istio.io/interceptionMode": "NONE"}
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil

@@ -487,6 +487,7 @@ func templatesProblem(r *istioRevision, w *Workload) (Factor, bool) {
 		f.Source += "; the injector ConfigMap lists no templates to check against"
 		return f, true
 	}
+	sidecar := false
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
 		names := []string{name}
@@ -499,7 +500,13 @@ func templatesProblem(r *istioRevision, w *Workload) (Factor, bool) {
 				f.Source = fmt.Sprintf("pod annotation; template %q is not in ConfigMap %s: istiod rejects the pod", n, r.configMap)
 				return f, true
 			}
+			sidecar = sidecar || n == "sidecar"
 		}
+	}
+	if !sidecar {
+		// Only the sidecar template adds istio-init (or istio-validation).
+		f.Effect = EffectWarning
+		f.Source = "pod annotation; without the sidecar template no istio-init is added: the proxy gets no traffic unless the app speaks xDS itself (proxyless gRPC)"
 	}
 	return f, true
 }
