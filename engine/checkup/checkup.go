@@ -112,6 +112,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		svcs := readServices(ctx, e.Client, podReports[0].Namespace)
 		svcs.ranges = e.clusterRanges(ctx)
 		svcs.policies = readPolicies(ctx, e.Client, podReports[0].Namespace)
+		svcs.quotas = e.quotas(ctx)
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
@@ -121,6 +122,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 				// Named pods: the logs of their failing containers are read,
 				// so that the finding names the cause.
 				it.facts.Startup = e.Starts.Analyze(ctx, pods[i], events, evIncomplete, true)
+				svcs.quotas.of(&it.facts, pods[i])
 			}
 			items = append(items, it)
 		}
@@ -262,6 +264,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	svcs := readServices(ctx, e.Client, ns)
 	svcs.ranges = e.clusterRanges(ctx)
 	svcs.policies = readPolicies(ctx, e.Client, ns)
+	svcs.quotas = e.quotas(ctx)
 	// The workloads are listed meanwhile: those that lack pods get rows of
 	// their own (with -l, the pods counted would be only the selected ones).
 	var workloads *pendingWorkloads
@@ -290,6 +293,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			}
 			it.facts.Startup = e.Starts.Analyze(ctx, p, events, evIncomplete, false)
 			svcs.of(&it.facts, p)
+			svcs.quotas.of(&it.facts, p)
 			failures.add(p, it.facts.Startup)
 		}
 		hold := workloads != nil && ownerWanted(r, p)

@@ -19,6 +19,8 @@ type services struct {
 	ranges *clusterRanges
 	// policies are the NetworkPolicies of the same namespaces.
 	policies *policies
+	// quotas are the ResourceQuotas of the namespaces that need them.
+	quotas *quotas
 }
 
 // clusterRanges are the cluster's pod and Service ranges, read once per

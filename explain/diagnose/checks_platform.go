@@ -51,10 +51,10 @@ func init() {
 		Source:  "kubectl's own statuses (Init:ImagePullBackOff, Init:CreateContainerConfigError); istio/istio issues on istio-init images that cannot be pulled",
 		Planted: "an init container whose image does not exist on the node",
 		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodeCannotStart) }})
-	register(&Spec{Code: CodePodSetup, Title: "pod's volumes or sandbox cannot be set up", Stage: CheckInit, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents},
+	register(&Spec{Code: CodePodSetup, Title: "pod's volumes or sandbox cannot be set up", Stage: CheckInit, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents, FactQuotas},
 		Means:   "The kubelet cannot set the pod up before any of its containers runs: a volume cannot be mounted (a Secret, ConfigMap or claim that does not exist) or its sandbox cannot be created. The pod stays Pending, and no init container (istio-init included) is to blame.",
 		Detects: "The pod's warning events (FailedMount, FailedAttachVolume, FailedCreatePodSandBox) while it is Pending on a node and none of its containers has started.",
-		Fixes:   "Create what the event names as missing (the Secret, ConfigMap or claim), or remove the reference.",
+		Fixes:   "Create what the event names as missing (the Secret, ConfigMap or claim), or remove the reference; a ConfigMap istiod writes (istio-ca-root-cert) is istiod's to write: the ResourceQuota that refuses it is raised, then istiod's namespace controller is made to write it.",
 		Source:  "kubectl's own statuses (Init:0/N, ContainerCreating with FailedMount); istio/istio issues where users blamed istio-init for a pod stuck in init",
 		Planted: "a pod whose volume is a Secret that does not exist",
 		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodePodSetup) }})
@@ -588,6 +588,7 @@ func podSetup(in *Input) (Finding, bool) {
 	ev := "the kubelet cannot set the pod up, so none of its containers (istio-init included) has run: " + strings.Join(said, "; ")
 	f := Finding{Code: CodePodSetup, Status: Fail, Evidence: ev, Fix: missingFix(in, ev, "kubectl describe pod "+in.Target+"   # its events name what is missing")}
 	meshVolumeFinding(in, &f, said[0])
+	meshConfigMapFinding(in, &f, said[0])
 	return f, true
 }
 

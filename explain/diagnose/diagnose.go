@@ -127,6 +127,11 @@ type Facts struct {
 	// once per run, for the pods whose outbound capture is narrowed);
 	// ClusterRangesUnknown says which could not be read, and
 	// ClusterRangesNeeds the permissions that would read them.
+	// Quotas are the ResourceQuotas of the pod's namespace, read when its
+	// facts need them (NeedsQuotas); QuotasUnknown says why they could not
+	// be.
+	Quotas               []corev1.ResourceQuota
+	QuotasUnknown        string
 	ClusterRanges        []ClusterRange
 	ClusterRangesUnknown string
 	ClusterRangesNeeds   []string
