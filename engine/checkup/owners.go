@@ -11,9 +11,8 @@ import (
 )
 
 // ownerWanted says the diagnosis of a pod reads its workload's own labels
-// (diagnose.CodeInjectLabelOnWorkload): it has no sidecar, is not in
-// ambient mode, has no inject label of its own, and a workload with a pod
-// template makes it.
+// (diagnose.CodeInjectLabelOnWorkload) and template: it has no sidecar, is
+// not in ambient mode, and a workload with a pod template makes it.
 func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
 	if p == nil || inspect.OwnerOf(p) == nil {
 		return false // no workload makes it
@@ -27,9 +26,8 @@ func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
 	if p == nil || r == nil || r.Injected == nil || *r.Injected || r.Ambient {
 		return false
 	}
-	if _, set := p.Labels[diagnose.InjectLabel]; set {
-		return false
-	}
+	// With an inject label of its own, its template's is read too: an
+	// admission mutator may have set the pod's (diagnose.CodeInjectLabelChanged).
 	switch o := inspect.OwnerOf(p); {
 	case o == nil:
 		return false

@@ -35,7 +35,7 @@ func TestOwnerWanted(t *testing.T) {
 		{"a bare pod", plain, &corev1.Pod{}, false},
 		{"injected", &injection.InjectionReport{Injected: &yes}, owned("Job", "migrate", nil), false},
 		{"ambient", &injection.InjectionReport{Injected: &no, Ambient: true}, owned("Job", "migrate", nil), false},
-		{"labelled itself", plain, owned("Job", "migrate", map[string]string{diagnose.InjectLabel: "false"}), false},
+		{"labelled itself: its template is read too (a mutator may have set the label)", plain, owned("Job", "migrate", map[string]string{diagnose.InjectLabel: "false"}), true},
 		{"injected, its proxy not ready", &injection.InjectionReport{Injected: &yes}, unready(owned("ReplicaSet", "web-5d8f9", map[string]string{"pod-template-hash": "5d8f9"})), true},
 		{"a bare pod, its proxy not ready", &injection.InjectionReport{Injected: &yes}, unready(&corev1.Pod{}), false},
 	}

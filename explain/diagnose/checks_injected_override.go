@@ -139,7 +139,7 @@ func overridePatch(in *Input, owner, patch, comment string) string {
 	case strings.HasPrefix(owner, "job/"):
 		return "change job/" + strings.TrimPrefix(owner, "job/") + "'s manifest (" + comment + ") and create the Job again (a Job's template cannot be patched)"
 	}
-	_, _, ns := in.template()
+	ns := in.Namespace()
 	if strings.HasPrefix(owner, "cronjob/") {
 		return fmt.Sprintf("kubectl patch %s -n %s --type=json -p '%s'   # %s; its next Jobs get it", owner, ns, patch, comment)
 	}

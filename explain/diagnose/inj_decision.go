@@ -1,9 +1,12 @@
 package diagnose
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The injection family: what admission did to the pod, and would do now
@@ -179,7 +182,11 @@ func (in *Input) injection() *stageAnswer {
 				// no webhook reads as asked: a mistake, not a choice.
 				status = Fail
 			}
-			warned = append(warned, Finding{Code: code, Status: status, Evidence: w, Fix: warningFix(r, code, in.Target)})
+			f := Finding{Code: code, Status: status, Evidence: w, Fix: warningFix(r, code, in.Target)}
+			if code == CodeSkippedByInjector {
+				hostNetworkFix(in, &f)
+			}
+			warned = append(warned, f)
 		}
 	}
 	switch {
@@ -319,4 +326,40 @@ func warningFix(r *injection.InjectionReport, code, target string) string {
 		return "istioctl tag list; kubectl get mutatingwebhookconfigurations   # remove the duplicate tag or webhook configuration"
 	}
 	return "kubectl mesh why-injected " + target + "   # the factor that decides it, and what to change"
+}
+
+// hostNetworkFix gives a hostNetwork pod that asks for a sidecar both ways
+// out, each a command: off the node's network (it is then injected), or
+// labelled as meant to be outside the mesh. A pod whose own label asks for
+// the sidecar fails: it runs without what it asked for.
+func hostNetworkFix(in *Input, f *Finding) {
+	p := in.Pod
+	if p == nil || !p.Spec.HostNetwork {
+		return
+	}
+	owner := templateOwner(p)
+	if strings.HasPrefix(owner, "replicaset/") {
+		return
+	}
+	if p.Labels[istio.KeyInject] == "true" || p.Labels[istio.LabelRev] != "" {
+		f.Status = Fail
+		f.Evidence += "; the pod's own label asks for the sidecar, and it runs without it"
+	}
+	drop := overridePatch(in, owner, fmt.Sprintf(`[{"op":"remove","path":"/spec/%shostNetwork"}]`, jobPath(owner)), "a choice: the pod leaves the node's network and gets the sidecar")
+	optOut := specFixLabel(p, owner, istio.KeyInject, "false") + "   # or: it is meant to be outside the mesh (a node agent), and says so"
+	f.Fix = drop + "\n" + optOut
+}
+
+// specFixLabel sets a label on the pod's template.
+func specFixLabel(p *corev1.Pod, owner, key, value string) string {
+	switch {
+	case owner == "":
+		if cmd := recreateBarePod(p, "", "merge", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)); cmd != "" {
+			return cmd
+		}
+		return fmt.Sprintf("in the pod's manifest, set the label %s: %q, then re-create the pod", key, value)
+	case strings.HasPrefix(owner, "job/"):
+		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), p.Namespace, nil, map[string]*string{key: &value})
+	}
+	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
 }

@@ -56,7 +56,13 @@ func recreateCommand(p *corev1.Pod) string {
 // re-creates the pod.
 func mutatorFix(p *corev1.Pod, ms []injection.Mutator, what string) string {
 	if len(ms) == 1 && ms[0].Exempt != "" {
-		return ms[0].Exempt + "   # exempts namespace " + p.Namespace + " from " + ms[0].By + "\n" + recreateCommand(p)
+		wait := ""
+		if strings.HasPrefix(ms[0].By, "MutatingAdmissionPolicyBinding") {
+			// The apiserver reloads its admission policies every second
+			// or so: a pod created at once is still changed.
+			wait = "sleep 3; "
+		}
+		return ms[0].Exempt + "   # exempts namespace " + p.Namespace + " from " + ms[0].By + "\n" + wait + recreateCommand(p)
 	}
 	return "# exempt namespace " + p.Namespace + " from the " + mutatorsNamed(ms) + " that " + what + " (its namespaceSelector)\n" + recreateCommand(p)
 }

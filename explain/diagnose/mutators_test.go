@@ -156,7 +156,7 @@ func TestImageRewrittenByMutator(t *testing.T) {
 	}{
 		{name: "istio-init, one policy", code: CodeCannotStart, tc: checkCase{pod: then(ofDeployment("NET_ADMIN", "NET_RAW"), pull("istio-init", true)), inj: mutators(policy), now: 3 * time.Minute},
 			evidence: []string{"istio-init was added by Istio's injector with image " + proxyv2 + "; its image is " + mirrored + ": rewritten at admission by " + rt2},
-			fix:      []string{rt2Exempt + "   # exempts namespace shop from " + rt2 + "\nkubectl rollout restart deployment/web -n shop"},
+			fix:      []string{rt2Exempt + "   # exempts namespace shop from " + rt2 + "\nsleep 3; kubectl rollout restart deployment/web -n shop"},
 			not:      []string{"proxyCPU"}},
 		{name: "istio-proxy, two mutators", code: CodeProxyFailing, tc: checkCase{pod: then(ofDeployment("NET_ADMIN", "NET_RAW"), pull("istio-proxy", false)), inj: mutators(injection.Mutator{By: rt1, Exempt: rt1Exempt}, policy), now: 3 * time.Minute},
 			evidence: []string{"rewritten at admission by one of " + rt1 + " or " + rt2},

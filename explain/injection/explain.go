@@ -411,13 +411,13 @@ func (x *explainer) livePod() {
 			if want := x.revs[x.st.revision]; want != nil && want.version != "" && istio.ImageTag(x.st.image) != want.version {
 				x.add("proxy version", x.st.image, EffectWarning, "revision "+x.st.revision+" now injects "+want.version+" ("+want.versionSource+"): restart to upgrade the proxy")
 			}
-			// What else rewrites the pod at admission, and what the
-			// injector put in it: what the pod's containers are read against.
-			r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, x.nsLabels)
 			r.InjectorImage = injectorImage(x.revs[x.st.revision], w.Pod.Annotations)
 		} else {
 			x.add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
 		}
+		// What else rewrites the pod at admission: what the pod's
+		// containers and labels are read against.
+		r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, x.nsLabels)
 	}
 
 	// Ambient, once what the pod has is known: istio-cni leaves pods with a
