@@ -12,8 +12,12 @@ import (
 // check: the slice why-injected shows, whose status decides its exit by
 // diagnose's rule (p, when given, is the report's pod, which some checks
 // read).
-func injectionSlice(r *injection.InjectionReport, p *corev1.Pod) *diagnose.Diagnosis {
-	d := diagnose.Diagnose(diagnose.Facts{Injection: r, Pod: p, NoPod: "why-injected checks injection only"})
+func injectionSlice(r *injection.InjectionReport, p *corev1.Pod, owner ...*diagnose.WorkloadState) *diagnose.Diagnosis {
+	f := diagnose.Facts{Injection: r, Pod: p, NoPod: "why-injected checks injection only"}
+	if len(owner) > 0 {
+		f.Owner = owner[0]
+	}
+	d := diagnose.Diagnose(f)
 	return diagnose.Slice(d, diagnose.CheckInjection)
 }
 

@@ -203,7 +203,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	default:
 		kept = o.newSweep(facts, false)
 		err = o.eng.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
-			d := injectionSlice(r, p)
+			d := injectionSlice(r, p, o.eng.InjectionTemplate(ctx, p))
 			x.add(d)
 			return kept.add(r, d)
 		})
@@ -218,7 +218,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		if pre != nil {
 			kept = o.newSweep(facts, anyVerified(reports))
 			for i, r := range reports {
-				if err := kept.add(r, injectionSlice(r, pods[i])); err != nil {
+				if err := kept.add(r, injectionSlice(r, pods[i], o.eng.InjectionTemplate(ctx, pods[i]))); err != nil {
 					return err
 				}
 			}
@@ -238,7 +238,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		if i < len(pods) {
 			p = pods[i]
 		}
-		x.add(injectionSlice(r, p))
+		x.add(injectionSlice(r, p, o.eng.InjectionTemplate(ctx, p)))
 	}
 	return x.exit(incomplete)
 }

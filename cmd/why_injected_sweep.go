@@ -132,9 +132,10 @@ func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis
 		// One painted word: a table cell wraps at spaces, and a painted
 		// span must not be cut.
 		reason = p.Paint(render.StatusEffect(d.Status), d.Status) + " " + d.Code + ": " + reason
-		fix = r.Fix
+		// The catalogue's fix: the same as diagnose prints.
+		fix = d.Fix
 		if fix == "" {
-			fix = d.Fix
+			fix = r.Fix
 		}
 	case r.IsMismatch() || r.CreationBlocked:
 		reason = p.Effect(injection.EffectWarning) + ": " + reason

@@ -48,6 +48,9 @@ type Engine struct {
 	AllNamespaces bool
 	// In is standard input (-f -).
 	In io.Reader
+	// templates are the controllers' templates read for InjectionTemplate
+	// in this run, by namespace/Kind/name.
+	templates sync.Map
 	// KeepFactors keeps a sweep's factors that decided something (JSON and
 	// YAML show them; a table does not).
 	KeepFactors bool

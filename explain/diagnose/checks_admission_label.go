@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
@@ -27,6 +29,22 @@ func init() {
 // injectionKeys are the labels and annotations that decide injection, as
 // "label KEY" or "annotation KEY".
 var injectionKeys = []string{"label sidecar.istio.io/inject", "label istio.io/rev", "annotation sidecar.istio.io/inject"}
+
+// HasInjectionKeys says the pod carries a label or annotation that
+// decides injection.
+func HasInjectionKeys(p *corev1.Pod) bool {
+	for _, k := range injectionKeys {
+		kind, key, _ := strings.Cut(k, " ")
+		m := p.Labels
+		if kind == "annotation" {
+			m = p.Annotations
+		}
+		if _, ok := m[key]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 func injectLabelChanged(in *Input) []Finding {
 	p := in.Pod

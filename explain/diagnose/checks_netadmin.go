@@ -77,7 +77,7 @@ func otherNetAdmin(in *Input) []Finding {
 			f := Finding{Evidence: ev, Fix: remove, explains: []string{CodeRulesDrift, CodeBypassing}, container: c.Name}
 			switch r := in.Capture; {
 			case r == nil:
-				f.Fix = "kubectl mesh diagnose " + in.Target + " --rules   # reads the rules (adds an ephemeral container to the pod) and shows whether " + c.Name + " changed them; if it did:\n" + remove
+				f.Fix = "kubectl mesh diagnose " + in.Target + " --rules   # reads the rules (adds an ephemeral container to the pod) and shows whether " + c.Name + " changed them\n# if it did: " + remove
 			case r.Drift != nil && len(r.Drift.Missing)+len(r.Drift.Extra) > 0:
 				f.Status = Fail
 				f.Evidence += fmt.Sprintf("; the rules read differ from what istio-init's arguments call for (%d missing, %d extra)", len(r.Drift.Missing), len(r.Drift.Extra))

@@ -345,9 +345,14 @@ func hostNetworkFix(in *Input, f *Finding) {
 		f.Status = Fail
 		f.Evidence += "; the pod's own label asks for the sidecar, and it runs without it"
 	}
-	drop := overridePatch(in, owner, fmt.Sprintf(`[{"op":"remove","path":"/spec/%shostNetwork"}]`, jobPath(owner)), "a choice: the pod leaves the node's network and gets the sidecar")
-	optOut := specFixLabel(p, owner, istio.KeyInject, "false") + "   # or: it is meant to be outside the mesh (a node agent), and says so"
-	f.Fix = drop + "\n" + optOut
+	drop := overridePatch(in, owner, fmt.Sprintf(`[{"op":"remove","path":"/spec/%shostNetwork"}]`, jobPath(owner)), "the pod leaves the node's network and gets the sidecar")
+	optOut := specFixLabel(p, owner, istio.KeyInject, "false")
+	if f.Status == Fail {
+		f.Fix = drop + "\n# or, if it is meant to be outside the mesh (a node agent), say so: " + optOut
+		return
+	}
+	// Only its namespace asks: most such pods are node agents.
+	f.Fix = optOut + "   # it is meant to be outside the mesh (a node agent): say so\n# or, if it is to be in the mesh: " + drop
 }
 
 // specFixLabel sets a label on the pod's template.

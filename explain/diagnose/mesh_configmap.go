@@ -53,7 +53,9 @@ func meshConfigMapFinding(in *Input, f *Finding, msg string) {
 			if !ok || used.Cmp(hard) < 0 {
 				continue
 			}
-			more := hard.DeepCopy()
+			// Room for one more than is used now (more may be used than
+			// the quota allows: it was lowered, or counted late).
+			more := used.DeepCopy()
 			more.Add(resource.MustParse("1"))
 			f.Evidence += fmt.Sprintf("; ResourceQuota %s allows %s=%s and %s are used: istiod's create of %s is refused", q.Name, key, hard.String(), used.String(), name)
 			f.Mesh += ", refused by ResourceQuota " + q.Name

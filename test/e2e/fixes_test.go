@@ -50,6 +50,9 @@ type fixCase struct {
 	// mesh: the finding must put the fault down to the mesh (its mesh
 	// field set), not to the platform.
 	mesh bool
+	// rules: diagnose reads the pod's rules (--rules), as the fault's
+	// finding needs.
+	rules bool
 }
 
 var fixCases = []fixCase{
@@ -90,6 +93,32 @@ var fixCases = []fixCase{
 		return p.Status.Phase == corev1.PodRunning
 	})},
 	{nn: "23", object: "deployment/cache", code: "KM-INJ-013", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-emptydir-sizelimit", injected: true, state: rsFailed, mesh: true},
+	// The red team's sixth round (its 01, 02, 09, 12, 07, 04, 10 and 05), replanted.
+	{nn: "24", object: "deployment/web", code: "KM-INJ-016", fixStarts: `kubectl patch deployment/web -n kmfix-24 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/userVolumeMount":`, injected: true, state: rsFailed, mesh: true},
+	{nn: "25", object: "statefulset/edge", code: "KM-INJ-016", fixStarts: `kubectl patch statefulset/edge -n kmfix-25 --type=json -p '[{"op":"replace","path":"/spec/template/spec/volumes/0/name","value":"app-istio-envoy"}`, injected: true, state: podEvent("FailedCreate"), mesh: true},
+	{nn: "26", object: "metrics-api", code: "KM-CAP-003", fixStarts: `kubectl patch deployment/metrics-api -n kmfix-26 --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/status.sidecar.istio.io~1port"}]'`, injected: true, state: anyPod("metrics-api", "ready", podReadyNow), mesh: true},
+	{nn: "27", object: "quotes", code: "KM-CAP-011", fixStarts: `kubectl patch statefulset/quotes -n kmfix-27 --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/inject.istio.io~1templates"}]'`, injected: true, state: anyPod("quotes", "ready", podReadyNow), mesh: true},
+	{nn: "28", object: "node-agent", code: "KM-CAP-012", fixStarts: `kubectl patch daemonset/node-agent -n kmfix-28 --type=json -p '[{"op":"remove","path":"/spec/template/spec/initContainers/0"}]'`, injected: true, state: anyPod("node-agent", "ready", podReadyNow), rules: true},
+	{nn: "29", object: "migrate", code: "KM-INJ-017", fixStarts: "kubectl patch mutatingadmissionpolicybinding kmfix-no-sidecar-for-jobs --type=json", injected: true, state: anyPod("migrate", "ready", podReadyNow), mesh: true, minMinor: 36},
+	{nn: "30", object: "log-relay", code: "KM-INJ-009", fixStarts: `kubectl patch daemonset/log-relay -n kmfix-30 --type=json -p '[{"op":"remove","path":"/spec/template/spec/hostNetwork"}]'`, injected: true, state: anyPod("log-relay", "ready", podReadyNow)},
+	{nn: "31", object: "pod/worker", code: "KM-INIT-010", fixStarts: `kubectl patch resourcequota tenant-objects -n kmfix-31 --type=merge -p '{"spec":{"hard":{"count/configmaps":`, injected: true, state: quotaCounted("tenant-objects"), mesh: true,
+		then: []string{"kubectl delete configmap istio-ca-root-cert -n kmfix-31 --ignore-not-found", "kubectl apply -f testdata/fixes/applied/31-worker.yaml",
+			"for i in $(seq 90); do kubectl get events -n kmfix-31 --field-selector reason=FailedMount -o name | grep -q . && exit 0; sleep 2; done; exit 1"}},
+}
+
+// quotaCounted: the ResourceQuota's usage is counted (its admission then
+// holds).
+func quotaCounted(name string) func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
+	return func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
+		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(q.Status.Used) == 0 {
+			return false, "resourcequota " + name + " not counted yet"
+		}
+		return true, ""
+	}
 }
 
 // TestFixesRecover plants faults taken from Istio's issues, checks that
@@ -247,7 +276,11 @@ func TestFixesRecover(t *testing.T) {
 // the case's code (nil, with the test failed, when there is none).
 func fixFinding(t *testing.T, bin string, c *testcluster.Cluster, ns string, fc fixCase) (*catItem, *catFinding) {
 	t.Helper()
-	d, r, err := catDiagnose(bin, c.Kubeconfig, ns)
+	var more []string
+	if fc.rules {
+		more = append(more, "--rules")
+	}
+	d, r, err := catDiagnose(bin, c.Kubeconfig, ns, more...)
 	if err != nil {
 		t.Fatalf("diagnose -n %s: %v\n%s", ns, err, r.stderr)
 	}

@@ -1,0 +1,37 @@
+package inject
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+)
+
+// InjectionTemplate is, for a pod that carries a label or annotation that
+// decides injection, the template its controller made it from (diagnose
+// compares the two: an admission mutator may have set them); nil for any
+// other pod, or when it cannot be read. One GET per controller, for pods
+// not injected that carry such keys only.
+func (e *Engine) InjectionTemplate(ctx context.Context, p *corev1.Pod) *diagnose.WorkloadState {
+	if p == nil || !diagnose.HasInjectionKeys(p) || p.Annotations["sidecar.istio.io/status"] != "" {
+		return nil // an injected pod's labels did not keep it out
+	}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	key := p.Namespace + "/" + ref.Kind + "/" + ref.Name
+	if w, ok := e.templates.Load(key); ok {
+		return w.(*diagnose.WorkloadState)
+	}
+	var w *diagnose.WorkloadState
+	if t, owner, ok, err := e.Client.OwnerTemplate(ctx, p); err == nil && ok && t != nil {
+		kind, name, _ := strings.Cut(owner, "/")
+		w = &diagnose.WorkloadState{Kind: kind, Name: name, Namespace: p.Namespace, Template: t}
+	}
+	e.templates.Store(key, w)
+	return w
+}
