@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -537,6 +538,16 @@ func TestCheckCatalogue(t *testing.T) {
 	amb := c.Namespace(t, "cat-amb", map[string]string{"istio.io/dataplane-mode": "ambient"})
 	ambAgents := c.Namespace(t, "cat-amb-cni", nil) // the node agents' stand-ins: no fault of its own
 	faultNamespaces := []string{inj, live, plain, late, rev, conflict, broken, dup, quota, psa, vap, cni, amb}
+	// A MutatingAdmissionPolicy (served as v1 from Kubernetes 1.36) labels
+	// one namespace's pods sidecar.istio.io/inject=false.
+	notPlanted := maps.Clone(catNotPlanted)
+	mapNS := ""
+	if catServes(c, "admissionregistration.k8s.io/v1", "mutatingadmissionpolicies") {
+		mapNS = c.Namespace(t, "cat-map", map[string]string{"istio-injection": "enabled"})
+		faultNamespaces = append(faultNamespaces, mapNS)
+	} else {
+		notPlanted["KM-INJ-017"] = "this lane's apiserver serves no MutatingAdmissionPolicy (v1, Kubernetes 1.36 and later)"
+	}
 
 	// Webhook faults: copies of the default revision's namespace webhook
 	// (the real istiod's CA), each in a configuration of its own whose
@@ -810,6 +821,13 @@ func TestCheckCatalogue(t *testing.T) {
 		{code: "KM-INJ-013", ns: inj, name: "no-sa", workload: true, how: "a Deployment whose serviceAccountName does not exist: its ReplicaSet cannot create a single pod (FailedCreate)",
 			plant: func(ctx context.Context, f *catFault) error {
 				return refused(ctx, f, inj, catLean(), func(s *corev1.PodSpec) { s.ServiceAccountName = "no-such-account" }, `serviceaccount "no-such-account" not found`)
+			}},
+		{code: "KM-INJ-016", ns: inj, name: "envoy-volume", workload: true, how: "a Deployment with a ConfigMap volume named istio-envoy: merged with the injector's emptyDir of that name, the pod is invalid (FailedCreate)",
+			plant: func(ctx context.Context, f *catFault) error {
+				return refused(ctx, f, inj, catLean(), func(s *corev1.PodSpec) {
+					s.Volumes = append(s.Volumes, corev1.Volume{Name: "istio-envoy", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}})
+					s.Containers[0].VolumeMounts = append(s.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "istio-envoy", MountPath: "/etc/app-envoy"})
+				}, "may not specify more than 1 volume type")
 			}},
 		{code: "KM-INJ-015", ns: plain, name: "label-on-deploy", how: "a Deployment labelled sidecar.istio.io/inject=true on its own metadata.labels, its pod template not, in a namespace with no injection label: its pod runs without a sidecar",
 			plant: func(ctx context.Context, f *catFault) error {
@@ -1118,6 +1136,17 @@ exit 1`
 				_, err = catWaitPod(ctx, c, inj, pod, "running and ready", testcluster.Running)
 				return err
 			}},
+		{code: "KM-CAP-011", ns: inj, name: "agent-only", how: "inject.istio.io/templates=grpc-agent on a plain HTTP app: the agent is injected, no istio-init, no capture",
+			plant: func(ctx context.Context, f *catFault) error {
+				return runningReady(ctx, f, inj, appPod("agent-only", nil, catLean("inject.istio.io/templates", "grpc-agent")))
+			}},
+		{code: "KM-CAP-012", ns: inj, name: "nat-flush", how: "an app init container with NET_ADMIN that flushes the nat table after istio-init wrote the capture rules",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("nat-flush", nil, catLean())
+				p.Spec.InitContainers = []corev1.Container{{Name: "net-setup", Image: p.Spec.Containers[0].Image, ImagePullPolicy: corev1.PullNever,
+					Command: []string{"/bin/sh", "-c", "iptables -t nat -F"}, SecurityContext: netAdmin}}
+				return runningReady(ctx, f, inj, p)
+			}},
 		{code: "KM-CAP-003", ns: inj, name: "excluded-inbound", how: "traffic.sidecar.istio.io/excludeInboundPorts=8080 on the port the app's container declares (8080), no Service",
 			plant: func(ctx context.Context, f *catFault) error {
 				return runningReady(ctx, f, inj, appPod("excluded-inbound", nil, catLean("traffic.sidecar.istio.io/excludeInboundPorts", "8080")))
@@ -1287,6 +1316,12 @@ exit 1`
 	// The catalogue covers the contract: every code planted once, or named
 	// with the reason it is not.
 	byCode := map[string]*catFault{}
+	if mapNS != "" {
+		faults = append(faults, &catFault{code: "KM-INJ-017", ns: mapNS, name: "opted-out", how: "a MutatingAdmissionPolicy bound to this namespace labels the pods of Deployment opted-out sidecar.istio.io/inject=false: they run without the sidecar their template and namespace ask for",
+			plant: func(ctx context.Context, f *catFault) error {
+				return catOptedOut(ctx, t, c, f, mapNS)
+			}})
+	}
 	for _, f := range faults {
 		if byCode[f.code] != nil {
 			t.Fatalf("code %s planted twice", f.code)
@@ -1296,7 +1331,7 @@ exit 1`
 	inContract := map[string]catContractCode{}
 	for _, cc := range contract {
 		inContract[cc.code] = cc
-		_, skipped := catNotPlanted[cc.code]
+		_, skipped := notPlanted[cc.code]
 		check(t, byCode[cc.code] != nil || skipped, "code %s (%s) of the catalogue (diagnose --list-checks) is neither planted nor named as not plantable", cc.code, cc.what)
 	}
 	for _, f := range faults {

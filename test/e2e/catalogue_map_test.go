@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+)
+
+// catServes says the apiserver serves a resource in a group version.
+func catServes(c *testcluster.Cluster, groupVersion, resource string) bool {
+	l, err := c.Client.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == resource })
+}
+
+// catOptedOut plants KM-INJ-017: a MutatingAdmissionPolicy, bound to ns
+// only, that labels pods of app=NAME sidecar.istio.io/inject=false, then
+// the Deployment; its pod runs without a sidecar. The policy and its
+// binding are deleted at the end.
+func catOptedOut(ctx context.Context, t *testing.T, c *testcluster.Cluster, f *catFault, ns string) error {
+	name := "cat-opt-out-" + f.name
+	policy := fmt.Sprintf(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicy","metadata":{"name":%q},
+"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["pods"]}]},
+"matchConditions":[{"name":"this-app","expression":"has(object.metadata.labels) && object.metadata.labels[?'app'].orValue('') == %q"}],
+"reinvocationPolicy":"Never","failurePolicy":"Fail",
+"mutations":[{"patchType":"ApplyConfiguration","applyConfiguration":{"expression":"Object{metadata: Object.metadata{labels: {\"sidecar.istio.io/inject\": \"false\"}}}"}}]}}`, name, f.name)
+	binding := fmt.Sprintf(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicyBinding","metadata":{"name":%q},
+"spec":{"policyName":%q,"matchResources":{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}}}}`, name, name, ns)
+	for _, kind := range []string{"mutatingadmissionpolicybinding", "mutatingadmissionpolicy"} {
+		t.Cleanup(func() {
+			_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
+		})
+	}
+	for _, m := range []string{policy, binding} {
+		if err := c.ApplyManifest(ctx, "", []byte(m)); err != nil {
+			return err
+		}
+	}
+	// The apiserver reloads its admission policies about every second: the
+	// Deployment waits until a pod created now is labelled.
+	probe := appPod(f.name+"-probe", map[string]string{"app": f.name}, nil)
+	if err := catPoll(ctx, "the policy in force", func(ctx context.Context) (bool, string) {
+		got, err := c.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Labels["sidecar.istio.io/inject"] == "false", "a dry-run pod is not labelled yet"
+	}); err != nil {
+		return err
+	}
+	d := appDeployment(ns, f.name, 1, catLean())
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pod, err := catPodOf(ctx, c, ns, "app="+f.name)
+	if err != nil {
+		return err
+	}
+	f.pod, f.state = pod, "running without a sidecar, labelled sidecar.istio.io/inject=false at admission"
+	_, err = catWaitPod(ctx, c, ns, pod, "running and ready", testcluster.Running)
+	return err
+}
