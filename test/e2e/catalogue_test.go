@@ -1,12 +1,12 @@
 package e2e
 
 import (
-	"maps"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"

@@ -29,7 +29,6 @@ func TestWhyInjectedVerify(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "vfy", map[string]string{"istio-injection": "enabled"})
 	planted := c.Namespace(t, "vfy-planted", map[string]string{"kmesh-planted": "yes"})
-	checks := 0
 
 	web := appDeployment(ns, "web", 1, nil)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
@@ -37,7 +36,23 @@ func TestWhyInjectedVerify(t *testing.T) {
 	}
 	c.RunningPod(t, ns, "app=web", 120*time.Second)
 
-	// A workload: its template and its pod (through its ReplicaSet's template), both proven.
+	checks := verifyWorkloadAndSweep(t, c, ns)
+	checks += verifyManifests(t, c, ns)
+	twins := verifyTwins(t, c)
+	checks += twins(1, "the twins' namespaces alike, the third with a quota")
+	checks += verifyPlantedDisagreement(t, c, planted)
+	checks += verifyWithoutPermissions(t, c, ns)
+	// A webhook that selects namespaces by name can tell the twins apart:
+	// nothing is shared while it is there.
+	checks += twins(0, "a webhook selects a namespace by name")
+	testreport.Count(t, "--verify: %d proofs checked on the real apiserver and istiod, one planted disagreement reported; two namespaces alike shared one dry run", checks)
+}
+
+// verifyWorkloadAndSweep: a workload's template and its pod (through its
+// ReplicaSet's template), both proven; a namespace's sweep, its pod
+// proven, as a JSON list with the summary and as the table.
+func verifyWorkloadAndSweep(t *testing.T, c *testcluster.Cluster, ns string) int {
+	checks := 0
 	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "-o", "json"))
 	if len(d.Items) != 2 {
 		t.Fatalf("%d items, want the template and its pod", len(d.Items))
@@ -49,7 +64,6 @@ func TestWhyInjectedVerify(t *testing.T) {
 		}
 		checks++
 	}
-	// A namespace's sweep: its pod proven, as a JSON list with the summary and as the table.
 	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "-n", ns, "--verify", "-o", "json"))
 	if len(d.Items) != 1 || len(d.Summary) != 1 || d.Summary[0].Pods != 1 {
 		t.Fatalf("sweep --verify: %d items, summary %+v; want the pod and its namespace", len(d.Items), d.Summary)
@@ -61,14 +75,17 @@ func TestWhyInjectedVerify(t *testing.T) {
 	if lines := strings.Split(table.stdout, "\n"); !strings.Contains(lines[0], "VERIFIED") || len(lines) < 2 || !strings.Contains(lines[1], "agrees") {
 		t.Errorf("sweep --verify table: no proof in the VERIFIED column:\n%s", table.stdout)
 	}
-	checks += 2
+	return checks + 2
+}
 
-	// Manifests: one istiod refuses at admission (predicted: blocked), one in a
-	// namespace that does not exist yet (no proof possible, said).
+// verifyManifests: one manifest istiod refuses at admission (predicted:
+// blocked), one in a namespace that does not exist yet (no proof
+// possible, said).
+func verifyManifests(t *testing.T, c *testcluster.Cluster, ns string) int {
 	refused := appDeployment(ns, "refused", 1, map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"})
 	later := appDeployment("vfy-not-yet", "later", 1, nil)
 	file := writeManifest(t, refused, later)
-	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "-f", file, "--verify", "-o", "json"))
+	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "-f", file, "--verify", "-o", "json"))
 	if len(d.Items) != 2 {
 		t.Fatalf("-f: %d items", len(d.Items))
 	}
@@ -78,20 +95,16 @@ func TestWhyInjectedVerify(t *testing.T) {
 	if d.Items[1].Verified != nil || !strings.Contains(d.Items[1].NotVerified, "does not exist") {
 		t.Errorf("manifest for a namespace not there yet: verified %+v, not verified %q", d.Items[1].Verified, d.Items[1].NotVerified)
 	}
-	checks += 2
+	return 2
+}
 
-	// The planted disagreement: the real istiod behind a webhook the model does not know.
-	var url string
-	var caBundle []byte
-	if mwc, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else {
-		url, caBundle = *mwc.Webhooks[0].ClientConfig.URL, mwc.Webhooks[0].ClientConfig.CABundle
-	}
-	// Two namespaces admission cannot tell apart (the same labels, no quota),
-	// the same Deployment in each: one dry run proves both, and the pod of
-	// the other namespace says where it was made. A third, with a quota,
-	// gets its own.
+// verifyTwins plants two namespaces admission cannot tell apart (the same
+// labels, no quota), the same Deployment in each, and a third with a
+// quota; the check it returns says how many proofs a sweep shares (one dry
+// run proves both twins, and the pod of the other twin says where it was
+// made; the third gets its own) and counts what it checked.
+func verifyTwins(t *testing.T, c *testcluster.Cluster) func(wantShared int, why string) int {
+	ctx := context.Background()
 	twinLabels := map[string]string{"istio-injection": "enabled", "kmesh.test/twins": "yes"}
 	twinA, twinB := c.Namespace(t, "vfy-twin", twinLabels), c.Namespace(t, "vfy-twin", twinLabels)
 	quoted := c.Namespace(t, "vfy-twin", twinLabels)
@@ -107,7 +120,8 @@ func TestWhyInjectedVerify(t *testing.T) {
 	for _, tn := range []string{twinA, twinB, quoted} {
 		c.RunningPod(t, tn, "app=twin", 120*time.Second)
 	}
-	twins := func(wantShared int, why string) {
+	return func(wantShared int, why string) int {
+		checks := 0
 		d := decode[listDoc](t, mesh(t, c, "", "why-injected", "-A", "-l", "app=twin", "--verify", "-o", "json"))
 		shared, own := 0, 0
 		for _, it := range d.Items {
@@ -129,8 +143,20 @@ func TestWhyInjectedVerify(t *testing.T) {
 		if len(d.Items) != 3 || shared != wantShared || own != 3-wantShared {
 			t.Errorf("twins, %s: %d items, %d proofs shared, %d made for their own pod; want 3, %d shared", why, len(d.Items), shared, own, wantShared)
 		}
+		return checks
 	}
-	twins(1, "the twins' namespaces alike, the third with a quota")
+}
+
+// verifyPlantedDisagreement: the real istiod behind a webhook the model
+// does not know (not named like Istio's), selecting namespace planted:
+// the disagreement is reported loudly, with how to file it.
+func verifyPlantedDisagreement(t *testing.T, c *testcluster.Cluster, planted string) int {
+	ctx := context.Background()
+	mwc, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, caBundle := *mwc.Webhooks[0].ClientConfig.URL, mwc.Webhooks[0].ClientConfig.CABundle
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
 	plant := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kmesh-planted-" + planted},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -156,20 +182,24 @@ func TestWhyInjectedVerify(t *testing.T) {
 	if !strings.Contains(human.stdout, "DISAGREES") || !strings.Contains(human.stdout, "Please report it") {
 		t.Errorf("the disagreement is not said loudly:\n%s", human.stdout)
 	}
-	checks += 2
+	return 2
+}
 
-	// A user who may not create pods: the prediction alone, and why.
+// verifyWithoutPermissions: a user who may not create pods gets the
+// prediction alone, and why; a namespace editor who cannot read the
+// webhooks (the prediction is unknown) but may create pods gets the dry
+// run's answer.
+func verifyWithoutPermissions(t *testing.T, c *testcluster.Cluster, ns string) int {
+	checks := 0
 	viewer := ns + "-viewer"
 	c.GrantClusterRole(t, viewer, "view", nil)
-	d = decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "--as", viewer, "-o", "json"))
+	d := decode[listDoc](t, mesh(t, c, "", "why-injected", "deploy/web", "-n", ns, "--verify", "--as", viewer, "-o", "json"))
 	for _, it := range d.Items {
 		if it.Verified != nil || !strings.Contains(it.NotVerified, "may not create pods in namespace "+ns) {
 			t.Errorf("viewer: %s verified %+v, not verified %q", it.Name, it.Verified, it.NotVerified)
 		}
 		checks++
 	}
-	// A namespace editor cannot read the webhooks (the prediction is unknown)
-	// but may create pods: the dry run answers.
 	editor := ns + "-editor"
 	c.GrantRole(t, ns, editor, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "create"}},
@@ -183,8 +213,5 @@ func TestWhyInjectedVerify(t *testing.T) {
 		}
 		checks++
 	}
-	// A webhook that selects namespaces by name can tell the twins apart:
-	// nothing is shared while it is there.
-	twins(0, "a webhook selects a namespace by name")
-	testreport.Count(t, "--verify: %d proofs checked on the real apiserver and istiod, one planted disagreement reported; two namespaces alike shared one dry run", checks)
+	return checks
 }
