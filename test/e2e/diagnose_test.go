@@ -180,13 +180,32 @@ func waitFailedCreate(t *testing.T, c *testcluster.Cluster, ns, what string) {
 func TestDiagnose(t *testing.T) {
 	c := testcluster.Get(t)
 	c.InstallMesh(t)
-	ctx := context.Background()
 	start := time.Now()
 	k := &diagTally{}
 	defer func() {
 		testreport.Count(t, "diagnose: %d planted faults, %d checks (%s)", k.faults, k.checks, time.Since(start).Round(time.Second))
 	}()
+	b := diagPlant(t, c)
+	b.wait(t)
+	t.Logf("%s: every fault planted", time.Since(start).Round(time.Second))
+	b.casesAdmission(t, k)
+	b.casesInit(t, k)
+	b.casesCapture(t, k)
+	b.casesHealthyAndPermissions(t, k)
+	b.casesSweep(t, k)
+}
 
+// dgBed is what TestDiagnose plants: its namespaces and the pods whose
+// names are made by their controllers.
+type dgBed struct {
+	c                                            *testcluster.Cluster
+	ns, backendNS, brokenNS, ambientNS, agentsNS string
+	late, ports, backendIP                       string
+}
+
+// diagPlant plants TestDiagnose's faults, numbered as its cases name them.
+func diagPlant(t *testing.T, c *testcluster.Cluster) *dgBed {
+	ctx := context.Background()
 	// The faults namespace is created without injection: the pod of "late"
 	// is admitted before it is labelled istio-injection=enabled.
 	ns := c.Namespace(t, "dg", nil)
@@ -308,6 +327,13 @@ func TestDiagnose(t *testing.T) {
 		"while true; do wget -q -O- http://%[1]s:8080/ >/dev/null; wget -q -O- http://%[1]s:9090/ >/dev/null; sleep 1; done", backendIP)}
 	create(ns, bypass)
 
+	return &dgBed{c: c, ns: ns, backendNS: backendNS, brokenNS: brokenNS, ambientNS: ambientNS, agentsNS: agentsNS, late: late, backendIP: backendIP}
+}
+
+// wait waits until every fault is in its state, and plants the rule the
+// drift pod's case is about.
+func (b *dgBed) wait(t *testing.T) {
+	c, ctx, ns, brokenNS, ambientNS, agentsNS, late := b.c, context.Background(), b.ns, b.brokenNS, b.ambientNS, b.agentsNS, b.late
 	// Everything created: now wait.
 	for _, name := range []string{"slow-proxy", "drift", "healthy", "bypass"} {
 		c.WaitPod(t, ns, name, 120*time.Second, "running and ready", testcluster.Running)
@@ -366,8 +392,13 @@ exit 1`
 	if out := c.RunEphemeral(t, ns, "drift", "plant-rule", testImage, []corev1.Capability{"NET_ADMIN", "NET_RAW"}, "/bin/sh", "-c", plant); !strings.Contains(out, "planted-") {
 		t.Fatalf("the extra rule was not planted in pod drift: %q", out)
 	}
-	t.Logf("%s: every fault planted", time.Since(start).Round(time.Second))
+	b.ports = ports
+}
 
+// casesAdmission: the faults admission decides: a namespace labelled late, a webhook down, an annotation refused, a manifest istio-init will fail on, istio-init without NET_ADMIN.
+func (b *dgBed) casesAdmission(t *testing.T, k *diagTally) {
+	refused := map[string]string{"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.0.0.0/33"} // as planted
+	c, ns, brokenNS, late := b.c, b.ns, b.brokenNS, b.late
 	t.Run("namespace labelled after the pod was created", func(t *testing.T) {
 		r, d := diagOne(t, c, late, "-n", ns)
 		k.check(t, r.code == 4, "exit %d, want 4: %s", r.code, r.stderr)
@@ -465,6 +496,11 @@ exit 1`
 		k.faults++
 	})
 
+}
+
+// casesInit: an istio-init crash loop asked about in each of its phases, a slow proxy, a proxy never ready.
+func (b *dgBed) casesInit(t *testing.T, k *diagTally) {
+	c, ctx, ns, ports := b.c, context.Background(), b.ns, b.ports
 	// The same crash loop asked about again and again, through its
 	// phases: each time istio-init's state changes (running its next
 	// attempt, back-off, terminated, the next restart), until it has been
@@ -533,6 +569,11 @@ exit 1`
 		k.faults++
 	})
 
+}
+
+// casesCapture: rules changed after istio-init, a connection bypassing the proxy, ambient pods not captured.
+func (b *dgBed) casesCapture(t *testing.T, k *diagTally) {
+	c, ctx, ns, ambientNS, backendIP := b.c, context.Background(), b.ns, b.ambientNS, b.backendIP
 	t.Run("rules changed after istio-init", func(t *testing.T) {
 		// Without --rules the capture check is not run, and says how to run it.
 		r, d := diagOne(t, c, "drift", "-n", ns)
@@ -623,6 +664,11 @@ exit 1`
 		k.faults++
 	})
 
+}
+
+// casesHealthyAndPermissions: the healthy pod, and what a user without some permissions is told.
+func (b *dgBed) casesHealthyAndPermissions(t *testing.T, k *diagTally) {
+	c, ctx, ns := b.c, context.Background(), b.ns
 	t.Run("healthy pod", func(t *testing.T) {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "healthy", metav1.GetOptions{})
 		if err != nil {
@@ -705,6 +751,11 @@ exit 1`
 		k.faults++
 	})
 
+}
+
+// casesSweep: the namespace sweep, worst first.
+func (b *dgBed) casesSweep(t *testing.T, k *diagTally) {
+	c, ns, brokenNS, ambientNS, late := b.c, b.ns, b.brokenNS, b.ambientNS, b.late
 	t.Run("namespace sweep, worst first", func(t *testing.T) {
 		want := map[string]struct{ kind, first, status string }{
 			late:          {"Pod", diagnose.CheckInjection, diagnose.Fail},
