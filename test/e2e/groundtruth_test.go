@@ -83,79 +83,11 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	verified := 0 // combinations whose --verify proof was compared
-	run := func(t *testing.T) int {
-		facts, err := client.MeshFacts(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked := 0
-		for i, ns := range namespaces {
-			for _, v := range matrixPods {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: v.name, Namespace: ns, Labels: v.labels, Annotations: v.annotations},
-					Spec: corev1.PodSpec{HostNetwork: v.hostNetwork, SchedulerName: "kmesh-unscheduled",
-						Containers: []corev1.Container{{Name: "app", Image: testImage}}},
-				}
-				w := &injection.Workload{Kind: "Pod", Namespace: ns, Name: v.name, Labels: v.labels, Annotations: v.annotations,
-					Spec: pod.Spec, NamespaceSource: injection.NamespaceFromCluster}
-				predicted := injection.Istio{}.Explain(facts, w)
-				created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-				combo := fmt.Sprintf("namespace %v, pod %s", matrixNamespaces[i], v.name)
-				// --verify's reading of the same dry run must agree with the prediction.
-				proof := injection.RefusedPod(fmt.Sprint(err))
-				if err == nil {
-					proof = injection.AdmittedPod(created)
-				}
-				proof.Compare(predicted)
-				if proof.Agrees == nil || !*proof.Agrees {
-					t.Errorf("%s: --verify's proof %q does not agree with the prediction: %s", combo, proof.Summary(), proof.Disagreement)
-				}
-				verified++
-				if err != nil {
-					if !predicted.CreationBlocked {
-						t.Errorf("%s: the apiserver refused the pod (%v); why-injected predicted %q", combo, err, predicted.Verdict)
-					}
-					checked++
-					continue
-				}
-				if predicted.CreationBlocked {
-					t.Errorf("%s: the apiserver admitted the pod; why-injected predicted a refusal: %s", combo, predicted.Verdict)
-				}
-				raw, injected := created.Annotations["sidecar.istio.io/status"]
-				var st struct {
-					Revision       string   `json:"revision"`
-					InitContainers []string `json:"initContainers"`
-				}
-				_ = json.Unmarshal([]byte(raw), &st)
-				if proof.Injected != injected || proof.Revision != st.Revision || injected && proof.Sidecar != kindOfStatus(st.InitContainers) {
-					t.Errorf("%s: --verify read the admitted pod as %+v; it has status %q, init containers %v", combo, proof, raw, st.InitContainers)
-				}
-				switch {
-				case predicted.Expected == nil || injected != *predicted.Expected:
-					t.Errorf("%s: injected=%v (revision %q), why-injected predicted expected=%v via %q: %s",
-						combo, injected, st.Revision, fmtBool(predicted.Expected), predicted.Webhook, predicted.Verdict)
-				case injected && st.Revision != predicted.Revision:
-					t.Errorf("%s: injected by revision %q, predicted %q (webhook %s)", combo, st.Revision, predicted.Revision, predicted.Webhook)
-				case injected && kindOfStatus(st.InitContainers) != predicted.Sidecar:
-					t.Errorf("%s: istiod added a %s sidecar (init containers %v), predicted %q", combo, kindOfStatus(st.InitContainers), st.InitContainers, predicted.Sidecar)
-				case injected && !strings.HasPrefix(predicted.Verdict, "Pods created from this template will be injected"):
-					t.Errorf("%s: verdict %q", combo, predicted.Verdict)
-				case !injected && predicted.Webhook != "" && !predicted.CreationBlocked:
-					// A webhook was called but istiod skipped: the verdict must say so.
-					if !strings.Contains(predicted.Verdict, "istiod skips it") {
-						t.Errorf("%s: webhook %s called, not injected, verdict %q", combo, predicted.Webhook, predicted.Verdict)
-					}
-				}
-				checked++
-			}
-		}
-		return checked
-	}
 
 	total, layouts := 0, 0
 	layout := func(name string) {
 		layouts++
-		t.Run(name, func(t *testing.T) { total += run(t) })
+		t.Run(name, func(t *testing.T) { total += gtCombinations(t, c, client, namespaces, &verified) })
 	}
 	layout("default-canary-tag-prod")
 
@@ -241,8 +173,92 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 		t.Errorf("%d combinations checked, want every one of %d (%d layouts × %d namespaces × %d pods)", total, want, layouts, len(matrixNamespaces), len(matrixPods))
 	}
 
-	// Namespaces istiod never injects, even when labelled for injection (the
-	// pods are dry runs: nothing is created there).
+	ignored := gtIgnoredNamespaces(t, c, client)
+	total += ignored
+	if verified != total-ignored {
+		t.Errorf("--verify's proof compared for %d combinations, want %d", verified, total-ignored)
+	}
+	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod; --verify's proof agreed on %d", total, verified)
+}
+
+// gtCombinations checks every namespace × pod combination of the matrix
+// against a dry-run create, and --verify's reading of it; it counts the
+// proofs compared into verified.
+func gtCombinations(t *testing.T, c *testcluster.Cluster, client *inspect.Client, namespaces []string, verified *int) int {
+	ctx := context.Background()
+	facts, err := client.MeshFacts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for i, ns := range namespaces {
+		for _, v := range matrixPods {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: v.name, Namespace: ns, Labels: v.labels, Annotations: v.annotations},
+				Spec: corev1.PodSpec{HostNetwork: v.hostNetwork, SchedulerName: "kmesh-unscheduled",
+					Containers: []corev1.Container{{Name: "app", Image: testImage}}},
+			}
+			w := &injection.Workload{Kind: "Pod", Namespace: ns, Name: v.name, Labels: v.labels, Annotations: v.annotations,
+				Spec: pod.Spec, NamespaceSource: injection.NamespaceFromCluster}
+			predicted := injection.Istio{}.Explain(facts, w)
+			created, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			combo := fmt.Sprintf("namespace %v, pod %s", matrixNamespaces[i], v.name)
+			// --verify's reading of the same dry run must agree with the prediction.
+			proof := injection.RefusedPod(fmt.Sprint(err))
+			if err == nil {
+				proof = injection.AdmittedPod(created)
+			}
+			proof.Compare(predicted)
+			if proof.Agrees == nil || !*proof.Agrees {
+				t.Errorf("%s: --verify's proof %q does not agree with the prediction: %s", combo, proof.Summary(), proof.Disagreement)
+			}
+			*verified++
+			if err != nil {
+				if !predicted.CreationBlocked {
+					t.Errorf("%s: the apiserver refused the pod (%v); why-injected predicted %q", combo, err, predicted.Verdict)
+				}
+				checked++
+				continue
+			}
+			if predicted.CreationBlocked {
+				t.Errorf("%s: the apiserver admitted the pod; why-injected predicted a refusal: %s", combo, predicted.Verdict)
+			}
+			raw, injected := created.Annotations["sidecar.istio.io/status"]
+			var st struct {
+				Revision       string   `json:"revision"`
+				InitContainers []string `json:"initContainers"`
+			}
+			_ = json.Unmarshal([]byte(raw), &st)
+			if proof.Injected != injected || proof.Revision != st.Revision || injected && proof.Sidecar != kindOfStatus(st.InitContainers) {
+				t.Errorf("%s: --verify read the admitted pod as %+v; it has status %q, init containers %v", combo, proof, raw, st.InitContainers)
+			}
+			switch {
+			case predicted.Expected == nil || injected != *predicted.Expected:
+				t.Errorf("%s: injected=%v (revision %q), why-injected predicted expected=%v via %q: %s",
+					combo, injected, st.Revision, fmtBool(predicted.Expected), predicted.Webhook, predicted.Verdict)
+			case injected && st.Revision != predicted.Revision:
+				t.Errorf("%s: injected by revision %q, predicted %q (webhook %s)", combo, st.Revision, predicted.Revision, predicted.Webhook)
+			case injected && kindOfStatus(st.InitContainers) != predicted.Sidecar:
+				t.Errorf("%s: istiod added a %s sidecar (init containers %v), predicted %q", combo, kindOfStatus(st.InitContainers), st.InitContainers, predicted.Sidecar)
+			case injected && !strings.HasPrefix(predicted.Verdict, "Pods created from this template will be injected"):
+				t.Errorf("%s: verdict %q", combo, predicted.Verdict)
+			case !injected && predicted.Webhook != "" && !predicted.CreationBlocked:
+				// A webhook was called but istiod skipped: the verdict must say so.
+				if !strings.Contains(predicted.Verdict, "istiod skips it") {
+					t.Errorf("%s: webhook %s called, not injected, verdict %q", combo, predicted.Webhook, predicted.Verdict)
+				}
+			}
+			checked++
+		}
+	}
+	return checked
+}
+
+// gtIgnoredNamespaces: namespaces istiod never injects, even when
+// labelled for injection (the pods are dry runs: nothing is created
+// there).
+func gtIgnoredNamespaces(t *testing.T, c *testcluster.Cluster, client *inspect.Client) int {
+	ctx := context.Background()
 	ignored := 0
 	for _, name := range []string{"kube-public", "kube-node-lease"} {
 		nsObj, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
@@ -289,11 +305,7 @@ func TestWhyInjectedMatchesTheApiserver(t *testing.T) {
 			t.Errorf("restore the labels of namespace %s: %v", name, err)
 		}
 	}
-	total += ignored
-	if verified != total-ignored {
-		t.Errorf("--verify's proof compared for %d combinations, want %d", verified, total-ignored)
-	}
-	testreport.Count(t, "%d namespace × pod × layout combinations checked against the apiserver and real istiod; --verify's proof agreed on %d", total, verified)
+	return ignored
 }
 
 // kindOfStatus names the sidecar kind from sidecar.istio.io/status: istiod
