@@ -155,7 +155,6 @@ func TestPermissionMatrix(t *testing.T) {
 		for _, cmd := range commands {
 			got := results[role.name][cmd.name]
 			where := role.name + " / " + cmd.name
-			var needs []string
 			switch got.code {
 			case 0, 3:
 			case 4:
@@ -183,85 +182,13 @@ func TestPermissionMatrix(t *testing.T) {
 			}
 			switch {
 			case strings.HasPrefix(cmd.name, "why-injected"):
-				items, incomplete := whyItems(t, where, got.out)
-				adminItems, _ := whyItems(t, "admin "+cmd.name, admin[cmd.name].out)
-				unknown := 0
-				for _, it := range items {
-					checks += checkAgainstAdmin(t, where, it, adminItems)
-					checks += checkNoContradiction(t, where, it)
-					if it.Expected == nil {
-						unknown++
-						needs = append(needs, it.Needs...)
-						for _, n := range it.Needs {
-							if !containsSub(incomplete, n) {
-								t.Errorf("%s: %s needs %q, which the incomplete list %q does not name", where, it.Name, n, incomplete)
-							}
-						}
-					}
-				}
-				if got.code == 0 && (unknown > 0 || len(incomplete) > 0) {
-					t.Errorf("%s: exit 0 with %d unknown verdicts, incomplete %q", where, unknown, incomplete)
-				}
-				if got.code == 3 && len(incomplete) == 0 {
-					t.Errorf("%s: exit 3 but nothing is named incomplete", where)
-				}
-				for _, u := range incomplete {
-					if !namedPermission.MatchString(u) {
-						t.Errorf("%s: incomplete %q names no permission", where, u)
-					}
-				}
-				switch {
-				case unknown > 0:
-					summary[role.name][cmd.name] = "answer now unknown: needs " + abbrev(strings.Join(dedupe(needs), ", "))
-				case got.code == 3:
-					var perms []string
-					for _, u := range incomplete {
-						perms = append(perms, strings.TrimPrefix(u[strings.Index(u, ": ")+2:], "forbidden: the user may not "))
-					}
-					summary[role.name][cmd.name] = "answer; details unknown: needs " + abbrev(strings.Join(dedupe(perms), ", "))
-				default:
-					summary[role.name][cmd.name] = "complete"
-				}
+				summary[role.name][cmd.name] = permWhyInjected(t, where, cmd.name, got.code, got.out, admin[cmd.name].out, &checks)
 			case strings.HasPrefix(cmd.name, "diagnose"):
 				summary[role.name][cmd.name] = checkDiagnosis(t, where, got.code, got.out, admin[cmd.name].out, &checks)
 			case cmd.name == "startup POD":
-				var r, a startup.StartupReport
-				if err := json.Unmarshal([]byte(got.out), &r); err != nil {
-					t.Errorf("%s: %v", where, err)
-					continue
-				}
-				_ = json.Unmarshal([]byte(admin[cmd.name].out), &a)
-				if r.InitResult != a.InitResult || strings.Join(r.StartOrder, ",") != strings.Join(a.StartOrder, ",") || r.OrderVerdict != a.OrderVerdict {
-					t.Errorf("%s: init %q order %v %q; the admin sees init %q order %v %q", where, r.InitResult, r.StartOrder, r.OrderVerdict, a.InitResult, a.StartOrder, a.OrderVerdict)
-				}
-				if (got.code == 3) != (len(r.Incomplete) > 0) {
-					t.Errorf("%s: exit %d with incomplete %q", where, got.code, r.Incomplete)
-				}
-				for _, u := range r.Incomplete {
-					if !namedPermission.MatchString(u) {
-						t.Errorf("%s: incomplete %q names no permission", where, u)
-					}
-				}
-				checks += 3
-				if got.code == 3 {
-					summary[role.name][cmd.name] = "timeline; events unknown: needs list events"
-				} else {
-					summary[role.name][cmd.name] = "complete"
-				}
+				summary[role.name][cmd.name] = permStartup(t, where, got.code, got.out, admin[cmd.name].out, &checks)
 			default: // iptables
-				var r, a captureDoc
-				if err := json.Unmarshal([]byte(got.out), &r); err != nil {
-					t.Errorf("%s: %v", where, err)
-					continue
-				}
-				_ = json.Unmarshal([]byte(admin[cmd.name].out), &a)
-				if got.code != 0 || r.Kind != "CaptureReport" || countRules(r) == 0 || countRules(r) != countRules(a) ||
-					len(r.Drift.Missing)+len(r.Drift.Extra) != len(a.Drift.Missing)+len(a.Drift.Extra) {
-					t.Errorf("%s: exit %d, kind %q, %d rules (admin %d), drift %d (admin %d)", where, got.code, r.Kind, countRules(r), countRules(a),
-						len(r.Drift.Missing)+len(r.Drift.Extra), len(a.Drift.Missing)+len(a.Drift.Extra))
-				}
-				checks += 2
-				summary[role.name][cmd.name] = "complete"
+				summary[role.name][cmd.name] = permIptables(t, where, got.code, got.out, admin[cmd.name].out, &checks)
 			}
 		}
 	}
@@ -291,6 +218,97 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Errorf("the permission matrix differs from %s (docs/permissions.md's table):\n--- got\n%s--- want\n%s", golden, b.String(), want)
 	}
 	testreport.Count(t, "permission matrix: %d roles × %d commands, %d checks", len(matrixRoles), len(commands), checks)
+}
+
+// permWhyInjected checks one user's why-injected answer against the
+// admin's; it returns the cell of docs/permissions.md's matrix.
+func permWhyInjected(t *testing.T, where, name string, code int, out, adminOut string, checks *int) string {
+	var needs []string
+	items, incomplete := whyItems(t, where, out)
+	adminItems, _ := whyItems(t, "admin "+name, adminOut)
+	unknown := 0
+	for _, it := range items {
+		*checks += checkAgainstAdmin(t, where, it, adminItems)
+		*checks += checkNoContradiction(t, where, it)
+		if it.Expected == nil {
+			unknown++
+			needs = append(needs, it.Needs...)
+			for _, n := range it.Needs {
+				if !containsSub(incomplete, n) {
+					t.Errorf("%s: %s needs %q, which the incomplete list %q does not name", where, it.Name, n, incomplete)
+				}
+			}
+		}
+	}
+	if code == 0 && (unknown > 0 || len(incomplete) > 0) {
+		t.Errorf("%s: exit 0 with %d unknown verdicts, incomplete %q", where, unknown, incomplete)
+	}
+	if code == 3 && len(incomplete) == 0 {
+		t.Errorf("%s: exit 3 but nothing is named incomplete", where)
+	}
+	for _, u := range incomplete {
+		if !namedPermission.MatchString(u) {
+			t.Errorf("%s: incomplete %q names no permission", where, u)
+		}
+	}
+	switch {
+	case unknown > 0:
+		return "answer now unknown: needs " + abbrev(strings.Join(dedupe(needs), ", "))
+	case code == 3:
+		var perms []string
+		for _, u := range incomplete {
+			perms = append(perms, strings.TrimPrefix(u[strings.Index(u, ": ")+2:], "forbidden: the user may not "))
+		}
+		return "answer; details unknown: needs " + abbrev(strings.Join(dedupe(perms), ", "))
+	default:
+		return "complete"
+	}
+
+}
+
+// permStartup checks one user's startup answer against the admin's; it
+// returns the cell of docs/permissions.md's matrix ("" when unreadable).
+func permStartup(t *testing.T, where string, code int, out, adminOut string, checks *int) string {
+	var r, a startup.StartupReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return ""
+	}
+	_ = json.Unmarshal([]byte(adminOut), &a)
+	if r.InitResult != a.InitResult || strings.Join(r.StartOrder, ",") != strings.Join(a.StartOrder, ",") || r.OrderVerdict != a.OrderVerdict {
+		t.Errorf("%s: init %q order %v %q; the admin sees init %q order %v %q", where, r.InitResult, r.StartOrder, r.OrderVerdict, a.InitResult, a.StartOrder, a.OrderVerdict)
+	}
+	if (code == 3) != (len(r.Incomplete) > 0) {
+		t.Errorf("%s: exit %d with incomplete %q", where, code, r.Incomplete)
+	}
+	for _, u := range r.Incomplete {
+		if !namedPermission.MatchString(u) {
+			t.Errorf("%s: incomplete %q names no permission", where, u)
+		}
+	}
+	*checks += 3
+	if code == 3 {
+		return "timeline; events unknown: needs list events"
+	}
+	return "complete"
+}
+
+// permIptables checks one user's iptables answer against the admin's; it
+// returns the cell of docs/permissions.md's matrix ("" when unreadable).
+func permIptables(t *testing.T, where string, code int, out, adminOut string, checks *int) string {
+	var r, a captureDoc
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return ""
+	}
+	_ = json.Unmarshal([]byte(adminOut), &a)
+	if code != 0 || r.Kind != "CaptureReport" || countRules(r) == 0 || countRules(r) != countRules(a) ||
+		len(r.Drift.Missing)+len(r.Drift.Extra) != len(a.Drift.Missing)+len(a.Drift.Extra) {
+		t.Errorf("%s: exit %d, kind %q, %d rules (admin %d), drift %d (admin %d)", where, code, r.Kind, countRules(r), countRules(a),
+			len(r.Drift.Missing)+len(r.Drift.Extra), len(a.Drift.Missing)+len(a.Drift.Extra))
+	}
+	*checks += 2
+	return "complete"
 }
 
 // checkDiagnosis checks one user's diagnosis against the admin's: a check
