@@ -129,16 +129,24 @@ func CronJobWorkload(cj *batchv1.CronJob) Workload {
 // the Job's labels do not say what the check needs): one GET, two for a
 // CronJob's Job; nil for a pod no such workload makes.
 func (c *Client) PodOwner(ctx context.Context, p *corev1.Pod) (*diagnose.WorkloadState, error) {
+	return PodOwnerFrom(ctx, p, c.Workload)
+}
+
+// WorkloadReader reads a workload, as Client.Workload does.
+type WorkloadReader func(ctx context.Context, namespace, kind, name string) (Workload, bool, error)
+
+// PodOwnerFrom is PodOwner with the workloads read by read.
+func PodOwnerFrom(ctx context.Context, p *corev1.Pod, read WorkloadReader) (*diagnose.WorkloadState, error) {
 	o := OwnerOf(p)
 	if o == nil {
 		return nil, nil
 	}
-	w, ok, err := c.Workload(ctx, p.Namespace, o.Kind, o.Name)
+	w, ok, err := read(ctx, p.Namespace, o.Kind, o.Name)
 	if err != nil || !ok {
 		return nil, err
 	}
 	if cron, isCron := strings.CutPrefix(w.Controller, "CronJob/"); isCron && w.Labels[diagnose.InjectLabel] == "" {
-		cj, _, err := c.Workload(ctx, p.Namespace, "CronJob", cron)
+		cj, _, err := read(ctx, p.Namespace, "CronJob", cron)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,23 @@ type Engine struct {
 	// them, instead of creating it: the rules are then not read, and the
 	// diagnoses say nothing of them (the caller prints none).
 	DryRun func(obj any) error
+
+	// workloads are the workloads read in this run (a named target's, its
+	// pods' owner), each read once.
+	workloads sync.Map
+}
+
+// workload reads a workload once per run.
+func (e *Engine) workload(ctx context.Context, namespace, kind, name string) (inspect.Workload, bool, error) {
+	key := namespace + "/" + kind + "/" + name
+	if w, ok := e.workloads.Load(key); ok {
+		return w.(inspect.Workload), true, nil
+	}
+	w, ok, err := e.Client.Workload(ctx, namespace, kind, name)
+	if err == nil && ok {
+		e.workloads.Store(key, w)
+	}
+	return w, ok, err
 }
 
 // dash is s, or "-" when it is empty.
@@ -222,6 +240,9 @@ func (e *Engine) podsOf(ctx context.Context, reports []*injection.InjectionRepor
 		return nil, nil
 	}
 	ns := reports[0].Namespace
+	if live := e.Inject.LivePods(reports); live != nil {
+		return live, nil // read with the reports
+	}
 	if len(reports) == 1 {
 		p, err := e.Client.Kube.CoreV1().Pods(ns).Get(ctx, reports[0].Name, metav1.GetOptions{})
 		if err != nil {

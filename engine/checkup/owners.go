@@ -76,7 +76,7 @@ func (e *Engine) readOwners(ctx context.Context, items []*item) (incomplete []st
 			it.facts.Owner = w
 			continue
 		}
-		w, err := e.Client.PodOwner(ctx, p)
+		w, err := inspect.PodOwnerFrom(ctx, p, e.workload)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

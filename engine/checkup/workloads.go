@@ -159,7 +159,7 @@ func noPodOf(w *diagnose.WorkloadState) string {
 // pods read for it), nil when it lacks none; why says why a workload with
 // no pods at all lacks none.
 func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts, r *injection.InjectionReport, pods []*corev1.Pod, failures podFailures) (it *item, why string, incomplete []string, err error) {
-	w, ok, err := e.Client.Workload(ctx, r.Namespace, r.Kind, r.Name)
+	w, ok, err := e.workload(ctx, r.Namespace, r.Kind, r.Name)
 	if err != nil || !ok {
 		return nil, "", nil, err
 	}

@@ -51,6 +51,8 @@ type Engine struct {
 	// templates are the controllers' templates read for InjectionTemplate
 	// in this run, by namespace/Kind/name.
 	templates sync.Map
+	// live are the pods of a named target's reports, by report.
+	live sync.Map
 	// KeepFactors keeps a sweep's factors that decided something (JSON and
 	// YAML show them; a table does not).
 	KeepFactors bool
@@ -257,6 +259,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		if live {
 			r := e.Mesh.Explain(facts, inspect.PodWorkload(pod, facts))
 			e.recordLive(r, pod)
+			e.keepLive(r, pod)
 			return []*injection.InjectionReport{r}, nil
 		}
 		w := &injection.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
@@ -310,6 +313,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		for i := range pods {
 			r := e.Mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
 			e.recordLive(r, &pods[i])
+			e.keepLive(r, &pods[i])
 			reports = append(reports, r)
 		}
 		return nil

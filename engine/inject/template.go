@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
 // InjectionTemplate is, for a pod that carries a label or annotation that
@@ -34,4 +35,24 @@ func (e *Engine) InjectionTemplate(ctx context.Context, p *corev1.Pod) *diagnose
 	}
 	e.templates.Store(key, w)
 	return w
+}
+
+// keepLive keeps the pod a report of a named target was made from, so
+// that what diagnoses the report need not read it again.
+func (e *Engine) keepLive(r *injection.InjectionReport, p *corev1.Pod) {
+	e.live.Store(r, p.DeepCopy())
+}
+
+// LivePods are the pods the reports were made from, in their order, when
+// every one was kept as it was read (nil otherwise).
+func (e *Engine) LivePods(reports []*injection.InjectionReport) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(reports))
+	for _, r := range reports {
+		p, ok := e.live.Load(r)
+		if !ok {
+			return nil
+		}
+		out = append(out, p.(*corev1.Pod))
+	}
+	return out
 }
