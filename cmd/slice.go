@@ -24,7 +24,11 @@ func injectionSlice(r *injection.InjectionReport, p *corev1.Pod, owner ...*diagn
 // startupSlice is diagnose's answer for a pod's startup, cut to its init
 // and start checks: the slice startup shows, with the same codes, statuses
 // and fixes, whose status decides its exit by diagnose's rule.
-func startupSlice(r *startup.StartupReport, p *corev1.Pod) *diagnose.Diagnosis {
-	d := diagnose.Diagnose(diagnose.Facts{Startup: r, Pod: p})
+func startupSlice(r *startup.StartupReport, p *corev1.Pod, owner ...*diagnose.WorkloadState) *diagnose.Diagnosis {
+	f := diagnose.Facts{Startup: r, Pod: p}
+	if len(owner) > 0 {
+		f.Owner = owner[0]
+	}
+	d := diagnose.Diagnose(f)
 	return diagnose.Slice(d, diagnose.CheckInit, diagnose.CheckStart)
 }

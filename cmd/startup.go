@@ -135,7 +135,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		for i := range pods {
 			r := o.eng.Analyze(ctx, &pods[i], events, incomplete, detail)
 			reports = append(reports, r)
-			ds = append(ds, startupSlice(r, &pods[i]))
+			ds = append(ds, startupSlice(r, &pods[i], o.eng.OwnerFor(ctx, &pods[i])))
 		}
 		return o.finish(single, detail, reports, ds)
 	}
@@ -166,12 +166,12 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 				continue
 			}
 			if held != nil {
-				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false), held); err != nil {
+				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false), held, o.eng.OwnerFor(ctx, held)); err != nil {
 					return err
 				}
 				held = nil
 			}
-			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false), &page[i]); err != nil {
+			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false), &page[i], o.eng.OwnerFor(ctx, &page[i])); err != nil {
 				return err
 			}
 		}
@@ -186,7 +186,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	}
 	if held != nil {
 		r := o.eng.Analyze(ctx, held, events, incomplete, true)
-		return o.finish(false, true, []*startup.StartupReport{r}, []*diagnose.Diagnosis{startupSlice(r, held)})
+		return o.finish(false, true, []*startup.StartupReport{r}, []*diagnose.Diagnosis{startupSlice(r, held, o.eng.OwnerFor(ctx, held))})
 	}
 	if err := kept.print(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	corev1 "k8s.io/api/core/v1"
@@ -39,9 +40,10 @@ func newStartupSweep(o *StartupOptions) *startupSweep {
 	return s
 }
 
-// add keeps what is printed of r; r is not used afterwards.
-func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod) error {
-	d := startupSlice(r, pod)
+// add keeps what is printed of r (owner: its workload, when its checks
+// read it); r is not used afterwards.
+func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod, owner *diagnose.WorkloadState) error {
+	d := startupSlice(r, pod, owner)
 	s.outcome.add(d)
 	if s.o.Output == "" {
 		render.Sanitize(r) // as print does: the footer and the error show it escaped

@@ -17,7 +17,7 @@ func ownerWanted(r *injection.InjectionReport, p *corev1.Pod) bool {
 	if p == nil || inspect.OwnerOf(p) == nil {
 		return false // no workload makes it
 	}
-	if r != nil && (classicJobPod(p) || proxyInTrouble(p)) {
+	if r != nil && diagnose.StartNeedsOwner(p) {
 		return true // the fix patches what makes the pod
 	}
 	if p.Annotations["sidecar.istio.io/status"] != "" {
@@ -91,31 +91,3 @@ func (e *Engine) readOwners(ctx context.Context, items []*item) (incomplete []st
 	return incomplete, nil
 }
 
-// classicJobPod: a Job's pod with a classic istio-proxy container.
-func classicJobPod(p *corev1.Pod) bool {
-	if o := inspect.OwnerOf(p); o == nil || o.Kind != "Job" {
-		return false
-	}
-	for _, c := range p.Spec.Containers {
-		if c.Name == "istio-proxy" {
-			return true
-		}
-	}
-	return false
-}
-
-// proxyInTrouble: an injected pod whose istio-proxy is not ready (waiting,
-// failed, or running unready): its template's own istio-proxy may be why.
-func proxyInTrouble(p *corev1.Pod) bool {
-	if p.Annotations["sidecar.istio.io/status"] == "" || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, sts := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, st := range sts {
-			if st.Name == "istio-proxy" && !st.Ready {
-				return true
-			}
-		}
-	}
-	return false
-}

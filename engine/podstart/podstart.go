@@ -6,6 +6,7 @@ package podstart
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,8 @@ type Engine struct {
 	Now    func() time.Time
 	// sweepLogs counts the pods whose logs a sweep read (Analyze).
 	sweepLogs int
+	// owners are the workloads read for OwnerFor in this run.
+	owners sync.Map
 }
 
 // Events reads the events about pods in ns (one pod's when podName is set);

@@ -386,15 +386,23 @@ func unscheduled(s *startup.StartupReport) bool {
 // patched); else the hazard's own advice.
 func (in *Input) jobNativeFix(advice string) string {
 	p, o := in.Pod, in.Owner
-	if p == nil || o == nil || o.Kind != "Job" {
+	if p == nil || o == nil || o.Kind != "Job" && o.Kind != "CronJob" {
+		return advice
+	}
+	job, isJob := strings.CutPrefix(templateOwner(p), "job/")
+	if !isJob {
 		return advice
 	}
 	yes := "true"
 	native := map[string]*string{istio.AnnotationNativeSidecar: &yes}
-	if cron, ok := strings.CutPrefix(o.Controller, "CronJob/"); ok {
+	cron, ok := strings.CutPrefix(o.Controller, "CronJob/")
+	if o.Kind == "CronJob" {
+		cron, ok = o.Name, true // the Job's CronJob, read for its labels
+	}
+	if ok {
 		return fmt.Sprintf(`kubectl patch cronjob %s -n %s --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{%q:"true"}}}}}}}'`, cron, p.Namespace, istio.AnnotationNativeSidecar) +
 			"   # its next runs get a native sidecar, which the kubelet stops when the job is done\n" +
-			"kubectl delete job " + o.Name + " -n " + p.Namespace + "   # the run its classic sidecar keeps alive"
+			"kubectl delete job " + job + " -n " + p.Namespace + "   # the run its classic sidecar keeps alive"
 	}
-	return injection.RecreateJob(o.Name, p.Namespace, native, nil)
+	return injection.RecreateJob(job, p.Namespace, native, nil)
 }

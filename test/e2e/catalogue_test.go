@@ -43,6 +43,7 @@ type catCheck struct {
 	Status   string `json:"status"`
 	Code     string `json:"code"`
 	Evidence string `json:"evidence"`
+	Fix      string `json:"fix"`
 }
 
 type catItem struct {

@@ -220,6 +220,12 @@ func TestFixesRecover(t *testing.T) {
 				if msg := injectionAgrees(bin, c, ns); msg != "" {
 					t.Error(msg)
 				}
+				// So do startup's init and start checks, pod by pod.
+				msg, n := commandsAgree(bin, c, ns)
+				checks.Add(int64(n))
+				if msg != "" {
+					t.Errorf("the commands disagree in %s: %s", ns, msg)
+				}
 				if found == nil {
 					return
 				}

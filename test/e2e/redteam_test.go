@@ -276,6 +276,12 @@ func TestRedTeamFaults(t *testing.T) {
 			if it == nil {
 				t.Fatalf("no item %s in diagnose -n %s: %v\n%s", f.object, ns, items, r.stderr)
 			}
+			// why-injected and startup give each pod diagnose's answer.
+			msg, n := commandsAgree(bin, c, ns)
+			checks += n
+			if msg != "" {
+				t.Errorf("the commands disagree in %s: %s", ns, msg)
+			}
 			checks++
 			if it.Status == "pass" {
 				t.Errorf("%s is broken (%s), diagnose says pass: %s", f.object, filepath.Base(files[i]), it.says())

@@ -1,0 +1,58 @@
+package diagnose
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
+
+// StartNeedsOwner says the init and start checks of a pod read its
+// workload (FactOwner): a Job's pod with a classic sidecar (its fix
+// changes the Job, or its CronJob), or an injected pod whose proxy is not
+// ready (the template's own istio-proxy may be why).
+func StartNeedsOwner(p *corev1.Pod) bool {
+	if p == nil || p.DeletionTimestamp != nil {
+		return false
+	}
+	return classicJobPod(p) || proxyInTrouble(p)
+}
+
+// classicJobPod: a Job's pod with a classic istio-proxy container.
+func classicJobPod(p *corev1.Pod) bool {
+	ref := controllerOf(p)
+	if ref == nil || ref.Kind != "Job" {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == istio.ProxyContainer {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyInTrouble: an injected pod whose istio-proxy is not ready.
+func proxyInTrouble(p *corev1.Pod) bool {
+	if p.Annotations[istio.AnnotationStatus] == "" {
+		return false
+	}
+	for _, sts := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, st := range sts {
+			if st.Name == istio.ProxyContainer && !st.Ready {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// controllerOf is the pod's controller reference (nil for a bare pod).
+func controllerOf(p *corev1.Pod) *metav1.OwnerReference {
+	for i := range p.OwnerReferences {
+		if ref := &p.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
+			return ref
+		}
+	}
+	return nil
+}
