@@ -190,7 +190,7 @@ func replicas(r *int32) int32 {
 // DeploymentWorkload is a Deployment's wants and troubles.
 func DeploymentWorkload(d *appsv1.Deployment) Workload {
 	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas),
-		Template: &d.Spec.Template, Labels: d.Labels}}
+		Template: &d.Spec.Template, Labels: d.Labels, DeletesFirst: d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType}}
 	var times []metav1.Time
 	failing, progressing := false, ""
 	for _, c := range d.Status.Conditions {
@@ -240,7 +240,8 @@ func pods(n int32) string {
 
 // StatefulSetWorkload is a StatefulSet's wants and troubles.
 func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template, Labels: s.Labels}}
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Desired: replicas(s.Spec.Replicas), Template: &s.Spec.Template, Labels: s.Labels,
+		DeletesFirst: true}} // a StatefulSet's rollout replaces a pod after deleting it
 	var times []metav1.Time
 	for _, c := range s.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -254,7 +255,9 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 
 // DaemonSetWorkload is a DaemonSet's wants: a pod on each node it is to run on.
 func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
-	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template, Labels: d.Labels}}
+	surge := d.Spec.UpdateStrategy.RollingUpdate != nil && d.Spec.UpdateStrategy.RollingUpdate.MaxSurge != nil && d.Spec.UpdateStrategy.RollingUpdate.MaxSurge.String() != "0"
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template, Labels: d.Labels,
+		DeletesFirst: !surge}}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastTransitionTime)

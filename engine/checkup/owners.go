@@ -90,4 +90,3 @@ func (e *Engine) readOwners(ctx context.Context, items []*item) (incomplete []st
 	}
 	return incomplete, nil
 }
-

@@ -68,6 +68,10 @@ func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, tar
 	}
 	if target != "" {
 		move(c, target, nsLabels, podLabels, relabels)
+		if rev := podLabels[istio.LabelRev]; c.kind == "Pod" && rev != c.template.Labels[istio.LabelRev] && strings.HasPrefix(w.Restart, "kubectl apply view-last-applied") {
+			// Its manifest gets the label that moves it.
+			w.Restart = strings.Replace(w.Restart, " | kubectl replace", fmt.Sprintf(` | kubectl patch --local -f - --type=merge -p '{"metadata":{"labels":{%q:%q}}}' -o json | kubectl replace`, istio.LabelRev, rev), 1)
+		}
 	}
 	r := injection.Istio{}.Explain(facts, &injection.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name,
 		Labels: podLabels, Annotations: c.template.Annotations, Spec: c.template.Spec,
@@ -230,12 +234,31 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 	w.After = upgrade.SideOf(pr.pod)
 	w.Changes, w.Compared = compare(w.Now, w.After)
 	switch {
+	case pr.refused != "" && freedByRollout(c, pr.refused):
+		// A quota full with its own pods: its rollout deletes one first.
+		w.Starts = upgrade.StartsYes
+		w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Info,
+			Evidence: "a dry-run create of the pod the target's injector makes is refused by a quota that counts its pod of now (" + oneLine(pr.refused) + "); its rollout deletes that pod before it creates the new one, which then fits"})
+		w.Findings = append(w.Findings, hazards(pr.pod, c)...)
+		startsFrom(w)
 	case pr.refused != "":
 		w.Starts = upgrade.StartsNo
 		code := diagnose.RefusalCode(injection.RefusalOf(pr.refused))
 		iw := &injection.Workload{Kind: c.kind, Namespace: c.namespace, Name: c.name, Spec: c.template.Spec, Annotations: c.template.Annotations}
-		w.Findings = append(w.Findings, diagnose.Finding{Code: code, Status: diagnose.Fail,
-			Evidence: "a dry-run create of the pod the target's injector makes is refused: " + oneLine(pr.refused), Fix: injection.RefusalFix(iw, pr.refused)})
+		f := diagnose.Finding{Code: code, Status: diagnose.Fail,
+			Evidence: "a dry-run create of the pod the target's injector makes is refused: " + oneLine(pr.refused), Fix: injection.RefusalFix(iw, pr.refused)}
+		if f.Fix == "" {
+			// What of the sidecar the refusal is about, as diagnose puts a
+			// refused workload's pods down to it.
+			ws := &diagnose.WorkloadState{Kind: c.kind, Namespace: c.namespace, Name: c.name, Template: c.template}
+			if ev, mesh, fix, ok := diagnose.RefusalCause(ws, pr.refused); ok {
+				f.Evidence, f.Mesh, f.Fix = f.Evidence+"; "+ev, mesh, fix
+			} else if fix := diagnose.MeshSideOfPolicy(ws, pr.refused); fix != "" {
+				why, cmd, _ := strings.Cut(fix, "\n")
+				f.Mesh, f.Fix = "what the target's injector adds", cmd+"   # keeping the policy: "+strings.TrimSuffix(why, ":")
+			}
+		}
+		w.Findings = append(w.Findings, f)
 		// What it would meet once admitted, on the injector's pod.
 		w.Findings = append(w.Findings, hazards(pr.pod, c)...)
 	case pr.notAsked != "":
@@ -245,17 +268,23 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 	default:
 		w.Starts = upgrade.StartsYes
 		w.Findings = append(w.Findings, hazards(pr.pod, c)...)
-		if why := notReadyNow(c.pod); why != "" {
+		if why := notReadyNow(c.pod); why != "" && !stuckJobFreed(c, w.After) {
 			w.Findings = append(w.Findings, diagnose.Finding{Status: diagnose.Warning,
 				Evidence: "its pod is not ready now (" + why + "): a restart under the target does not change that; kubectl mesh diagnose pod/" + c.pod.Name + " -n " + c.namespace + " says why"})
 		}
-		for _, f := range w.Findings {
-			switch {
-			case f.Status == diagnose.Fail:
-				w.Starts = upgrade.StartsNo
-			case f.Status == diagnose.Warning && w.Starts == upgrade.StartsYes:
-				w.Starts = upgrade.StartsWarning
-			}
+		startsFrom(w)
+	}
+}
+
+// startsFrom lowers a workload's answer by its findings: one that fails,
+// it will not start; one that warns, it starts with a hazard.
+func startsFrom(w *upgrade.Workload) {
+	for _, f := range w.Findings {
+		switch {
+		case f.Status == diagnose.Fail:
+			w.Starts = upgrade.StartsNo
+		case f.Status == diagnose.Warning && w.Starts == upgrade.StartsYes:
+			w.Starts = upgrade.StartsWarning
 		}
 	}
 }
@@ -279,9 +308,47 @@ func restart(c candidate) string {
 		if c.done {
 			return ""
 		}
+		if appDone(c.pod) {
+			// Its app is done, its classic sidecar keeps it running: it is
+			// never done by itself.
+			return injection.RecreateJob(c.name, c.namespace, nil, nil)
+		}
 		return fmt.Sprintf("# job/%s -n %s: a Job's pods are not restarted; re-create it through what created it once it is done", c.name, c.namespace)
 	}
+	if c.pod != nil && c.pod.Annotations[lastApplied] != "" {
+		return fmt.Sprintf("kubectl apply view-last-applied pod/%s -n %s -o json | kubectl replace --force -n %s -f -   # a bare pod: re-created from the manifest it was applied with", c.name, c.namespace, c.namespace)
+	}
 	return fmt.Sprintf("# pod/%s -n %s: a bare pod; re-create it from its manifest", c.name, c.namespace)
+}
+
+// lastApplied is the annotation kubectl apply keeps the applied manifest in.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// appDone: the pod's containers but istio-proxy have all terminated (a
+// run-once pod's work is done) while istio-proxy still runs.
+func appDone(p *corev1.Pod) bool {
+	if p == nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	proxy, apps := false, 0
+	for _, st := range p.Status.ContainerStatuses {
+		switch {
+		case st.Name == istio.ProxyContainer:
+			proxy = st.State.Running != nil
+		case st.State.Terminated == nil:
+			return false
+		default:
+			apps++
+		}
+	}
+	return proxy && apps > 0
+}
+
+// stuckJobFreed: a Job whose classic sidecar keeps its finished pod
+// running, which the target gives a native sidecar (the kubelet stops it
+// when the job is done): the move is its fix, not a hazard it keeps.
+func stuckJobFreed(c candidate, after *upgrade.Side) bool {
+	return (c.kind == "Job" || c.kind == "CronJob") && appDone(c.pod) && after != nil && after.Sidecar == "native"
 }
 
 // templateKey identifies a template with its labels after the move and the
@@ -354,4 +421,15 @@ func hazards(p *corev1.Pod, c candidate) []diagnose.Finding {
 		}
 	}
 	return fs
+}
+
+// freedByRollout: a quota refusal that the rollout's own deletion of the
+// workload's pod of now makes room for (a rollout that deletes before it
+// creates, one pod at a time).
+func freedByRollout(c candidate, refused string) bool {
+	if !c.deletesFirst || c.pod == nil {
+		return false
+	}
+	fits, ok := injection.QuotaFitsWithout(&c.pod.Spec, refused)
+	return ok && fits
 }

@@ -47,6 +47,9 @@ type candidate struct {
 	pod                   *corev1.Pod
 	// done: a Job that has finished (nothing to restart).
 	done bool
+	// deletesFirst: its rollout deletes an old pod before creating its
+	// replacement.
+	deletesFirst bool
 }
 
 // Plan plans the move of req's workloads to req.To.
@@ -79,7 +82,7 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*upgrade.Plan, error) {
 	relabels := map[string]string{}
 	proofs := map[string]*proof{}
 	for _, c := range cands {
-		w, ok := e.planOne(ctx, facts, plan.Revision, c, relabels, proofs)
+		w, ok := e.planOne(ctx, facts, req.To, c, relabels, proofs) // labelled as asked: a tag keeps the namespace on the tag
 		if !ok {
 			plan.Skipped++
 			continue
@@ -187,7 +190,7 @@ func (e *Engine) candidates(ctx context.Context, ns string, req Request) ([]cand
 		if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && cron != "" {
 			continue // its CronJob's template is planned
 		}
-		c := candidate{kind: w.Kind, namespace: w.Namespace, name: w.Name, template: w.Template, pod: newest[w.Namespace+"/"+w.Kind+"/"+w.Name]}
+		c := candidate{kind: w.Kind, namespace: w.Namespace, name: w.Name, template: w.Template, pod: newest[w.Namespace+"/"+w.Kind+"/"+w.Name], deletesFirst: w.DeletesFirst}
 		c.done = w.Kind == "Job" && w.Desired == 0
 		out = append(out, c)
 	}

@@ -61,6 +61,10 @@ type WorkloadState struct {
 	// Paused: a Deployment paused by kubectl rollout pause; it creates no
 	// new pods and kubectl refuses to restart it.
 	Paused bool `json:"paused,omitempty"`
+	// DeletesFirst: its rollout deletes an old pod before it creates its
+	// replacement (a Deployment's Recreate strategy, a StatefulSet, a
+	// DaemonSet with no surge).
+	DeletesFirst bool `json:"-"`
 }
 
 // Short says the workload lacks pods it wants, its Job failed, or its
@@ -185,48 +189,8 @@ func workloadShort(in *Input) []Finding {
 				": its next run makes a new Job (or run one now: kubectl create job --from=cronjob/" + cron + " " + cron + "-retry -n " + w.Namespace + ")"
 		}
 	}
-	owner := strings.ToLower(w.Kind) + "/" + w.Name
-	if ev, mesh, fix, ok := statusPortRefusal(w, text); ok {
+	if ev, mesh, fix, ok := RefusalCause(w, text); ok {
 		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
-	} else if ev, mesh, fix, ok := podBudget(w, text); ok {
-		// A pod-level budget its own containers fit in: the sidecar tips it.
-		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
-	} else if t := w.Template; t != nil && resourceRefusal.MatchString(text) {
-		if ev, mesh, set, ok := sidecarRatio(t, text); ok {
-			// The LimitRange's limit-to-request ratio: no app container
-			// breaks it, the injected sidecar does.
-			f.Mesh = mesh
-			f.Evidence += "; " + ev
-			f.Fix = templateAnnotationsFix(w, set, "the sidecar's limit within the namespace's LimitRange ratio, its request kept (or raise the request instead)")
-		} else if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
-			// The sidecar's resources come from these annotations.
-			f.Mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
-			f.Evidence += "; the sidecar's resources are set by " + f.Mesh
-			f.Fix = templatePatch(owner, w.Namespace, keys) + "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)"
-		} else {
-			// A LimitRange's maximum that no container of the template
-			// asks for: the injected sidecar's default limits do.
-			var said []string
-			set := map[string]string{}
-			seen := map[string]bool{}
-			for _, m := range limitRangeMax.FindAllStringSubmatch(text, -1) {
-				if seen[m[1]] || appHasLimit(t, m[1], m[3]) {
-					continue
-				}
-				seen[m[1]] = true
-				key := "sidecar.istio.io/proxyCPULimit"
-				if m[1] == "memory" {
-					key = "sidecar.istio.io/proxyMemoryLimit"
-				}
-				set[key] = m[2]
-				said = append(said, m[1]+" "+m[3]+" (maximum "+m[2]+")")
-			}
-			if len(set) > 0 {
-				f.Mesh = "the sidecar's default limits (" + strings.Join(said, ", ") + ", from the mesh's values)"
-				f.Evidence += "; no container of the template has those limits: they are " + f.Mesh
-				f.Fix = templateAnnotationsFix(w, set, "the sidecar's limits within the namespace's LimitRange maximum")
-			}
-		}
 	}
 	switch {
 	case len(said) > 0 || w.Failed != "":
@@ -240,6 +204,59 @@ func workloadShort(in *Input) []Finding {
 		f.Evidence += "; neither its conditions nor its events say why"
 	}
 	return []Finding{f}
+}
+
+// RefusalCause puts an admission refusal of a workload's pods (text, the
+// controller's words) down to what of the sidecar the cluster refuses, when
+// the words say which: the status port, a pod-level budget, a LimitRange's
+// ratio or maximum, the sidecar's resource annotations. ok is false when
+// none of them explains it.
+func RefusalCause(w *WorkloadState, text string) (ev, mesh, fix string, ok bool) {
+	owner := strings.ToLower(w.Kind) + "/" + w.Name
+	if ev, mesh, fix, ok := statusPortRefusal(w, text); ok {
+		return ev, mesh, fix, true
+	}
+	if ev, mesh, fix, ok := podBudget(w, text); ok {
+		// A pod-level budget its own containers fit in: the sidecar tips it.
+		return ev, mesh, fix, true
+	}
+	t := w.Template
+	if t == nil || !resourceRefusal.MatchString(text) {
+		return "", "", "", false
+	}
+	if ev, mesh, set, ok := sidecarRatio(t, text); ok {
+		// The LimitRange's limit-to-request ratio: no app container
+		// breaks it, the injected sidecar does.
+		return ev, mesh, templateAnnotationsFix(w, set, "the sidecar's limit within the namespace's LimitRange ratio, its request kept (or raise the request instead)"), true
+	}
+	if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
+		// The sidecar's resources come from these annotations.
+		mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
+		return "the sidecar's resources are set by " + mesh, mesh,
+			templatePatch(owner, w.Namespace, keys) + "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)", true
+	}
+	// A LimitRange's maximum that no container of the template asks for:
+	// the injected sidecar's default limits do.
+	var said []string
+	set := map[string]string{}
+	seen := map[string]bool{}
+	for _, m := range limitRangeMax.FindAllStringSubmatch(text, -1) {
+		if seen[m[1]] || appHasLimit(t, m[1], m[3]) {
+			continue
+		}
+		seen[m[1]] = true
+		key := "sidecar.istio.io/proxyCPULimit"
+		if m[1] == "memory" {
+			key = "sidecar.istio.io/proxyMemoryLimit"
+		}
+		set[key] = m[2]
+		said = append(said, m[1]+" "+m[3]+" (maximum "+m[2]+")")
+	}
+	if len(set) == 0 {
+		return "", "", "", false
+	}
+	mesh = "the sidecar's default limits (" + strings.Join(said, ", ") + ", from the mesh's values)"
+	return "no container of the template has those limits: they are " + mesh, mesh, templateAnnotationsFix(w, set, "the sidecar's limits within the namespace's LimitRange maximum"), true
 }
 
 func pods(n int32) string {
@@ -375,20 +392,39 @@ func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment str
 // which the injected containers inherit; a classic sidecar instead of a
 // restartable init container), else the places to change in words.
 func meshSideOfRefusal(w *WorkloadState, text string) string {
+	if fix := MeshSideOfPolicy(w, text); fix != "" {
+		return "# or, keeping the policy: " + fix
+	}
+	return "# or, on the mesh's side: change what the policy requires in the injection (an istio-proxy/istio-init override in the template, sidecar.istio.io annotations), or Istio's CNI plugin for istio-init's capabilities"
+}
+
+// MeshSideOfPolicy is the change of a workload's template that makes what
+// the injector adds comply with a policy that refuses it, where the
+// policy's words say which ("" when they do not): a pod-level seccomp
+// profile, which the injected containers inherit; a classic sidecar
+// instead of a restartable init container; a native sidecar instead of a
+// classic one's postStart hook (holdApplicationUntilProxyStarts).
+func MeshSideOfPolicy(w *WorkloadState, text string) string {
 	owner := strings.ToLower(w.Kind) + "/" + w.Name
 	path := `{"spec":{"template":%s}}`
 	if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && w.Kind == "Job" {
 		owner, path = "cronjob/"+cron, `{"spec":{"jobTemplate":{"spec":{"template":%s}}}}`
 	}
+	if w.Kind == "CronJob" {
+		path = `{"spec":{"jobTemplate":{"spec":{"template":%s}}}}`
+	}
 	patchable := w.Kind != "Job" || strings.HasPrefix(owner, "cronjob/")
 	lower := strings.ToLower(text)
 	switch {
 	case patchable && strings.Contains(lower, "seccomp"):
-		return "# or, keeping the policy: a pod-level seccomp profile, which the injected containers inherit:\n" +
+		return "a pod-level seccomp profile, which the injected containers inherit:\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}`))
 	case patchable && (strings.Contains(lower, "restartpolicy") || strings.Contains(lower, "restartable")):
-		return "# or, keeping the policy: a classic sidecar instead of a native one (a restartable init container):\n" +
+		return "a classic sidecar instead of a native one (a restartable init container):\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`))
+	case patchable && (strings.Contains(lower, "poststart") || strings.Contains(lower, "lifecycle")):
+		return "a native sidecar instead of a classic one, whose start is held by a postStart hook (holdApplicationUntilProxyStarts):\n" +
+			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}`))
 	}
-	return "# or, on the mesh's side: change what the policy requires in the injection (an istio-proxy/istio-init override in the template, sidecar.istio.io annotations), or Istio's CNI plugin for istio-init's capabilities"
+	return ""
 }

@@ -225,3 +225,40 @@ func RefusalFix(w *Workload, msg string) string {
 func podSecurityFix(ns string) string {
 	return "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
 }
+
+// QuotaFitsWithout says whether a quota refusal (msg) would admit the pod
+// once the old pod (spec: what counts against the quota now) is deleted:
+// every resource the refusal names fits in its limit with the old pod's
+// usage taken off. ok is false when msg is not a quota refusal.
+func QuotaFitsWithout(old *corev1.PodSpec, msg string) (fits, ok bool) {
+	m := quotaRefusal.FindStringSubmatch(msg)
+	if m == nil || old == nil {
+		return false, false
+	}
+	requested, used, limited := quotaList(m[2]), quotaList(m[3]), quotaList(m[4])
+	for name, req := range requested {
+		lim, known := limited[name]
+		if !known {
+			return false, false
+		}
+		after := used[name].DeepCopy()
+		after.Sub(quotaUsage(old, name))
+		after.Add(req)
+		if after.Cmp(lim) > 0 {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// quotaUsage is what a pod counts for against a quota's resource name
+// ("pods", "requests.cpu", "limits.memory", "cpu", …).
+func quotaUsage(spec *corev1.PodSpec, name string) resource.Quantity {
+	switch name {
+	case "pods", "count/pods":
+		return resource.MustParse("1")
+	}
+	limit := strings.HasPrefix(name, "limits.")
+	res := corev1.ResourceName(strings.TrimPrefix(strings.TrimPrefix(name, "limits."), "requests."))
+	return podOwn(spec, res, limit)
+}

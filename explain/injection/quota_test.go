@@ -69,3 +69,25 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 	}
 	t.Logf("%d assertions", checked)
 }
+
+// A quota refusal fits once the old pod is gone when what it used frees
+// room for what the new pod asks; not when even then it does not.
+func TestQuotaFitsWithout(t *testing.T) {
+	old := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("105m")}}}}}
+	cases := []struct {
+		msg      string
+		fits, ok bool
+	}{
+		{`pods "web-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`, true, true},
+		{`exceeded quota: cpu, requested: requests.cpu=210m, used: requests.cpu=300m, limited: requests.cpu=405m`, true, true},
+		{`exceeded quota: cpu, requested: requests.cpu=310m, used: requests.cpu=300m, limited: requests.cpu=405m`, false, true},
+		{`admission webhook "x" denied the request`, false, false},
+	}
+	for _, tc := range cases {
+		fits, ok := QuotaFitsWithout(old, tc.msg)
+		if fits != tc.fits || ok != tc.ok {
+			t.Errorf("%s: fits %v ok %v, want %v %v", tc.msg, fits, ok, tc.fits, tc.ok)
+		}
+	}
+}

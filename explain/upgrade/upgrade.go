@@ -250,7 +250,14 @@ func Summary(changes []Change) string {
 	var parts []string
 	for _, c := range changes {
 		switch c.Field {
-		case "image", "init containers":
+		case "init containers":
+			if appInits(c.Now + "," + c.After) {
+				// The app's own init containers move against istio-init:
+				// whether they run captured, with a proxy, changes.
+				parts = append(parts, "init order "+c.Now+"→"+c.After)
+			}
+			continue // else said by the sidecar kind
+		case "image":
 			continue // said by release and sidecar kind
 		case "sidecar", "sidecar kind", "hold", "revision", "release":
 			parts = append(parts, fmt.Sprintf("%s %s→%s", c.Field, c.Now, c.After))
@@ -262,4 +269,17 @@ func Summary(changes []Change) string {
 		return "image"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// appInits says a list of init container names ("a, b") has one that is
+// not Istio's.
+func appInits(names string) bool {
+	for _, n := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+		switch n {
+		case "istio-init", "istio-proxy", "istio-validation", "-", "(none)":
+		default:
+			return true
+		}
+	}
+	return false
 }
