@@ -126,41 +126,120 @@ func injectClash(in *Input) []Finding {
 // or a userVolume named as a volume the injector adds.
 func userMountClash(in *Input, t *corev1.PodTemplateSpec, owner, ns string) []Finding {
 	var out []Finding
-	var mounts map[string]map[string]any
-	if raw := t.Annotations[annotationUserVolumeMount]; raw != "" && json.Unmarshal([]byte(raw), &mounts) == nil {
-		names := make([]string, 0, len(mounts))
-		for n := range mounts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			path, _ := mounts[name]["mountPath"].(string)
+	vols := userVolumeNames(t.Annotations[annotationUserVolume])
+	if mounts, ok := parseUserMounts(t.Annotations[annotationUserVolumeMount]); ok {
+		for _, name := range mounts.names {
+			if !vols[name] && !templateHasVolume(t, name) && injectedVolumes[name] == nil {
+				out = append(out, undeclaredMount(in, owner, ns, name, mounts))
+				continue
+			}
+			path, _ := mounts.by[name]["mountPath"].(string)
 			vol, clash := proxyMounts[strings.TrimSuffix(path, "/")]
 			if !clash {
 				continue
 			}
 			moved := "/etc/istio/user/" + name
-			mounts[name]["mountPath"] = moved
-			b, _ := json.Marshal(mounts)
-			mounts[name]["mountPath"] = path
 			out = append(out, Finding{
 				Evidence: fmt.Sprintf("the pod template's annotation %s mounts %s at %s, where istio-proxy mounts the injector's volume %s: the proxy's mount paths must be unique, so the apiserver refuses the injected pod (\"must be unique\") and no pod of %s is created", annotationUserVolumeMount, name, path, vol, what(owner, ns)),
 				Mesh:     annotationUserVolumeMount + " (" + name + " at " + path + ")",
-				Fix:      annotationSet(in, owner, ns, annotationUserVolumeMount, string(b), "a choice: "+name+" mounted at "+moved+" instead; use the path the proxy's configuration reads it from"),
+				Fix:      annotationSet(in, owner, ns, annotationUserVolumeMount, mounts.encode("", name, moved), "a choice: "+name+" mounted at "+moved+" instead; use the path the proxy's configuration reads it from"),
 				explains: []string{CodeWorkloadShort},
 			})
 		}
 	}
-	var vols map[string]json.RawMessage
-	if raw := t.Annotations[annotationUserVolume]; raw != "" && json.Unmarshal([]byte(raw), &vols) == nil {
-		for name := range vols {
-			if _, clash := injectedVolumes[name]; clash {
-				out = append(out, Finding{
-					Evidence: fmt.Sprintf("the pod template's annotation %s adds a volume named %s, a name Istio's injector gives its own volume: the pod gets two volumes of that name, which the apiserver refuses, and no pod of %s is created", annotationUserVolume, name, what(owner, ns)),
-					Mesh:     annotationUserVolume + " (" + name + ")",
-					Fix:      "rename the volume " + name + " in the template's annotations " + annotationUserVolume + " and " + annotationUserVolumeMount + " (any name the injector does not use), e.g. user-" + name,
-					explains: []string{CodeWorkloadShort},
-				})
+	names := make([]string, 0, len(vols))
+	for name := range vols {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, clash := injectedVolumes[name]; clash {
+			out = append(out, Finding{
+				Evidence: fmt.Sprintf("the pod template's annotation %s adds a volume named %s, a name Istio's injector gives its own volume: the pod gets two volumes of that name, which the apiserver refuses, and no pod of %s is created", annotationUserVolume, name, what(owner, ns)),
+				Mesh:     annotationUserVolume + " (" + name + ")",
+				Fix:      "rename the volume " + name + " in the template's annotations " + annotationUserVolume + " and " + annotationUserVolumeMount + " (any name the injector does not use), e.g. user-" + name,
+				explains: []string{CodeWorkloadShort},
+			})
+		}
+	}
+	return out
+}
+
+// userMounts is sidecar.istio.io/userVolumeMount read: a JSON object by
+// volume name, or (as Istio reads it too) a list of mounts with names.
+type userMounts struct {
+	list  bool
+	names []string
+	by    map[string]map[string]any
+}
+
+func parseUserMounts(raw string) (*userMounts, bool) {
+	if raw == "" {
+		return nil, false
+	}
+	u := &userMounts{by: map[string]map[string]any{}}
+	var m map[string]map[string]any
+	var l []map[string]any
+	switch {
+	case json.Unmarshal([]byte(raw), &m) == nil:
+		for n, v := range m {
+			u.names, u.by[n] = append(u.names, n), v
+		}
+		sort.Strings(u.names)
+	case json.Unmarshal([]byte(raw), &l) == nil:
+		u.list = true
+		for _, v := range l {
+			n, _ := v["name"].(string)
+			u.names, u.by[n] = append(u.names, n), v
+		}
+	default:
+		return nil, false
+	}
+	return u, true
+}
+
+// encode writes the mounts back as they were written, without skip, the
+// mount of moved (if any) at path.
+func (u *userMounts) encode(skip, moved, path string) string {
+	var l []map[string]any
+	m := map[string]map[string]any{}
+	for _, n := range u.names {
+		if n == skip {
+			continue
+		}
+		v := map[string]any{}
+		for k, x := range u.by[n] {
+			v[k] = x
+		}
+		if n == moved {
+			v["mountPath"] = path
+		}
+		l, m[n] = append(l, v), v
+	}
+	var b []byte
+	if u.list {
+		b, _ = json.Marshal(l)
+	} else {
+		b, _ = json.Marshal(m)
+	}
+	return string(b)
+}
+
+// userVolumeNames are the volume names sidecar.istio.io/userVolume
+// declares (an object by name, or a list with names).
+func userVolumeNames(raw string) map[string]bool {
+	out := map[string]bool{}
+	var m map[string]json.RawMessage
+	var l []map[string]any
+	switch {
+	case json.Unmarshal([]byte(raw), &m) == nil:
+		for n := range m {
+			out[n] = true
+		}
+	case json.Unmarshal([]byte(raw), &l) == nil:
+		for _, v := range l {
+			if n, ok := v["name"].(string); ok {
+				out[n] = true
 			}
 		}
 	}
@@ -184,4 +263,36 @@ func what(owner, ns string) string {
 		return "the pod"
 	}
 	return owner + " -n " + ns
+}
+
+// templateHasVolume: the template declares a volume of that name.
+func templateHasVolume(t *corev1.PodTemplateSpec, name string) bool {
+	for _, v := range t.Spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// undeclaredMount: a userVolumeMount of a volume that neither the template
+// nor sidecar.istio.io/userVolume declares: istio-proxy mounts a volume
+// the pod does not have, and the apiserver refuses it ("Not found").
+func undeclaredMount(in *Input, owner, ns, name string, mounts *userMounts) Finding {
+	var fix string
+	choice := "a choice: or declare the volume " + name + " in " + annotationUserVolume
+	if len(mounts.names) == 1 {
+		fix = templatePatch(owner, ns, []string{annotationUserVolumeMount}) + "   # " + choice
+		if owner == "" && in.Pod != nil {
+			fix = removeAnnotations(in.Pod, []string{annotationUserVolumeMount}) + "   # " + choice
+		}
+	} else {
+		fix = annotationSet(in, owner, ns, annotationUserVolumeMount, mounts.encode(name, "", ""), choice)
+	}
+	return Finding{
+		Evidence: fmt.Sprintf("the pod template's annotation %s mounts the volume %s into istio-proxy, but neither the template nor %s declares a volume of that name: the apiserver refuses the injected pod (\"Not found\"), and no pod of %s is created", annotationUserVolumeMount, name, annotationUserVolume, what(owner, ns)),
+		Mesh:     annotationUserVolumeMount + " (" + name + ", not declared)",
+		Fix:      fix,
+		explains: []string{CodeWorkloadShort},
+	}
 }

@@ -52,6 +52,15 @@ func TestInjectClash(t *testing.T) {
 				`kubectl patch deployment/web -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/userVolumeMount":"{\"bootstrap\":{\"mountPath\":\"/etc/istio/user/bootstrap\",\"readonly\":true}}"}}}}}'`}},
 		{name: "userVolumeMount elsewhere: nothing", tmpl: clashTemplate(configMapVolume("bootstrap"), map[string]string{
 			"sidecar.istio.io/userVolumeMount": `{"bootstrap":{"mountPath":"/etc/istio/custom"}}`})},
+		{name: "userVolumeMount of a volume nobody declares", tmpl: clashTemplate(configMapVolume("x"), map[string]string{
+			"sidecar.istio.io/userVolumeMount": `{"envoy-filters":{"mountPath":"/etc/envoy-filters"}}`}),
+			want: []string{"mounts the volume envoy-filters into istio-proxy, but neither the template nor sidecar.istio.io/userVolume declares",
+				`kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/sidecar.istio.io~1userVolumeMount"}]'`}},
+		{name: "userVolumeMount as a list, of a volume nobody declares", tmpl: clashTemplate(configMapVolume("x"), map[string]string{
+			"sidecar.istio.io/userVolumeMount": `[{"name":"envoy-filters","mountPath":"/etc/istio/custom","readonly":true}]`}),
+			want: []string{"mounts the volume envoy-filters into istio-proxy"}},
+		{name: "userVolumeMount of a template volume: nothing", tmpl: clashTemplate(configMapVolume("x"), map[string]string{
+			"sidecar.istio.io/userVolumeMount": `{"x":{"mountPath":"/etc/x"}}`})},
 		{name: "userVolume named istio-token", tmpl: clashTemplate(configMapVolume("x"), map[string]string{
 			"sidecar.istio.io/userVolume": `{"istio-token":{"secret":{"secretName":"t"}}}`}), want: []string{"adds a volume named istio-token"}},
 	}

@@ -179,7 +179,15 @@ func reservedPorts(in *Input) []Finding {
 		return nil
 	}
 	var hits []string
-	for _, c := range appContainers(p) {
+	// The app's containers, and its own native sidecars (restartable init
+	// containers), which run beside the proxy too.
+	cs := appContainers(p)
+	for _, c := range p.Spec.InitContainers {
+		if !istio.IsIstioContainer(c.Name) && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			cs = append(cs, c)
+		}
+	}
+	for _, c := range cs {
 		for _, port := range c.Ports {
 			if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
 				hits = append(hits, fmt.Sprintf("container %s port %d", c.Name, port.ContainerPort))
@@ -189,8 +197,10 @@ func reservedPorts(in *Input) []Finding {
 	if len(hits) == 0 {
 		return nil
 	}
-	return []Finding{{Evidence: quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090)",
-		Fix: "move the app to another port, and the Service's targetPort with it"}}
+	return []Finding{{Evidence: quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090): the two cannot both bind it, and the one that starts second fails (\"address already in use\")",
+		Mesh:     "the proxy's ports (" + quoteList(hits) + ")",
+		Fix:      "move the app to another port, and the Service's targetPort with it",
+		explains: []string{CodeAppFailing, CodeInitContainerFailed, CodeProxyFailing, CodeProxyNotReady}}}
 }
 
 func probesNotRewritten(in *Input) []Finding {

@@ -189,7 +189,9 @@ func workloadShort(in *Input) []Finding {
 				": its next run makes a new Job (or run one now: kubectl create job --from=cronjob/" + cron + " " + cron + "-retry -n " + w.Namespace + ")"
 		}
 	}
-	if ev, mesh, fix, ok := RefusalCause(w, text); ok {
+	if ev, mesh, fix, ok := in.strippedNative(w, text); ok {
+		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
+	} else if ev, mesh, fix, ok := RefusalCause(w, text); ok {
 		f.Mesh, f.Evidence, f.Fix = mesh, f.Evidence+"; "+ev, fix
 	}
 	switch {
@@ -218,6 +220,9 @@ func RefusalCause(w *WorkloadState, text string) (ev, mesh, fix string, ok bool)
 	}
 	if ev, mesh, fix, ok := podBudget(w, text); ok {
 		// A pod-level budget its own containers fit in: the sidecar tips it.
+		return ev, mesh, fix, true
+	}
+	if ev, mesh, fix, ok := podMaxRefusal(w, text); ok {
 		return ev, mesh, fix, true
 	}
 	t := w.Template

@@ -415,10 +415,10 @@ func (x *explainer) livePod() {
 		} else {
 			x.add(istio.AnnotationStatus, "(not set)", EffectInfoOnly, "pod: not injected")
 		}
-		// What else rewrites the pod at admission: what the pod's
-		// containers and labels are read against.
-		r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, x.nsLabels)
 	}
+	// What else rewrites the pod at admission: what the pod's containers
+	// and labels (a template's refused pods) are read against.
+	r.OtherMutators, r.OtherMutatorsUnknown = otherMutators(f, w, x.nsLabels)
 
 	// Ambient, once what the pod has is known: istio-cni leaves pods with a
 	// sidecar out.
@@ -447,6 +447,12 @@ func (x *explainer) failedCreates() {
 			if r.RefusedBy.Fix != "" {
 				r.RefusedBy.Fix += retryNow(w)
 			}
+		}
+		if by := builtInRefusal(ev.Message); by != "" && kind == "" && x.injecting != nil && r.RefusedBy == nil {
+			// The apiserver's own validation, or a LimitRange: whether it
+			// is what the injector adds that it refuses, the same template
+			// without the sidecar says (ProveWithoutSidecar).
+			r.RefusedBy = &Refusal{By: by}
 		}
 		if pr, ok := thirdPartyRefusal(f, w, x.nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && x.injecting != nil {
 			// Another webhook or a policy refuses what the injector added.
@@ -612,6 +618,19 @@ func RefusalOf(msg string) string {
 		return BlockedPodSecurity
 	case strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "must specify limits") || strings.Contains(msg, "must specify requests"):
 		return BlockedQuota
+	}
+	return ""
+}
+
+// builtInRefusal names what in the apiserver refused a pod when it is not
+// a webhook, a policy or a quota: its validation of the pod ("is
+// invalid"), a LimitRange; "" otherwise.
+func builtInRefusal(msg string) string {
+	switch {
+	case strings.Contains(msg, "is invalid"):
+		return "the apiserver's validation of the pod"
+	case strings.Contains(msg, "per Pod is") || strings.Contains(msg, "per Container is"):
+		return "the namespace's LimitRange"
 	}
 	return ""
 }

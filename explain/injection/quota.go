@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -174,7 +175,7 @@ func quotaFix(w *Workload, msg string) string {
 		quota, set, raise, ok = quotaSizing(&w.Spec, w.Annotations, w.Events[i].Message)
 	}
 	if !ok {
-		return ""
+		return mustSpecifyFix(w, kind, name, msg)
 	}
 	hard, err := json.Marshal(map[string]any{"spec": map[string]any{"hard": raise}})
 	if err != nil {
@@ -261,4 +262,48 @@ func quotaUsage(spec *corev1.PodSpec, name string) resource.Quantity {
 	limit := strings.HasPrefix(name, "limits.")
 	res := corev1.ResourceName(strings.TrimPrefix(strings.TrimPrefix(name, "limits."), "requests."))
 	return podOwn(spec, res, limit)
+}
+
+var mustSpecify = regexp.MustCompile(`must specify ([a-z.,]+) for: ([-a-z0-9,]+)`)
+
+// sidecarDefaults are the annotation that sets each of the sidecar's
+// resources and the mesh's default value of it.
+var sidecarDefaults = map[string][2]string{
+	"requests.cpu": {"sidecar.istio.io/proxyCPU", "100m"}, "requests.memory": {"sidecar.istio.io/proxyMemory", "128Mi"},
+	"limits.cpu": {"sidecar.istio.io/proxyCPULimit", "2000m"}, "limits.memory": {"sidecar.istio.io/proxyMemoryLimit", "1024Mi"},
+}
+
+// mustSpecifyFix: a quota refuses Istio's containers for a resource they
+// do not set (with only some of the sidecar's resource annotations given,
+// the injector sets only those): the missing ones from the mesh's
+// defaults.
+func mustSpecifyFix(w *Workload, kind, name, msg string) string {
+	m := mustSpecify.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	for _, c := range strings.Split(m[2], ",") {
+		if !istio.IsIstioContainer(c) {
+			return "" // the pod's own containers lack it too
+		}
+	}
+	change := map[string]*string{}
+	var said []string
+	for _, res := range strings.Split(m[1], ",") {
+		d, ok := sidecarDefaults[res]
+		if _, set := w.Annotations[d[0]]; !ok || set {
+			continue
+		}
+		v := d[1]
+		change[d[0]] = &v
+		said = append(said, d[0]+"="+v)
+	}
+	if len(change) == 0 {
+		return ""
+	}
+	comment := "Istio's containers set no " + m[1] + ": with only some of the sidecar's resource annotations given, the injector sets only those; " + strings.Join(said, ", ") + " is the mesh's default (or what the quota leaves)"
+	if kind == "Pod" {
+		return "set the annotations " + strings.Join(said, ", ") + " in the pod's manifest, then re-create it   # " + comment
+	}
+	return SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
 }

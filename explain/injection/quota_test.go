@@ -91,3 +91,16 @@ func TestQuotaFitsWithout(t *testing.T) {
 		}
 	}
 }
+
+// A quota that refuses Istio's containers for a resource they do not set
+// gets the sidecar's missing annotation, from the mesh's defaults.
+func TestMustSpecifyFix(t *testing.T) {
+	w := &Workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Annotations: map[string]string{"sidecar.istio.io/proxyCPU": "10m"}}
+	fix := RefusalFix(w, `pods "db-0" is forbidden: failed quota: mem: must specify requests.memory for: istio-init,istio-proxy`)
+	if !strings.Contains(fix, `kubectl patch statefulset/db -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyMemory":"128Mi"}}}}}'`) {
+		t.Errorf("fix %q", fix)
+	}
+	if fix := RefusalFix(w, `failed quota: mem: must specify requests.memory for: app,istio-proxy`); fix != "" {
+		t.Errorf("the app lacks it too: %q", fix)
+	}
+}

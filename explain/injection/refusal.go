@@ -241,7 +241,7 @@ func retryNow(w *Workload) string {
 	}
 	switch kind, name := templateOwnerOf(w); kind {
 	case "Deployment", "StatefulSet", "DaemonSet":
-		return "\nkubectl rollout restart " + strings.ToLower(kind) + "/" + name + " -n " + w.Namespace + "   # its controller tries again at once (its own retries back off)"
+		return "\nsleep 3; kubectl rollout restart " + strings.ToLower(kind) + "/" + name + " -n " + w.Namespace + "   # once the apiserver has the change (policies reload about every second), its controller tries again at once (its own retries back off)"
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ const (
 	CauseNoNetAdmin = "no-net-admin"
 	CauseBadPorts   = "bad-ports"
 	CauseOOM        = "oom"
+	CauseLogLevel   = "log-level"
 )
 
 // knownFailures recognises istio-init / istio-validation failures from
@@ -40,6 +41,8 @@ var knownFailures = []struct {
 		"an invalid CIDR reached istio-iptables (istiod refuses invalid CIDR annotations at admission, so it came from the mesh-wide values global.proxy.includeIPRanges / excludeIPRanges)", ""},
 	{[]string{"invalid port/service"}, "",
 		"iptables-restore refused a port istio-iptables was given: a " + istio.AnnotationIncludeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", CauseBadPorts},
+	{[]string{"invalid output level", "invalid log level", "unrecognized level"}, "",
+		"istio-init refused the log level it was given: the pod's sidecar.istio.io/agentLogLevel (or logLevel) annotation, which the injector passes to istio-init and the proxy's agent, names a level they do not know (debug, info, warn, error, none; or scope:level)", CauseLogLevel},
 	{[]string{"chain already exists"}, "",
 		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)", ""},
 	{[]string{"iptables-restore"}, "error occurred at line",

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -323,11 +324,45 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 		}
 		return fmt.Sprintf("kubectl get pod %s -n %s -o yaml > %s.yaml", r.Name, ns, r.Name) +
 			"   # " + set + " is not a list of port numbers: correct or remove it in the file, then kubectl replace --force -f " + r.Name + ".yaml"
+	case CauseLogLevel:
+		var keys []string
+		for _, k := range []string{"sidecar.istio.io/agentLogLevel", "sidecar.istio.io/logLevel"} {
+			if _, ok := f.Pod.Annotations[k]; ok {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) > 0 && f.Workload != "" && !strings.HasPrefix(f.Workload, "replicaset/") && !strings.HasPrefix(f.Workload, "job/") {
+			var ops []string
+			for _, k := range keys {
+				ops = append(ops, `{"op":"remove","path":"/spec/template/metadata/annotations/`+strings.ReplaceAll(k, "/", "~1")+`"}`)
+			}
+			return fmt.Sprintf("kubectl patch %s -n %s --type=json -p '[%s]'", f.Workload, ns, strings.Join(ops, ",")) +
+				"   # the agent's default log level; or set a valid one (e.g. \"default:debug\"), and the rollout re-creates the pod"
+		}
+		if job, ok := strings.CutPrefix(f.Workload, "job/"); ok && len(keys) > 0 {
+			gone := map[string]*string{}
+			for _, k := range keys {
+				gone[k] = nil
+			}
+			return injection.RecreateJob(job, ns, gone, nil)
+		}
+		if len(keys) > 0 {
+			return logs + "   # " + strings.Join(keys, " and ") + " on the pod: remove it (or set a valid level) in what creates the pod, then re-create it"
+		}
 	}
 	if c.Failure != "" {
-		return logs + "   # fix the cause above, and the kubelet retries istio-init by itself"
+		return logs + "   # fix the cause above" + retryNote(f)
 	}
-	return logs + "   # its log says why; fix that, and the kubelet retries istio-init by itself"
+	return logs + "   # its log says why; fix that" + retryNote(f)
+}
+
+// retryNote says what runs istio-init again once its cause is fixed: the
+// kubelet, or, for a pod that runs once (restartPolicy Never), nothing.
+func retryNote(f StartupFacts) string {
+	if f.Pod != nil && f.Pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return ", then re-create the pod (its Job): with restartPolicy Never nothing runs istio-init again"
+	}
+	return ", and the kubelet retries istio-init by itself"
 }
 
 // runsOnce names a pod meant to run to completion, "" for one that serves:

@@ -362,6 +362,10 @@ func TestIstioInitFixNamesTheCause(t *testing.T) {
 			[]string{`kubectl get pod web-1 -n shop -o jsonpath='{.spec.initContainers[?(@.name=="istio-init")].securityContext.capabilities}'`, "NET_ADMIN and NET_RAW"}},
 		{"bad port, but the annotation is a list of ports: the mesh-wide values", portsLog, "deployment/web", map[string]string{"traffic.sidecar.istio.io/includeOutboundPorts": "443, 8080"},
 			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`, "global.proxy.includeOutboundPorts"}},
+		{"bad log level, a Deployment's pod", map[string]LogTail{"istio-init": {Previous: []string{`Error: invalid output level 'verbose'`}}}, "deployment/web", map[string]string{"sidecar.istio.io/agentLogLevel": "verbose"},
+			[]string{`kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/sidecar.istio.io~1agentLogLevel"}]'`}},
+		{"bad log level, a Job's pod", map[string]LogTail{"istio-init": {Previous: []string{`Error: invalid output level 'verbose'`}}}, "job/migrate", map[string]string{"sidecar.istio.io/agentLogLevel": "verbose"},
+			[]string{`kubectl get job migrate -n shop -o json | kubectl patch --local`, `"sidecar.istio.io/agentLogLevel":null`}},
 		{"unrecognised: the log's last line", map[string]LogTail{"istio-init": {Previous: []string{"something odd", ""}}}, "", nil,
 			[]string{`kubectl logs web-1 -n shop -c istio-init --previous`}},
 	}
