@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -388,4 +389,22 @@ func (c *Client) CronJobJobs(ctx context.Context, namespace, name string) ([]Wor
 		out = append(out, JobWorkload(j))
 	}
 	return out, nil
+}
+
+// WorkloadCache keeps the workloads read in one run: each is read once.
+type WorkloadCache struct{ m sync.Map }
+
+// Reader reads workloads through the cache, with c.
+func (wc *WorkloadCache) Reader(c *Client) WorkloadReader {
+	return func(ctx context.Context, namespace, kind, name string) (Workload, bool, error) {
+		key := namespace + "/" + kind + "/" + name
+		if w, ok := wc.m.Load(key); ok {
+			return w.(Workload), true, nil
+		}
+		w, ok, err := c.Workload(ctx, namespace, kind, name)
+		if err == nil && ok {
+			wc.m.Store(key, w)
+		}
+		return w, ok, err
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,20 +54,12 @@ type Engine struct {
 
 	// workloads are the workloads read in this run (a named target's, its
 	// pods' owner), each read once.
-	workloads sync.Map
+	workloads inspect.WorkloadCache
 }
 
 // workload reads a workload once per run.
 func (e *Engine) workload(ctx context.Context, namespace, kind, name string) (inspect.Workload, bool, error) {
-	key := namespace + "/" + kind + "/" + name
-	if w, ok := e.workloads.Load(key); ok {
-		return w.(inspect.Workload), true, nil
-	}
-	w, ok, err := e.Client.Workload(ctx, namespace, kind, name)
-	if err == nil && ok {
-		e.workloads.Store(key, w)
-	}
-	return w, ok, err
+	return e.workloads.Reader(e.Client)(ctx, namespace, kind, name)
 }
 
 // dash is s, or "-" when it is empty.

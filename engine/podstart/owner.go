@@ -16,16 +16,6 @@ func (e *Engine) OwnerFor(ctx context.Context, p *corev1.Pod) *diagnose.Workload
 	if !diagnose.StartNeedsOwner(p) {
 		return nil
 	}
-	w, _ := inspect.PodOwnerFrom(ctx, p, func(ctx context.Context, ns, kind, name string) (inspect.Workload, bool, error) {
-		key := ns + "/" + kind + "/" + name
-		if w, ok := e.owners.Load(key); ok {
-			return w.(inspect.Workload), true, nil
-		}
-		w, ok, err := e.Client.Workload(ctx, ns, kind, name)
-		if err == nil && ok {
-			e.owners.Store(key, w)
-		}
-		return w, ok, err
-	})
+	w, _ := inspect.PodOwnerFrom(ctx, p, e.owners.Reader(e.Client))
 	return w
 }

@@ -6,7 +6,6 @@ package podstart
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,7 @@ type Engine struct {
 	// sweepLogs counts the pods whose logs a sweep read (Analyze).
 	sweepLogs int
 	// owners are the workloads read for OwnerFor in this run.
-	owners sync.Map
+	owners inspect.WorkloadCache
 }
 
 // Events reads the events about pods in ns (one pod's when podName is set);
