@@ -24,11 +24,12 @@ func injectionSlice(r *injection.InjectionReport, p *corev1.Pod, owner ...*diagn
 // startupSlice is diagnose's answer for a pod's startup, cut to its init
 // and start checks: the slice startup shows, with the same codes, statuses
 // and fixes, whose status decides its exit by diagnose's rule.
-func startupSlice(r *startup.StartupReport, p *corev1.Pod, owner ...*diagnose.WorkloadState) *diagnose.Diagnosis {
-	f := diagnose.Facts{Startup: r, Pod: p}
-	if len(owner) > 0 {
-		f.Owner = owner[0]
+func startupSlice(r *startup.StartupReport, p *corev1.Pod, extra ...diagnose.Facts) *diagnose.Diagnosis {
+	var f diagnose.Facts
+	if len(extra) > 0 {
+		f = extra[0] // what the engine read for the pod's checks
 	}
+	f.Startup, f.Pod = r, p
 	d := diagnose.Diagnose(f)
 	return diagnose.Slice(d, diagnose.CheckInit, diagnose.CheckStart)
 }

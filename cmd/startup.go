@@ -89,7 +89,7 @@ func (o *StartupOptions) Complete(args []string) error {
 	o.Args = args
 	var err error
 	o.namespace, _, o.client, err = connect(o.configFlags)
-	o.eng = &podstart.Engine{Client: o.client, Now: time.Now}
+	o.eng = &podstart.Engine{Client: o.client, Now: time.Now, AllNamespaces: o.AllNamespaces}
 	return err
 }
 
@@ -135,7 +135,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 		for i := range pods {
 			r := o.eng.Analyze(ctx, &pods[i], events, incomplete, detail)
 			reports = append(reports, r)
-			ds = append(ds, startupSlice(r, &pods[i], o.eng.OwnerFor(ctx, &pods[i])))
+			ds = append(ds, startupSlice(r, &pods[i], o.eng.Facts(ctx, &pods[i], r)))
 		}
 		return o.finish(single, detail, reports, ds)
 	}
@@ -166,12 +166,14 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 				continue
 			}
 			if held != nil {
-				if err := kept.add(o.eng.Analyze(ctx, held, events, incomplete, false), held, o.eng.OwnerFor(ctx, held)); err != nil {
+				r := o.eng.Analyze(ctx, held, events, incomplete, false)
+				if err := kept.add(r, held, o.eng.Facts(ctx, held, r)); err != nil {
 					return err
 				}
 				held = nil
 			}
-			if err := kept.add(o.eng.Analyze(ctx, &page[i], events, incomplete, false), &page[i], o.eng.OwnerFor(ctx, &page[i])); err != nil {
+			r := o.eng.Analyze(ctx, &page[i], events, incomplete, false)
+			if err := kept.add(r, &page[i], o.eng.Facts(ctx, &page[i], r)); err != nil {
 				return err
 			}
 		}
@@ -186,7 +188,7 @@ func (o *StartupOptions) Run(ctx context.Context) error {
 	}
 	if held != nil {
 		r := o.eng.Analyze(ctx, held, events, incomplete, true)
-		return o.finish(false, true, []*startup.StartupReport{r}, []*diagnose.Diagnosis{startupSlice(r, held, o.eng.OwnerFor(ctx, held))})
+		return o.finish(false, true, []*startup.StartupReport{r}, []*diagnose.Diagnosis{startupSlice(r, held, o.eng.Facts(ctx, held, r))})
 	}
 	if err := kept.print(); err != nil {
 		return err

@@ -40,10 +40,10 @@ func newStartupSweep(o *StartupOptions) *startupSweep {
 	return s
 }
 
-// add keeps what is printed of r (owner: its workload, when its checks
-// read it); r is not used afterwards.
-func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod, owner *diagnose.WorkloadState) error {
-	d := startupSlice(r, pod, owner)
+// add keeps what is printed of r (extra: what else its checks read);
+// r is not used afterwards.
+func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod, extra diagnose.Facts) error {
+	d := startupSlice(r, pod, extra)
 	s.outcome.add(d)
 	if s.o.Output == "" {
 		render.Sanitize(r) // as print does: the footer and the error show it escaped

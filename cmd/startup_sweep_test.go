@@ -87,7 +87,7 @@ func TestStartupSweepPrintsAsReports(t *testing.T) {
 			o = &StartupOptions{Output: format, IOStreams: genericiooptions.IOStreams{Out: &got, ErrOut: &gotErr}}
 			s := newStartupSweep(o)
 			for i, r := range reports(arrival.pods) {
-				if err := s.add(r, arrival.pods[i], nil); err != nil {
+				if err := s.add(r, arrival.pods[i], diagnose.Facts{}); err != nil {
 					t.Fatal(err)
 				}
 			}

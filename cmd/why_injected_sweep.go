@@ -132,10 +132,11 @@ func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis
 		// One painted word: a table cell wraps at spaces, and a painted
 		// span must not be cut.
 		reason = p.Paint(render.StatusEffect(d.Status), d.Status) + " " + d.Code + ": " + reason
-		// The catalogue's fix: the same as diagnose prints.
-		fix = d.Fix
-		if fix == "" {
-			fix = r.Fix
+		// The report's own fix for what it decides; the catalogue's for
+		// what a check of its own found (the same as diagnose prints).
+		fix = r.Fix
+		if fix == "" || !diagnose.FromReport(d.Code) {
+			fix = d.Fix
 		}
 	case r.IsMismatch() || r.CreationBlocked:
 		reason = p.Effect(injection.EffectWarning) + ": " + reason

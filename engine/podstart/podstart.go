@@ -22,8 +22,12 @@ type Engine struct {
 	Now    func() time.Time
 	// sweepLogs counts the pods whose logs a sweep read (Analyze).
 	sweepLogs int
-	// owners are the workloads read for OwnerFor in this run.
+	// AllNamespaces: the run covers the cluster (Facts lists its
+	// NetworkPolicies at once).
+	AllNamespaces bool
+	// owners are the workloads Facts read in this run; read the rest.
 	owners inspect.WorkloadCache
+	read   reads
 }
 
 // Events reads the events about pods in ns (one pod's when podName is set);

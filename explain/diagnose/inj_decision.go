@@ -25,8 +25,17 @@ const (
 	CodePodSecurity        = "KM-INJ-012"
 )
 
+// fromReport are the codes whose findings why-injected's report makes
+// (its verdict, warnings and fix): the rest come from checks of their own.
+var fromReport = map[string]bool{}
+
+// FromReport says a code's finding is made from the injection report
+// (why-injected's own answer, with its own fix).
+func FromReport(code string) bool { return fromReport[code] }
+
 func init() {
 	decision := func(code string) func(in *Input) []Finding {
+		fromReport[code] = true
 		return func(in *Input) []Finding { return only(in.injection().findings, code) }
 	}
 	reads := []Fact{FactPod, FactMesh, FactBackends, FactOwner}

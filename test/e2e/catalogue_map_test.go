@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"os/exec"
 	"slices"
 	"testing"
@@ -27,20 +27,23 @@ func catServes(c *testcluster.Cluster, groupVersion, resource string) bool {
 // binding are deleted at the end.
 func catOptedOut(ctx context.Context, t *testing.T, c *testcluster.Cluster, f *catFault, ns string) error {
 	name := "cat-opt-out-" + f.name
-	policy := fmt.Sprintf(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicy","metadata":{"name":%q},
-"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["pods"]}]},
-"matchConditions":[{"name":"this-app","expression":"has(object.metadata.labels) && object.metadata.labels[?'app'].orValue('') == %q"}],
-"reinvocationPolicy":"Never","failurePolicy":"Fail",
-"mutations":[{"patchType":"ApplyConfiguration","applyConfiguration":{"expression":"Object{metadata: Object.metadata{labels: {\"sidecar.istio.io/inject\": \"false\"}}}"}}]}}`, name, f.name)
-	binding := fmt.Sprintf(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicyBinding","metadata":{"name":%q},
-"spec":{"policyName":%q,"matchResources":{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}}}}`, name, name, ns)
+	policy, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"matchConstraints":   map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []string{""}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE"}, "resources": []string{"pods"}}}},
+			"matchConditions":    []any{map[string]any{"name": "this-app", "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels && object.metadata.labels['app'] == '" + f.name + "'"}},
+			"reinvocationPolicy": "Never", "failurePolicy": "Fail",
+			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]any{
+				"expression": `Object{metadata: Object.metadata{labels: {"sidecar.istio.io/inject": "false"}}}`}}},
+		}})
+	binding, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"policyName": name, "matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]string{"kubernetes.io/metadata.name": ns}}}}})
 	for _, kind := range []string{"mutatingadmissionpolicybinding", "mutatingadmissionpolicy"} {
 		t.Cleanup(func() {
 			_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
 		})
 	}
-	for _, m := range []string{policy, binding} {
-		if err := c.ApplyManifest(ctx, "", []byte(m)); err != nil {
+	for _, m := range [][]byte{policy, binding} {
+		if err := c.ApplyManifest(ctx, "", m); err != nil {
 			return err
 		}
 	}

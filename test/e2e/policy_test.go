@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 )
@@ -40,5 +44,12 @@ func noNetAdminPolicy(ctx context.Context, t *testing.T, c *testcluster.Cluster,
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	return nil
+	// The apiserver reloads its policies about every second: wait until a
+	// dry-run create meets this one, so that what is planted next does.
+	probe := appPod("vap-probe", map[string]string{"sidecar.istio.io/inject": "false"}, nil)
+	probe.Spec.InitContainers = []corev1.Container{{Name: "probe", Image: testImage, SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	})
 }
