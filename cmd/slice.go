@@ -21,6 +21,13 @@ func injectionSlice(r *injection.InjectionReport, p *corev1.Pod, owner ...*diagn
 	return diagnose.Slice(d, diagnose.CheckInjection)
 }
 
+// manifestSlice is injectionSlice for a report of a manifest (-f): its
+// fixes name the files.
+func manifestSlice(r *injection.InjectionReport, files []string) *diagnose.Diagnosis {
+	d := diagnose.Diagnose(diagnose.Facts{Injection: r, Files: files, NoPod: "why-injected checks injection only"})
+	return diagnose.Slice(d, diagnose.CheckInjection)
+}
+
 // startupSlice is diagnose's answer for a pod's startup, cut to its init
 // and start checks: the slice startup shows, with the same codes, statuses
 // and fixes, whose status decides its exit by diagnose's rule.

@@ -238,6 +238,10 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		if i < len(pods) {
 			p = pods[i]
 		}
+		if len(o.Filenames) > 0 {
+			x.add(manifestSlice(r, o.Filenames))
+			continue
+		}
 		x.add(injectionSlice(r, p, o.eng.InjectionTemplate(ctx, p)))
 	}
 	return x.exit(incomplete)

@@ -77,6 +77,14 @@ func answer(p *Printer, label string, d *diagnose.Diagnosis) {
 			p.FixLine(prefix, Escape(l))
 		}
 	}
+	if d.First == "" && d.Status == diagnose.Unknown {
+		// What settles an unknown check, when a command does.
+		for _, c := range d.Checks {
+			if c.Status == diagnose.Unknown && c.Fix != "" {
+				p.FixLine(p.Bold("Settle:")+"  ", Escape(c.Fix))
+			}
+		}
+	}
 	fmt.Fprintln(p.Out)
 }
 

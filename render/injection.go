@@ -30,6 +30,13 @@ func FactorTable(p *Printer, r *injection.InjectionReport, all bool) {
 		}
 	}
 	Proof(p, r)
+	if r.Verified == nil && r.NotVerified == "" && len(r.UnverifiedAdmission) > 0 {
+		var by []string
+		for _, m := range r.UnverifiedAdmission {
+			by = append(by, m.By)
+		}
+		p.Para(p.Effect(injection.EffectUnknown)+": ", Escape("validating admission kubectl-mesh does not evaluate takes in its pods ("+strings.Join(by, ", ")+"): --verify asks admission whether it admits them (KM-INJ-018)"))
+	}
 	for _, w := range r.Warnings {
 		p.Para(p.Effect(injection.EffectWarning)+": ", Escape(w))
 	}

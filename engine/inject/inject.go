@@ -263,7 +263,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 			return []*injection.InjectionReport{r}, nil
 		}
 		w := &injection.Workload{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations,
-			Spec: pod.Spec, NamespaceSource: nsSource, NamespaceLabels: nsLabels}
+			Spec: pod.Spec, NamespaceSource: nsSource, NamespaceLabels: nsLabels, Manifest: true}
 		r := e.Mesh.Explain(facts, w)
 		e.record(r, verifySource{namespace: pod.Namespace, base: pod.Name,
 			template:  &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
@@ -280,6 +280,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 	w := &injection.Workload{Kind: kind, Namespace: ns, Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
 		NamespaceSource: nsSource, NamespaceLabels: nsLabels}
 	if !live {
+		w.Manifest = true
 		r := e.Mesh.Explain(facts, w)
 		e.record(r, verifySource{namespace: ns, base: name, template: tmpl, nsMissing: nsSource != injection.NamespaceFromCluster})
 		return []*injection.InjectionReport{r}, nil
@@ -382,6 +383,8 @@ func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) (
 	if err := e.Client.ResolveNamespaces(ctx, facts, namespaces...); err != nil {
 		return nil, err
 	}
+	// Which bindings act on a manifest's pods is the policies' to say.
+	e.Client.ValidatingPolicies(ctx, facts)
 	var reports []*injection.InjectionReport
 	skipped := 0
 	for _, obj := range objs {
@@ -569,7 +572,7 @@ func (e *Engine) VerifyReports(ctx context.Context, reports []*injection.Injecti
 		}
 		v.Compare(r)
 		if v.Refused {
-			e.attributeRefusal(&v, r, nsOf[r], jobs[key].tmpl)
+			e.attributeRefusal(ctx, &v, r, nsOf[r], jobs[key].tmpl)
 		}
 		r.Verified = &v
 	}
@@ -649,7 +652,10 @@ func (e *Engine) verifyReads(ctx context.Context, reports []*injection.Injection
 // attributeRefusal reads a dry run's refusal as a FailedCreate event of the
 // template it was made from: what acted on the pod and the fix, as the
 // explanation of a workload whose pods are refused says them.
-func (e *Engine) attributeRefusal(v *injection.Verification, r *injection.InjectionReport, ns string, tmpl *corev1.PodTemplateSpec) {
+// A refusal put down to a policy or webhook that is not the mesh's is
+// proved once more without the sidecar: admitted so, it is what the
+// injector adds that is refused.
+func (e *Engine) attributeRefusal(ctx context.Context, v *injection.Verification, r *injection.InjectionReport, ns string, tmpl *corev1.PodTemplateSpec) {
 	if e.facts == nil || tmpl == nil {
 		return
 	}
@@ -662,6 +668,8 @@ func (e *Engine) attributeRefusal(v *injection.Verification, r *injection.Inject
 		v.BlockedBy, v.Fix = a.BlockedBy, a.Fix
 	case a.RefusedBy != nil:
 		v.RefusedBy, v.Fix = a.RefusedBy.By, a.RefusedBy.Fix
+		e.ProveWithoutSidecar(ctx, a, tmpl)
+		v.WithoutSidecar = a.RefusedBy.WithoutSidecar
 	}
 }
 

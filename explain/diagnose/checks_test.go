@@ -33,6 +33,8 @@ type checkCase struct {
 	noPod    string
 	workload *WorkloadState
 	owner    *WorkloadState // the pod's workload, as read
+	// files: a manifest read from these files (no pod, no startup).
+	files []string
 	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
 	ranges []ClusterRange
 	now    time.Duration
@@ -621,6 +623,9 @@ func (tc checkCase) facts() Facts {
 	}
 	f.Startup = startup.AnalyzeStartup(startup.StartupFacts{Pod: p, Events: tc.events, Logs: tc.logs, OwnerKind: owner, Now: t0.Add(now)})
 	f.Owner = tc.owner
+	if len(tc.files) > 0 {
+		f.Pod, f.Startup, f.Files, f.NoPod = nil, nil, tc.files, "a manifest, not created yet: its pods are checked once they run"
+	}
 	if w := tc.workload; w != nil {
 		// A workload with no pod: its template's injection answer and its
 		// controller's account.

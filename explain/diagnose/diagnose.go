@@ -103,6 +103,9 @@ type Facts struct {
 	// not applied, a workload whose pods are refused): the later checks
 	// are not checked, and say so.
 	NoPod string
+	// Files are the manifests (-f) a pod or template not created yet was
+	// read from.
+	Files []string
 	// Pod is the pod (nil for a template or a manifest): the checks of its
 	// spec read it.
 	Pod *corev1.Pod

@@ -237,6 +237,19 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
 	proof(&c, r)
+	if len(in.Files) > 0 && c.Status == Fail && strings.HasPrefix(c.Fix, "kubectl ") {
+		// A manifest: once admission lets it in, it is created.
+		// A workload not created yet has no pods to re-create: its
+		// retries' lines go.
+		lines := strings.Split(c.Fix, "\n")
+		fix := []string{lines[0], "sleep 3; kubectl apply -f " + strings.Join(in.Files, " -f ") + " -n " + r.Namespace + "   # then create it (admission reads the change within seconds)"}
+		for _, l := range lines[1:] {
+			if !strings.Contains(l, "kubectl rollout restart") && !strings.Contains(l, "kubectl delete pod") {
+				fix = append(fix, l)
+			}
+		}
+		c.Fix = strings.Join(fix, "\n")
+	}
 	a.row = c
 	if c.Status != Pass && c.Code != "" && len(warned) == 0 {
 		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs})
@@ -273,6 +286,14 @@ func proof(c *Check, r *injection.InjectionReport) {
 			}
 			if v.Fix != "" {
 				c.Fix = v.Fix
+			}
+			if v.BlockedBy == "" && v.WithoutSidecar == "admitted" {
+				// Proved: without what the injector adds it is admitted.
+				c.Code = CodePolicyRefused
+				c.Evidence += "; the same pod without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is what Istio's injector adds (its containers, volumes or their settings) that " + v.RefusedBy + " refuses"
+				if v.Fix != "" {
+					c.Fix = v.Fix + "\n" + meshSideOfRefusal(&WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, v.Message)
+				}
 			}
 		} else if kind := injection.RefusalOf(v.Summary()); kind != "" {
 			c.Code = blockedCode(kind)

@@ -53,7 +53,7 @@ type Spec struct {
 	Title string `json:"title"`
 	Stage string `json:"stage"`
 	Kind  string `json:"kind"`
-	// Status is what it reports when it fires (fail, warning or info).
+	// Status is what it reports when it fires (fail, warning, unknown or info).
 	Status string `json:"status"`
 	// Istioctl are the istioctl analyze codes it corresponds to.
 	Istioctl []string `json:"istioctl,omitempty"`

@@ -26,6 +26,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	x.injectorFactors()
 	x.livePod()
 	x.failedCreates()
+	if w.Manifest {
+		x.r.UnverifiedAdmission, x.r.UnverifiedAdmissionUnknown = unverifiedAdmission(f, w, x.nsLabels)
+	}
 	return x.outcome()
 }
 

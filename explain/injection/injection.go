@@ -43,6 +43,12 @@ type ClusterFacts struct {
 	// PolicyBindings are the ValidatingAdmissionPolicyBindings, read to
 	// exempt a namespace from the one a refusal names.
 	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// ValidatingPolicies are the ValidatingAdmissionPolicies, read (for a
+	// manifest, when a binding exists) to tell which bindings act on its
+	// pods; nil when not read, ValidatingPoliciesUnknown says why they
+	// could not be.
+	ValidatingPolicies        []admissionregistrationv1.ValidatingAdmissionPolicy
+	ValidatingPoliciesUnknown string
 	// MutatingPolicyBindings are the MutatingAdmissionPolicyBindings, read
 	// to name what else rewrites an injected pod at admission;
 	// MutatingPolicyBindingsUnknown says why they could not be read (then
@@ -117,6 +123,9 @@ type Workload struct {
 	Pod *corev1.Pod
 	// NamespaceSource is one of NamespaceFromCluster, NamespaceFromFile, NamespaceMissing.
 	NamespaceSource string
+	// Manifest is set for a pod or template read from a file, not created
+	// yet: what admission will do to it is only modelled.
+	Manifest bool
 	// NamespaceLabels, when NamespaceSource is "file", are the labels the
 	// manifest gives the namespace.
 	NamespaceLabels map[string]string
@@ -224,6 +233,13 @@ type InjectionReport struct {
 	// and istio-init of a live injected pod (its revision's values, or the
 	// pod's sidecar.istio.io/proxyImage), "" when it is not known.
 	InjectorImage string `json:"injectorImage,omitempty"`
+	// UnverifiedAdmission is, for a manifest, the validating admission
+	// (webhooks other than Istio's, ValidatingAdmissionPolicy bindings
+	// that deny) whose rules and selectors match its pods: the model does
+	// not evaluate what they decide, a dry run (--verify) does.
+	// UnverifiedAdmissionUnknown names what of them could not be read.
+	UnverifiedAdmission        []Mutator `json:"unverifiedAdmission,omitempty"`
+	UnverifiedAdmissionUnknown string    `json:"-"`
 
 	// memo is the answer (Memo) this report was made from, for the pod
 	// called Name owned by memoOwner.

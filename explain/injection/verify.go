@@ -25,6 +25,10 @@ type Verification struct {
 	// RefusedBy names what refused it when that is not the mesh.
 	RefusedBy string `json:"refusedBy,omitempty"`
 	Fix       string `json:"fix,omitempty"`
+	// WithoutSidecar is what admission made of the same pod without its
+	// sidecar, when RefusedBy refused it ("admitted": what the injector
+	// adds is what it refuses).
+	WithoutSidecar string `json:"withoutSidecar,omitempty"`
 	// Agrees compares the proof with the prediction; null when the
 	// prediction was unknown (the proof then answers alone).
 	Agrees *bool `json:"agrees"`
