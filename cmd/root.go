@@ -121,7 +121,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 		return startProfile()
 	}
 
-	root.AddCommand(NewVersionCmd(streams))
+	root.AddCommand(NewVersionCmd(configFlags, streams))
 	root.AddCommand(NewWhyInjectedCmd(configFlags, streams))
 	root.AddCommand(NewIptablesCmd(configFlags, streams))
 	root.AddCommand(NewStartupCmd(configFlags, streams))

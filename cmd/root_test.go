@@ -21,8 +21,10 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return exitCode(root.Execute(), &errOut), out.String(), errOut.String()
 }
 
+// The client's version needs no cluster (--client); the cluster's part is
+// checked on the real cluster (e2e).
 func TestVersionOutputs(t *testing.T) {
-	code, out, _ := run(t, "version", "-o", "json")
+	code, out, _ := run(t, "version", "--client", "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -33,12 +35,15 @@ func TestVersionOutputs(t *testing.T) {
 	if v.APIVersion != render.APIVersion || v.Kind != "Version" || v.Version == "" || v.GoVersion == "" {
 		t.Errorf("version report %+v", v)
 	}
-	code, out, _ = run(t, "version", "-o", "yaml")
+	if v.Cluster != nil {
+		t.Errorf("--client read the cluster: %+v", v.Cluster)
+	}
+	code, out, _ = run(t, "version", "--client", "-o", "yaml")
 	var y VersionReport
 	if err := yaml.Unmarshal([]byte(out), &y); code != ExitOK || err != nil || y.Kind != "Version" {
 		t.Errorf("-o yaml: exit %d, err %v\n%s", code, err, out)
 	}
-	code, out, _ = run(t, "version")
+	code, out, _ = run(t, "version", "--client")
 	if code != ExitOK || !strings.HasPrefix(out, "kubectl-mesh ") {
 		t.Errorf("plain version: exit %d\n%s", code, out)
 	}
