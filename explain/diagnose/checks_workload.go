@@ -427,6 +427,21 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 	case patchable && (strings.Contains(lower, "restartpolicy") || strings.Contains(lower, "restartable")):
 		return "a classic sidecar instead of a native one (a restartable init container):\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`))
+	case patchable && (strings.Contains(lower, "guaranteed") || strings.Contains(lower, "qos")):
+		// The sidecar template sizes istio-init and istio-proxy alike from
+		// these annotations: limits equal to requests make both Guaranteed.
+		cpu, mem := "100m", "128Mi"
+		if t := w.Template; t != nil {
+			if v := t.Annotations["sidecar.istio.io/proxyCPU"]; v != "" {
+				cpu = v
+			}
+			if v := t.Annotations["sidecar.istio.io/proxyMemory"]; v != "" {
+				mem = v
+			}
+		}
+		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q,%q:%q,%q:%q}}}`, "sidecar.istio.io/proxyCPU", cpu, "sidecar.istio.io/proxyCPULimit", cpu, "sidecar.istio.io/proxyMemory", mem, "sidecar.istio.io/proxyMemoryLimit", mem)
+		return "the sidecar's limits equal to its requests (istio-init and istio-proxy are then Guaranteed; the app's containers must be too):\n" +
+			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, ann))
 	case patchable && (strings.Contains(lower, "poststart") || strings.Contains(lower, "lifecycle")):
 		return "a native sidecar instead of a classic one, whose start is held by a postStart hook (holdApplicationUntilProxyStarts):\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}`))

@@ -3,6 +3,9 @@ package diagnose
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A policy proved to refuse what the injector adds gets, beside its
@@ -10,6 +13,7 @@ import (
 // where its words say which; a CronJob's Job patches its CronJob.
 func TestMeshSideOfRefusal(t *testing.T) {
 	dep := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api"}
+	lean := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api", Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"sidecar.istio.io/proxyCPU": "10m"}}}}
 	cronJob := &WorkloadState{Kind: "Job", Namespace: "shop", Name: "sync-1", Controller: "CronJob/sync"}
 	for _, tc := range []struct {
 		w          *WorkloadState
@@ -18,6 +22,7 @@ func TestMeshSideOfRefusal(t *testing.T) {
 		{dep, "denied request: every container must set a seccompProfile", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}}}'`},
 		{cronJob, "denied request: init containers may not set restartPolicy Always", `kubectl patch cronjob/sync -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}}}}}'`},
 		{dep, "denied request: every emptyDir volume must set sizeLimit", "# or, on the mesh's side"},
+		{lean, "denied request: pods must be QoS Guaranteed (requests equal to limits)", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"10m","sidecar.istio.io/proxyCPULimit":"10m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyMemoryLimit":"128Mi"}}}}}'`},
 	} {
 		if got := meshSideOfRefusal(tc.w, tc.text); !strings.Contains(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.text, got, tc.want)
