@@ -12,7 +12,7 @@ import (
 // the specs as JSON or YAML.
 func listChecks(out io.Writer, format string) error {
 	specs := diagnose.Checks()
-	if format == render.JSON || format == render.YAML {
+	if format == render.JSON || format == render.YAML || render.IsTemplate(format) {
 		return render.List(out, format, "CheckList", len(specs), func(i int) any { return specs[i] })
 	}
 	p := render.NewPrinter(out)

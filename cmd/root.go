@@ -101,6 +101,8 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 	color := render.ColorAuto
 	root.PersistentFlags().StringVar(&color, "color", render.ColorAuto, "Colour human output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{render.ColorAuto, render.ColorAlways, render.ColorNever}, cobra.ShellCompDirectiveNoFileComp))
+	noHeaders := false
+	root.PersistentFlags().BoolVar(&noHeaders, "no-headers", false, "Leave the header row out of tables and of -o custom-columns (as kubectl get)")
 	addProfileFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		quietKlog(c.Flags().Changed("v"), klogFlags.Lookup("v").Value.String())
@@ -112,6 +114,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 3 answer incomplete,
 				return err
 			}
 		}
+		render.NoHeaders = noHeaders
 		switch color {
 		case render.ColorAuto, render.ColorAlways, render.ColorNever:
 			render.ColorMode = color
@@ -201,12 +204,18 @@ func validateOutput(format string, extra ...string) error {
 	case "", render.JSON, render.YAML:
 		return nil
 	}
+	if render.IsTemplate(format) {
+		if _, err := render.TemplatePrinter(format); err != nil {
+			return &UsageError{Err: err}
+		}
+		return nil
+	}
 	for _, e := range extra {
 		if format == e {
 			return nil
 		}
 	}
-	allowed := append([]string{render.JSON, render.YAML}, extra...)
+	allowed := append(append([]string{render.JSON, render.YAML}, extra...), render.TemplateFormats)
 	return usageErrorf("unsupported output format %q: use one of: %s", format, oneOf(allowed))
 }
 

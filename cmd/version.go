@@ -58,7 +58,7 @@ first part only, without a connection.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	c.Flags().BoolVar(&o.Client, "client", false, "Print the client's version only (no connection to the cluster)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c

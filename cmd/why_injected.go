@@ -96,7 +96,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to explain before they are applied (- for standard input)")
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Explain the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")

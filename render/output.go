@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,13 @@ func Structured(w io.Writer, format string, v any) error {
 		_, err = w.Write(b)
 		return err
 	}
+	if IsTemplate(format) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return printTemplate(w, format, b)
+	}
 	return fmt.Errorf("internal error: printStructured called with format %q", format)
 }
 
@@ -54,6 +62,14 @@ type Field struct {
 // that a long list is never held in memory as one encoded document. Extra
 // fields whose value is nil or an empty slice are left out.
 func List(w io.Writer, format, kind string, n int, item func(int) any, extra ...Field) error {
+	if IsTemplate(format) {
+		// The list as JSON, then through the template's printer.
+		var doc bytes.Buffer
+		if err := List(&doc, JSON, kind, n, item, extra...); err != nil {
+			return err
+		}
+		return printTemplate(w, format, doc.Bytes())
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var kept []Field
 	for _, f := range extra {

@@ -210,6 +210,9 @@ func (p *Printer) padded(headers []string, rows [][]string, widths []int, cellW 
 	w := bufio.NewWriterSize(p.Out, 64<<10)
 	var line []byte
 	for j, r := range append([][]string{headers}, rows...) {
+		if j == 0 && NoHeaders {
+			continue
+		}
 		line = line[:0]
 		for i := range widths {
 			cell := ""
@@ -264,7 +267,11 @@ func (p *Printer) Wrapped(headers []string, rows [][]string, widths []int, cellW
 		tablewriter.WithConfig(tablewriter.Config{Header: cell, Row: cell}),
 		tablewriter.WithTrimSpace(tw.Off),
 	)
-	t.Header(wrapRow(0, headers))
+	if NoHeaders {
+		t.Header(make([]string, len(headers))) // a blank line, dropped below
+	} else {
+		t.Header(wrapRow(0, headers))
+	}
 	for j, r := range rows {
 		_ = t.Append(wrapRow(j+1, r))
 	}
