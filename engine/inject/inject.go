@@ -51,6 +51,8 @@ type Engine struct {
 	// templates are the controllers' templates read for InjectionTemplate
 	// in this run, by namespace/Kind/name.
 	templates sync.Map
+	// workloads are the workloads InjectionTemplate read, once each.
+	workloads inspect.WorkloadCache
 	// live are the pods of a named target's reports, by report.
 	live sync.Map
 	// KeepFactors keeps a sweep's factors that decided something (JSON and

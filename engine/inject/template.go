@@ -2,13 +2,12 @@ package inject
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
 
 // InjectionTemplate is, for a pod that carries a label or annotation that
@@ -20,18 +19,19 @@ func (e *Engine) InjectionTemplate(ctx context.Context, p *corev1.Pod) *diagnose
 	if p == nil || !diagnose.HasInjectionKeys(p) || p.Annotations["sidecar.istio.io/status"] != "" {
 		return nil // an injected pod's labels did not keep it out
 	}
-	ref := metav1.GetControllerOf(p)
-	if ref == nil {
+	o := inspect.OwnerOf(p)
+	if o == nil {
 		return nil
 	}
-	key := p.Namespace + "/" + ref.Kind + "/" + ref.Name
+	// The workload diagnose reads for the same pod (a Deployment, not its
+	// ReplicaSet): one answer, the same template.
+	key := p.Namespace + "/" + o.Kind + "/" + o.Name
 	if w, ok := e.templates.Load(key); ok {
 		return w.(*diagnose.WorkloadState)
 	}
-	var w *diagnose.WorkloadState
-	if t, owner, ok, err := e.Client.OwnerTemplate(ctx, p); err == nil && ok && t != nil {
-		kind, name, _ := strings.Cut(owner, "/")
-		w = &diagnose.WorkloadState{Kind: kind, Name: name, Namespace: p.Namespace, Template: t}
+	w, err := inspect.PodOwnerFrom(ctx, p, e.workloads.Reader(e.Client))
+	if err != nil || w == nil || w.Template == nil {
+		w = nil
 	}
 	e.templates.Store(key, w)
 	return w

@@ -93,10 +93,11 @@ func injectLabelChanged(in *Input) []Finding {
 	case len(ms) > 0:
 		f.Evidence += ": " + mutatorsNamed(ms) + " (the mutators other than Istio's injector whose rules and selectors match the pod)"
 		f.Mesh = "the pod's injection labels, set at admission by " + mutatorsNamed(ms)
-		f.Fix = mutatorFix(p, ms, "sets them")
+		recreate := recreateCommand(p)
 		if job, ok := strings.CutPrefix(owner, "job/"); ok {
-			f.Fix = strings.Replace(f.Fix, recreateCommand(p), injection.RecreateJob(job, ns, nil, nil), 1)
+			recreate = injection.RecreateJob(job, ns, nil, nil)
 		}
+		f.Fix = mutatorFixThen(p, ms, "sets them", recreate)
 	case in.Injection != nil && in.Injection.OtherMutatorsUnknown != "":
 		f.Status = Unknown
 		f.Evidence += " (which mutators act on the pod is unknown: " + in.Injection.OtherMutatorsUnknown + "), or the template changed since the pod was created"

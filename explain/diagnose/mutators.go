@@ -55,6 +55,12 @@ func recreateCommand(p *corev1.Pod) string {
 // on it (or says to exempt it from the one of several that does), then
 // re-creates the pod.
 func mutatorFix(p *corev1.Pod, ms []injection.Mutator, what string) string {
+	return mutatorFixThen(p, ms, what, recreateCommand(p))
+}
+
+// mutatorFixThen is mutatorFix with the command that makes the pod again
+// once the mutator no longer acts on it.
+func mutatorFixThen(p *corev1.Pod, ms []injection.Mutator, what, recreate string) string {
 	if len(ms) == 1 && ms[0].Exempt != "" {
 		wait := ""
 		if strings.HasPrefix(ms[0].By, "MutatingAdmissionPolicyBinding") {
@@ -62,9 +68,9 @@ func mutatorFix(p *corev1.Pod, ms []injection.Mutator, what string) string {
 			// or so: a pod created at once is still changed.
 			wait = "sleep 3; "
 		}
-		return ms[0].Exempt + "   # exempts namespace " + p.Namespace + " from " + ms[0].By + "\n" + wait + recreateCommand(p)
+		return ms[0].Exempt + "   # exempts namespace " + p.Namespace + " from " + ms[0].By + "\n" + wait + recreate
 	}
-	return "# exempt namespace " + p.Namespace + " from the " + mutatorsNamed(ms) + " that " + what + " (its namespaceSelector)\n" + recreateCommand(p)
+	return "# exempt namespace " + p.Namespace + " from the " + mutatorsNamed(ms) + " that " + what + " (its namespaceSelector)\n" + recreate
 }
 
 // missingCaps are the capabilities istio-init needs that its spec does not
