@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -48,9 +49,14 @@ type DiagnoseOptions struct {
 	DryRun string
 	Args   []string
 
-	namespace string
-	client    *inspect.Client
-	eng       *checkup.Engine
+	// Watch re-prints a sweep's rows whose answer changes (-w), as
+	// kubectl get -w does.
+	Watch bool
+
+	namespace  string
+	explicitNS bool
+	client     *inspect.Client
+	eng        *checkup.Engine
 	genericiooptions.IOStreams
 }
 
@@ -150,7 +156,8 @@ unknown; 1 error; 2 usage error.`,
 				return err
 			}
 			err := o.Run(ctx)
-			if err != nil && ctx.Err() != nil {
+			var stopped *InterruptedError
+			if err != nil && ctx.Err() != nil && !errors.As(err, &stopped) {
 				return &InterruptedError{Err: fmt.Errorf("interrupted (every node pod created has been deleted)")}
 			}
 			return err
@@ -168,6 +175,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringVar(&o.Image, "image", "", "Image with iptables to read the rules with (default: the pod's proxy image)")
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a dump of the rules")
+	c.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the sweep (-n, -l, -A), watch its pods and events and print each row whose answer changes, as kubectl get -w (Ctrl-C stops)")
 	c.Flags().BoolVar(&o.ListChecks, "list-checks", false, "Print the catalogue of checks (code, stage, what each reads, the istioctl analyze code) and exit")
 	addDryRunFlag(c.Flags(), &o.DryRun, "what --rules or --connections would create (the ephemeral container, or the node pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
@@ -189,10 +197,18 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	o.namespace, o.client = ns, client
-	o.eng = &checkup.Engine{
+	o.namespace, o.client, o.explicitNS = ns, client, explicit
+	o.eng = o.newEngine()
+	return nil
+}
+
+// newEngine is an engine for one run of the request (-w makes one a run:
+// engines keep nothing between runs).
+func (o *DiagnoseOptions) newEngine() *checkup.Engine {
+	ns, explicit, client := o.namespace, o.explicitNS, o.client
+	eng := &checkup.Engine{
 		Inject: &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
-			Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify,
+			Filenames: o.Filenames, Args: o.Args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In, Verify: o.Verify,
 			Progress: dryRunProgress(o.ErrOut)},
 		Starts: &podstart.Engine{Client: client, Now: time.Now}, Client: client,
 		Verify: o.Verify, Rules: o.Rules, Connections: o.Connections,
@@ -203,9 +219,9 @@ func (o *DiagnoseOptions) Complete(args []string) error {
 		},
 		Announce: announcer(o.ErrOut)}
 	if o.DryRun == dryRunClient {
-		o.eng.Announce, o.eng.DryRun = nil, dryRunPrinter(o.Out)
+		eng.Announce, eng.DryRun = nil, dryRunPrinter(o.Out)
 	}
-	return nil
+	return eng
 }
 
 // Run diagnoses the targets (or sweeps), prints the diagnoses and picks the
@@ -233,6 +249,9 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 		}
 		if err := kept.print(incomplete); err != nil {
 			return err
+		}
+		if o.Watch {
+			return o.watch(ctx, kept)
 		}
 		return kept.outcome.exit(incomplete)
 	}
@@ -262,6 +281,9 @@ func (o *DiagnoseOptions) Validate() error {
 	}
 	if err := validateDryRun(o.DryRun, o.Output); err != nil {
 		return err
+	}
+	if o.Watch && (len(o.Filenames) > 0 || len(o.Args) > 0 || o.Rules || o.Verify || o.DryRun == dryRunClient) {
+		return usageErrorf("--watch follows a sweep (-n, -l or -A): not with a POD, -f, --rules, --connections, --verify or --dry-run")
 	}
 	if o.DryRun == dryRunClient && !o.Rules && !o.Connections {
 		return usageErrorf("--dry-run prints what --rules or --connections would create; without them diagnose creates nothing")

@@ -26,6 +26,8 @@ type diagnoseSweep struct {
 	// only is the first diagnosis, kept while it is the only one: a sweep
 	// that finds one pod shows it whole.
 	only *diagnose.Diagnosis
+	// sigs are what each row shows, for -w (watchKey → signature).
+	sigs map[string]string
 }
 
 func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
@@ -39,6 +41,12 @@ func newDiagnoseSweep(o *DiagnoseOptions) *diagnoseSweep {
 // add keeps what is printed of d.
 func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	s.outcome.add(d)
+	if s.o.Watch {
+		if s.sigs == nil {
+			s.sigs = map[string]string{}
+		}
+		s.sigs[watchKey(d)] = signature(d)
+	}
 	s.status[d.Status]++
 	if d.WorkloadKind != "Pod" {
 		s.workloads++

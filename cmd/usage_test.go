@@ -110,6 +110,9 @@ func TestUsageErrorsBeforeAnyConnection(t *testing.T) {
 		{"--from-file -A", []string{"iptables", "--from-file", dump, "-A"}, "kubectl mesh iptables audit -A"},
 		{"--dry-run=server", []string{"iptables", "web", "--dry-run=server"}, "--dry-run=server is not supported"},
 		{"diagnose --dry-run without --rules", []string{"diagnose", "web", "--dry-run"}, "--dry-run prints what --rules or --connections would create"},
+		{"diagnose -w on a POD", []string{"diagnose", "web", "-w"}, "--watch follows a sweep (-n, -l or -A)"},
+		{"diagnose -w with --rules", []string{"diagnose", "-n", "shop", "-w", "--rules"}, "--watch follows a sweep (-n, -l or -A)"},
+		{"diagnose -w with -f", []string{"diagnose", "-f", "-", "-w"}, "--watch follows a sweep (-n, -l or -A)"},
 		{"diagnose -o", []string{"diagnose", "web", "-o", "xml"}, `unsupported output format "xml": use one of: json|yaml|wide`},
 	}
 	for _, tc := range rows {

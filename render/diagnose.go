@@ -364,3 +364,12 @@ func AddCounts(counts []CheckCount, d *diagnose.Diagnosis) {
 		}
 	}
 }
+
+// WatchRows prints rows as a sweep's table prints them, without its
+// header: what -w prints of the rows that changed.
+func WatchRows(p *Printer, headers []string, rows [][]string) {
+	saved := NoHeaders
+	NoHeaders = true
+	p.Lines(headers, rows)
+	NoHeaders = saved
+}
