@@ -104,7 +104,8 @@ func TestDiagnoseWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("diagnose -w ended: %v", err) // its exit code is checked below
 	case <-time.After(20 * time.Second):
 		t.Fatal("diagnose -w did not stop on SIGINT")
 	}
