@@ -98,27 +98,37 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 				}
 			}
 		}
+		// A native nftables ruleset is shown with its own names.
+		names := d.NativeNames()
 		for _, t := range d.Tables {
 			if tableEmpty(t) {
 				continue
 			}
-			fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+Escape(t.Name)))
+			tname := t.Name
+			if t.Native != "" {
+				tname = t.Native
+			}
+			fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+Escape(tname)))
 			printed := map[string]bool{}
 			for _, c := range t.Chains {
 				if c.Policy == "" || len(c.Rules) == 0 {
 					continue
 				}
-				head := fmt.Sprintf("%s (policy %s)", Escape(c.Name), Escape(c.Policy))
+				policy := c.Policy
+				if c.Native != "" {
+					policy = strings.ToLower(policy) // nft's own word
+				}
+				head := fmt.Sprintf("%s (policy %s)", Escape(chainName(c)), Escape(policy))
 				if counted {
 					head += " " + counters(c.Packets, c.Bytes)
 				}
 				p.Para("  ", head)
-				printRules(p, t, c, "    ", printed, 0)
+				printRules(p, t, c, "    ", printed, 0, names)
 			}
 			for _, c := range t.Chains {
 				if c.Policy == "" && !printed[c.Name] {
-					p.Para("  ", Escape(c.Name)+" (not jumped to from a built-in chain)")
-					printRules(p, t, c, "    ", printed, 0)
+					p.Para("  ", Escape(chainName(c))+" (not jumped to from a built-in chain)")
+					printRules(p, t, c, "    ", printed, 0, names)
 				}
 			}
 		}
@@ -149,26 +159,54 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 		}
 		p.Table([]string{"CLASS", "PROTO", "FROM", "TO", "REPLIES FROM", "UID", "STATE"}, rows)
 	}
+	// A native ruleset's traces name its own tables and chains.
+	var names func(string) string
+	table := map[string]string{}
+	for _, d := range rep.Dumps {
+		if n := d.NativeNames(); n != nil {
+			names = n
+			for _, t := range d.Tables {
+				table[t.Name] = t.Native
+			}
+		}
+	}
 	for _, tr := range rep.Traces {
-		printTrace(p, tr)
+		printTrace(p, tr, names, table)
 	}
 }
 
 // printTrace prints one traced connection: the rules it meets, with their
 // counters when the dump has them.
-func printTrace(p *Printer, tr *capture.Trace) {
+func printTrace(p *Printer, tr *capture.Trace, names func(string) string, tables map[string]string) {
+	same := func(s string) string { return s }
+	if names == nil {
+		names = same
+	}
 	fmt.Fprintln(p.Out)
-	p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(tr.Summary))
+	p.Para(p.Bold("Trace")+" ", Escape(tr.Spec)+": "+Escape(names(tr.Summary)))
 	for _, s := range tr.Path {
 		count := "[no counters]"
 		if s.Packets != nil && s.Bytes != nil {
 			count = counters(*s.Packets, *s.Bytes)
 		}
-		p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(s.Table), Escape(s.Chain), count, Escape(s.Rule)))
+		table := s.Table
+		if t := tables[s.Table]; t != "" {
+			table = t
+		}
+		p.Para("    ", fmt.Sprintf("%s/%s %s %s", Escape(table), Escape(names(s.Chain)), count, Escape(s.Rule)))
 	}
 	for _, n := range tr.Notes {
-		p.Para("    note: ", Escape(n))
+		p.Para("    note: ", Escape(names(n)))
 	}
+}
+
+// chainName is a chain's name as its ruleset has it: nft's own for a
+// native nftables ruleset.
+func chainName(c *capture.Chain) string {
+	if c.Native != "" {
+		return c.Native
+	}
+	return c.Name
 }
 
 func tableEmpty(t *capture.Table) bool {
@@ -184,7 +222,7 @@ func counters(p, b uint64) string { return fmt.Sprintf("[%d pkts, %d bytes]", p,
 
 // printRules prints a chain's rules, each followed by what it means, and
 // the rules of the user chains it jumps to, nested.
-func printRules(p *Printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int) {
+func printRules(p *Printer, t *capture.Table, c *capture.Chain, indent string, printed map[string]bool, depth int, names func(string) string) {
 	printed[c.Name] = true
 	for _, r := range c.Rules {
 		spec := strings.TrimPrefix(r.Spec, "-A "+c.Name+" ")
@@ -198,10 +236,14 @@ func printRules(p *Printer, t *capture.Table, c *capture.Chain, indent string, p
 			cnt = fmt.Sprintf("[~%d pkts, ~%d bytes] ", r.Packets, r.Bytes)
 		}
 		p.Para(indent, cnt+Escape(spec))
-		p.Para(indent+"  ↳ ", Escape(r.Annotation))
+		ann := r.Annotation
+		if names != nil {
+			ann = names(ann)
+		}
+		p.Para(indent+"  ↳ ", Escape(ann))
 		if sub := t.Chain(r.Target); sub != nil && sub.Policy == "" && depth < 8 {
-			p.Para(indent+"  ", Escape(sub.Name))
-			printRules(p, t, sub, indent+"    ", printed, depth+1)
+			p.Para(indent+"  ", Escape(chainName(sub)))
+			printRules(p, t, sub, indent+"    ", printed, depth+1, names)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -125,4 +126,33 @@ func listMaskBits(s string, a netip.Addr) (int, bool) {
 		}
 	}
 	return bits, ones
+}
+
+// NativeNames puts a native nftables ruleset's own table and chain names
+// back into text written with the iptables-shaped ones (ISTIO_INBOUND is
+// istio-inbound): nil for an iptables ruleset.
+func (d *Ruleset) NativeNames() func(string) string {
+	var pairs [][2]string
+	for _, t := range d.Tables {
+		for _, c := range t.Chains {
+			if c.Native != "" && c.Native != c.Name {
+				pairs = append(pairs, [2]string{c.Name, c.Native})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	// Longer names first: ISTIO_IN_REDIRECT before ISTIO_INBOUND's prefix.
+	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i][0]) > len(pairs[j][0]) })
+	var args []string
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		if !seen[p[0]] {
+			seen[p[0]] = true
+			args = append(args, p[0], p[1])
+		}
+	}
+	r := strings.NewReplacer(args...)
+	return r.Replace
 }

@@ -85,7 +85,7 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 				if prefix := nftIstioPrefix(f[2]); f[1] == "inet" && prefix != "" {
 					name := strings.TrimPrefix(f[2], prefix)
 					v4.Ambient, v6.Ambient = v4.Ambient || prefix == nftAmbientPrefix, v6.Ambient || prefix == nftAmbientPrefix
-					t4, t6 = &Table{Name: name}, &Table{Name: name}
+					t4, t6 = &Table{Name: name, Native: "inet " + f[2]}, &Table{Name: name, Native: "inet " + f[2]}
 					v4.Tables = append(v4.Tables, t4)
 					v6.Tables = append(v6.Tables, t6)
 					ok = true
@@ -98,7 +98,7 @@ func ParseNftRuleset(data []byte) (v4, v6 *Ruleset, ok bool, err error) {
 				}
 			case len(f) == 2 && f[0] == "chain" && depth == 2:
 				if t4 != nil {
-					c4, c6 = &Chain{Name: nftChainName(f[1])}, &Chain{Name: nftChainName(f[1])}
+					c4, c6 = &Chain{Name: nftChainName(f[1]), Native: f[1]}, &Chain{Name: nftChainName(f[1]), Native: f[1]}
 					t4.Chains = append(t4.Chains, c4)
 					t6.Chains = append(t6.Chains, c6)
 				}

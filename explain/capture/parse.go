@@ -37,13 +37,19 @@ type Ruleset struct {
 
 // Table is one table (nat, mangle, raw, filter) of a dump.
 type Table struct {
-	Name   string   `json:"name"`
+	Name string `json:"name"`
+	// Native is the table's own name in a native nftables ruleset ("inet
+	// istio-proxy-nat"), "" for iptables.
+	Native string   `json:"nftName,omitempty"`
 	Chains []*Chain `json:"chains"`
 }
 
 // Chain is one chain with its rules, in order.
 type Chain struct {
-	Name    string  `json:"name"`
+	Name string `json:"name"`
+	// Native is the chain's own name in a native nftables ruleset
+	// ("prerouting", "istio-inbound"), "" for iptables.
+	Native  string  `json:"nftName,omitempty"`
 	Policy  string  `json:"policy,omitempty"` // ACCEPT/DROP for built-in chains, "" for user chains
 	Packets uint64  `json:"packets"`
 	Bytes   uint64  `json:"bytes"`
