@@ -51,3 +51,13 @@ func TestKubectlOutputManners(t *testing.T) {
 	}
 	t.Logf("%d output manners checked", checks)
 }
+
+// Flag names keep kubectl's meaning: why-injected lists every factor with
+// --all-factors (--all, every resource in kubectl, is hidden and only
+// warns, on stderr, that it is the old name).
+func TestFlagNamesKeepKubectlsMeaning(t *testing.T) {
+	code, out, _ := run(t, "why-injected", "--help")
+	if code != ExitOK || !strings.Contains(out, "--all-factors") || strings.Contains(out, "      --all ") {
+		t.Errorf("why-injected --help: exit %d; --all-factors shown, --all hidden:\n%s", code, out)
+	}
+}

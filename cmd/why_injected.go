@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -80,6 +81,10 @@ unknown; 1 error; 2 usage error.`,
   # Every pod in the cluster: which ones need a restart?
   kubectl mesh why-injected -A`,
 		RunE: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("all") {
+				// On stderr: the output may be JSON.
+				fmt.Fprintln(o.ErrOut, "Warning: --all is deprecated, use --all-factors (in kubectl, --all means every resource)")
+			}
 			// Every flag is checked before the kubeconfig is read and
 			// before any request.
 			o.Args = args
@@ -97,7 +102,10 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Explain the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
-	c.Flags().BoolVar(&o.All, "all", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
+	c.Flags().BoolVar(&o.All, "all-factors", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
+	// --all means every resource in kubectl: the old name still works, and says so.
+	c.Flags().BoolVar(&o.All, "all", false, "List every factor (the old name of --all-factors)")
+	_ = c.Flags().MarkHidden("all")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))

@@ -56,10 +56,10 @@ func FactorTable(p *Printer, r *injection.InjectionReport, all bool) {
 	}
 	p.Table([]string{"FACTOR", "VALUE", "EFFECT", "SOURCE"}, rows)
 	if len(quietWebhooks) > 0 {
-		p.Para("", fmt.Sprintf("%s do not match: %s (--all lists them)", CountNoun(len(quietWebhooks), "other webhook", "other webhooks"), Escape(ByConfiguration(quietWebhooks))))
+		p.Para("", fmt.Sprintf("%s do not match: %s (--all-factors lists them)", CountNoun(len(quietWebhooks), "other webhook", "other webhooks"), Escape(ByConfiguration(quietWebhooks))))
 	}
 	if len(quietOther) > 0 {
-		p.Para("", fmt.Sprintf("%s with no effect: %s (--all lists them)", CountNoun(len(quietOther), "factor", "factors"), Escape(strings.Join(quietOther, ", "))))
+		p.Para("", fmt.Sprintf("%s with no effect: %s (--all-factors lists them)", CountNoun(len(quietOther), "factor", "factors"), Escape(strings.Join(quietOther, ", "))))
 	}
 	for _, u := range r.Incomplete {
 		p.Para(p.Effect(injection.EffectUnknown)+": ", Escape(u))
