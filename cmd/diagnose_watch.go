@@ -5,9 +5,6 @@ import (
 	"errors"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/render"
 )
@@ -42,32 +39,7 @@ func (o *DiagnoseOptions) watch(ctx context.Context, first *diagnoseSweep) error
 	if o.AllNamespaces {
 		ns = ""
 	}
-	kick := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	go o.follow(ctx, poke, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, string, error) {
-		opts.LabelSelector = o.Selector
-		l, err := o.client.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector, Limit: 1})
-		if err != nil {
-			return nil, "", err
-		}
-		opts.ResourceVersion = l.ResourceVersion
-		w, err := o.client.Kube.CoreV1().Pods(ns).Watch(ctx, opts)
-		return w, l.ResourceVersion, err
-	})
-	go o.follow(ctx, poke, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, string, error) {
-		l, err := o.client.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return nil, "", err
-		}
-		opts.ResourceVersion = l.ResourceVersion
-		w, err := o.client.Kube.CoreV1().Events(ns).Watch(ctx, opts)
-		return w, l.ResourceVersion, err
-	})
+	kick := watchScope(ctx, o.client, ns, o.Selector)
 	var p *render.Printer
 	if !o.structured() {
 		p = render.NewPrinter(o.Out)
@@ -102,22 +74,6 @@ func (o *DiagnoseOptions) watch(ctx context.Context, first *diagnoseSweep) error
 	}
 }
 
-// settle waits for watchQuiet without a change (at most watchMost).
-func settle(ctx context.Context, kick chan struct{}) {
-	most := time.After(watchMost)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-most:
-			return
-		case <-kick:
-		case <-time.After(watchQuiet):
-			return
-		}
-	}
-}
-
 // printChanged prints the changed diagnoses: their rows, or each as a
 // document with -o.
 func (o *DiagnoseOptions) printChanged(p *render.Printer, ds []*diagnose.Diagnosis) error {
@@ -140,26 +96,4 @@ func (o *DiagnoseOptions) printChanged(p *render.Printer, ds []*diagnose.Diagnos
 	}
 	render.WatchRows(p, render.DiagnosisHeaders(o.wide()), rows)
 	return nil
-}
-
-// follow keeps a watch open until ctx ends, poking at each event; a watch
-// that closes (it expired, the connection dropped) is opened again from
-// the current state, with a poke: changes may have been missed.
-func (o *DiagnoseOptions) follow(ctx context.Context, poke func(), open func(context.Context, metav1.ListOptions) (watch.Interface, string, error)) {
-	for ctx.Err() == nil {
-		w, _, err := open(ctx, metav1.ListOptions{AllowWatchBookmarks: false})
-		if err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(2 * time.Second):
-			}
-			continue
-		}
-		for range w.ResultChan() {
-			poke()
-		}
-		w.Stop()
-		poke()
-	}
 }

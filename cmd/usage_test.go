@@ -113,6 +113,8 @@ func TestUsageErrorsBeforeAnyConnection(t *testing.T) {
 		{"diagnose -w on a POD", []string{"diagnose", "web", "-w"}, "--watch follows a sweep (-n, -l or -A)"},
 		{"diagnose -w with --rules", []string{"diagnose", "-n", "shop", "-w", "--rules"}, "--watch follows a sweep (-n, -l or -A)"},
 		{"diagnose -w with -f", []string{"diagnose", "-f", "-", "-w"}, "--watch follows a sweep (-n, -l or -A)"},
+		{"why-injected -w on a POD", []string{"why-injected", "web", "-w"}, "--watch follows a sweep (-n, -l or -A)"},
+		{"why-injected -w with --verify", []string{"why-injected", "-A", "-w", "--verify"}, "--watch follows a sweep (-n, -l or -A)"},
 		{"diagnose -o", []string{"diagnose", "web", "-o", "xml"}, `unsupported output format "xml": use one of: json|yaml|wide`},
 	}
 	for _, tc := range rows {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +37,12 @@ type WhyInjectedOptions struct {
 	FailOn string
 	Args   []string
 
-	namespace string
-	client    *inspect.Client
+	// Watch re-prints a sweep's rows whose answer changes (-w).
+	Watch bool
+
+	namespace  string
+	explicitNS bool
+	client     *inspect.Client
 	// eng explains injection for the targets the flags name.
 	eng *inject.Engine
 	genericiooptions.IOStreams
@@ -94,7 +101,17 @@ unknown; 1 error; 2 usage error.`,
 			if err := o.Complete(args); err != nil {
 				return err
 			}
-			return o.Run(c.Context())
+			ctx := c.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if o.Watch {
+				// -w runs until Ctrl-C: it ends as kubectl's commands end (130).
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
+			return o.Run(ctx)
 		},
 		ValidArgsFunction: completePodsAndWorkloads(configFlags),
 	}
@@ -106,6 +123,7 @@ unknown; 1 error; 2 usage error.`,
 	// --all means every resource in kubectl: the old name still works, and says so.
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor (the old name of --all-factors)")
 	_ = c.Flags().MarkHidden("all")
+	c.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the sweep (-n, -l, -A), watch its pods and events and print each row whose answer changes, as kubectl get -w (Ctrl-C stops)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
@@ -121,11 +139,16 @@ func (o *WhyInjectedOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	o.namespace, o.client = ns, client
-	o.eng = &inject.Engine{Flags: o.configFlags, Client: client, Mesh: injection.Istio{}, Namespace: ns, ExplicitNamespace: explicit,
-		Filenames: o.Filenames, Args: args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In,
-		KeepFactors: o.Output != "", Verify: o.Verify, Progress: dryRunProgress(o.ErrOut)}
+	o.namespace, o.client, o.explicitNS = ns, client, explicit
+	o.eng = o.newEngine()
 	return nil
+}
+
+// newEngine is an engine for one run of the request (-w makes one a run).
+func (o *WhyInjectedOptions) newEngine() *inject.Engine {
+	return &inject.Engine{Flags: o.configFlags, Client: o.client, Mesh: injection.Istio{}, Namespace: o.namespace, ExplicitNamespace: o.explicitNS,
+		Filenames: o.Filenames, Args: o.Args, Selector: o.Selector, AllNamespaces: o.AllNamespaces, In: o.In,
+		KeepFactors: o.Output != "", Verify: o.Verify, Progress: dryRunProgress(o.ErrOut)}
 }
 
 // dryRunProgress shows --verify's dry runs on a terminal's stderr.
@@ -143,6 +166,9 @@ func (o *WhyInjectedOptions) Validate() error {
 	}
 	if o.FailOn != diagnose.Fail && o.FailOn != diagnose.Warning {
 		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
+	}
+	if o.Watch && (len(o.Filenames) > 0 || len(o.Args) > 0 || o.Verify) {
+		return usageErrorf("--watch follows a sweep (-n, -l or -A): not with a POD, -f or --verify")
 	}
 	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }
@@ -240,6 +266,9 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.Watch {
+		return o.watch(ctx, kept.sigs)
 	}
 	for i, r := range reports {
 		var p *corev1.Pod

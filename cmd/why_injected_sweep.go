@@ -26,6 +26,22 @@ type injectionSweep struct {
 	summaries injection.Summaries
 	enc       render.MemoEncoder
 	buf       []byte
+	// sigs are what each row shows, for -w (key → signature).
+	sigs map[string]string
+}
+
+// reportKey names a report across runs of -w; reportSignature is what its
+// row shows.
+func reportKey(r *injection.InjectionReport) string {
+	return r.Namespace + "/" + r.Kind + "/" + r.Name
+}
+
+func reportSignature(r *injection.InjectionReport, d *diagnose.Diagnosis) string {
+	sig := fmt.Sprint(r.Injected != nil && *r.Injected, r.Expected == nil, r.Expected != nil && *r.Expected, "|", r.Revision, "|", r.Reason)
+	if d != nil {
+		sig += "|" + d.Status + "|" + d.Code
+	}
+	return sig
 }
 
 // newInjectionSweep keeps reports for o's output; the table is printed
@@ -95,6 +111,12 @@ const (
 // add keeps what is printed of r.
 func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis) error {
 	rank := injection.Rank(r)
+	if s.o.Watch {
+		if s.sigs == nil {
+			s.sigs = map[string]string{}
+		}
+		s.sigs[reportKey(r)] = reportSignature(r, d)
+	}
 	if s.o.Output != "" {
 		s.summaries.Add(r)
 		shared, name, owner, ok := r.MemoAnswer()
@@ -170,12 +192,17 @@ func (s *injectionSweep) print(incomplete []string) error {
 	return s.printTable()
 }
 
+// injectionHeaders are a sweep's columns.
+func injectionHeaders(verified bool) []string {
+	if verified {
+		return []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
+	}
+	return []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}
+}
+
 // printTable is printPodRows of the kept reports.
 func (s *injectionSweep) printTable() error {
-	headers := []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "REASON"}
-	if s.verified {
-		headers = []string{"NAMESPACE", "POD", "INJECTED", "EXPECTED", "REVISION", "VERIFIED", "REASON"}
-	}
+	headers := injectionHeaders(s.verified)
 	p, cells := s.p, len(headers)
 	rows := make([][]string, 0, s.list.Len())
 	var fixes, needs []string

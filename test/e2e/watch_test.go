@@ -49,18 +49,29 @@ func TestDiagnoseWatch(t *testing.T) {
 	ns := c.Namespace(t, "kmwatch", map[string]string{"istio-injection": "enabled"})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut, wiOut, wiErr syncBuffer
 	cmd := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "diagnose", "-n", ns, "-w")
 	cmd.Env = append(cmd.Environ(), "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// why-injected -w beside it: the same rollout, its own rows.
+	wi := exec.Command(bin, "--kubeconfig", c.Kubeconfig, "why-injected", "-n", ns, "-w")
+	wi.Env = cmd.Env
+	wi.Stdout, wi.Stderr = &wiOut, &wiErr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	if err := wi.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done, wiDone := make(chan error, 1), make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	go func() { wiDone <- wi.Wait() }()
 	defer func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
+		}
+		if wi.ProcessState == nil {
+			_ = wi.Process.Kill()
 		}
 	}()
 	waitFor := func(what string, ok func(string) bool) {
@@ -99,19 +110,40 @@ func TestDiagnoseWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("a failing row for the new pod", row("fail"))
+	// why-injected's rows: one per pod of the rollout, each injected.
 	checks++
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	if err := catPoll(ctx, "why-injected -w rows for both pods", func(context.Context) (bool, string) {
+		pods := map[string]bool{}
+		for _, l := range strings.Split(wiOut.String(), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && f[0] == ns && strings.HasPrefix(f[1], "web-") && f[2] == "yes" {
+				pods[f[1]] = true
+			}
+		}
+		return len(pods) >= 2, wiOut.String() + wiErr.String()
+	}); err != nil {
+		t.Errorf("why-injected -w: %v", err)
 	}
-	select {
-	case err := <-done:
-		t.Logf("diagnose -w ended: %v", err) // its exit code is checked below
-	case <-time.After(20 * time.Second):
-		t.Fatal("diagnose -w did not stop on SIGINT")
+	for _, w := range []struct {
+		name   string
+		cmd    *exec.Cmd
+		done   chan error
+		stderr *syncBuffer
+	}{{"diagnose -w", cmd, done, &errOut}, {"why-injected -w", wi, wiDone, &wiErr}} {
+		checks++
+		if err := w.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-w.done:
+			t.Logf("%s ended: %v", w.name, err) // its exit code is checked below
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not stop on SIGINT", w.name)
+		}
+		checks++
+		if code := w.cmd.ProcessState.ExitCode(); code != 130 {
+			t.Errorf("%s: exit %d after SIGINT, want 130\n%s", w.name, code, w.stderr.String())
+		}
 	}
-	checks++
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("exit %d after SIGINT, want 130\n%s", code, errOut.String())
-	}
-	t.Logf("diagnose -w printed:\n%s", out.String())
+	t.Logf("diagnose -w printed:\n%s\nwhy-injected -w printed:\n%s", out.String(), wiOut.String())
 }
