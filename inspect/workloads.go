@@ -34,19 +34,21 @@ func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workloa
 	var sts *appsv1.StatefulSetList
 	var dss *appsv1.DaemonSetList
 	var jobs *batchv1.JobList
-	errs := make([]error, 4)
+	var rss *appsv1.ReplicaSetList
+	errs := make([]error, 5)
 	opts := metav1.ListOptions{}
 	all(
 		func() { deps, errs[0] = c.Proto.AppsV1().Deployments(namespace).List(ctx, opts) },
 		func() { sts, errs[1] = c.Proto.AppsV1().StatefulSets(namespace).List(ctx, opts) },
 		func() { dss, errs[2] = c.Proto.AppsV1().DaemonSets(namespace).List(ctx, opts) },
 		func() { jobs, errs[3] = c.Proto.BatchV1().Jobs(namespace).List(ctx, opts) },
+		func() { rss, errs[4] = c.Proto.AppsV1().ReplicaSets(namespace).List(ctx, opts) },
 	)
 	scope := "in namespace " + namespace
 	if namespace == "" {
 		scope = "(all namespaces)"
 	}
-	for i, kind := range []string{"deployments", "statefulsets", "daemonsets", "jobs"} {
+	for i, kind := range []string{"deployments", "statefulsets", "daemonsets", "jobs", "replicasets"} {
 		switch {
 		case errs[i] == nil:
 		case apierrors.IsForbidden(errs[i]):
@@ -77,7 +79,32 @@ func (c *Client) Workloads(ctx context.Context, namespace string) (out []Workloa
 			out = append(out, JobWorkload(&jobs.Items[i]))
 		}
 	}
+	if rss != nil {
+		for i := range rss.Items {
+			// A Deployment's ReplicaSets are its own account.
+			if metav1.GetControllerOf(&rss.Items[i]) == nil {
+				out = append(out, ReplicaSetWorkload(&rss.Items[i]))
+			}
+		}
+	}
 	return out, unread, nil
+}
+
+// ReplicaSetWorkload is a ReplicaSet's wants (one no Deployment owns: a
+// Deployment's are read through it): its replicas, and its ReplicaFailure
+// condition (the apiserver's refusal of its pods).
+func ReplicaSetWorkload(r *appsv1.ReplicaSet) Workload {
+	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "ReplicaSet", Namespace: r.Namespace, Name: r.Name, Desired: replicas(r.Spec.Replicas),
+		Template: &r.Spec.Template, Labels: r.Labels}}
+	var times []metav1.Time
+	for _, c := range r.Status.Conditions {
+		times = append(times, c.LastTransitionTime)
+		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+			w.Conditions = append(w.Conditions, condition(string(c.Type), c.Reason, c.Message))
+		}
+	}
+	w.Since = since(r.CreationTimestamp, times...)
+	return w
 }
 
 // Workload reads one workload by kind (Deployment, StatefulSet, DaemonSet,
@@ -115,6 +142,12 @@ func (c *Client) Workload(ctx context.Context, namespace, kind, name string) (w 
 			return w, true, ExplainAPIError(err, "get cronjobs")
 		}
 		return CronJobWorkload(o), true, nil
+	case "ReplicaSet":
+		o, err := c.Kube.AppsV1().ReplicaSets(namespace).Get(ctx, name, get)
+		if err != nil {
+			return w, true, ExplainAPIError(err, "get replicasets")
+		}
+		return ReplicaSetWorkload(o), true, nil
 	}
 	return w, false, nil
 }

@@ -237,8 +237,22 @@ func RefusalCause(w *WorkloadState, text string) (ev, mesh, fix string, ok bool)
 	if keys := proxyResourceAnnotations(t.Annotations); len(keys) > 0 {
 		// The sidecar's resources come from these annotations.
 		mesh = "the template's " + quoteAnnotations(t.Annotations, keys)
-		return "the sidecar's resources are set by " + mesh, mesh,
-			templatePatch(owner, w.Namespace, keys) + "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)", true
+		ev = "the sidecar's resources are set by " + mesh
+		if set := limitsForRequests(t.Annotations, text); len(set) > 0 {
+			// A request over the limit a LimitRange defaults: the
+			// sidecar's own limit, equal to its request, keeps its size.
+			return ev + "; the sidecar has a request but no limit of its own, so the namespace's LimitRange gives it a default limit below that request", mesh,
+				templateAnnotationsFix(w, set, "the sidecar's limit equal to its request (the LimitRange's default limit no longer applies to it)"), true
+		}
+		fix := templatePatch(owner, w.Namespace, keys)
+		if cron, isCron := strings.CutPrefix(w.Controller, "CronJob/"); isCron && w.Kind == "Job" {
+			fix = templatePatch("cronjob/"+cron, w.Namespace, keys)
+		}
+		fix += "   # the sidecar then gets the mesh's own resources; or set values the cluster admits (a request no larger than its limit, within the namespace's LimitRange)"
+		if cron, isCron := strings.CutPrefix(w.Controller, "CronJob/"); isCron && w.Kind == "Job" {
+			fix += "\n" + stuckRun(w.Name, cron, w.Namespace)
+		}
+		return ev, mesh, fix, true
 	}
 	// A LimitRange's maximum that no container of the template asks for:
 	// the injected sidecar's default limits do.
@@ -382,13 +396,23 @@ func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment str
 	cron, isCron := strings.CutPrefix(w.Controller, "CronJob/")
 	if isCron && kind == "Job" {
 		kind, name = "CronJob", cron
-		comment += "; its next Jobs get them (job/" + w.Name + " keeps its template: kubectl delete job " + w.Name + " -n " + w.Namespace + ", or run one now: kubectl create job " + cron + "-retry --from=cronjob/" + cron + " -n " + w.Namespace + ")"
 	}
 	change := map[string]*string{}
 	for k, v := range set {
 		change[k] = &v
 	}
-	return injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
+	fix := injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
+	if isCron && w.Kind == "Job" {
+		fix += "\n" + stuckRun(w.Name, cron, w.Namespace)
+	}
+	return fix
+}
+
+// stuckRun is the line that ends a CronJob's Job made from the template
+// before the fix: it keeps that template, and while it runs (its pods
+// refused, it never ends) a Forbid policy holds the next runs back.
+func stuckRun(job, cron, ns string) string {
+	return "kubectl delete job " + job + " -n " + ns + " --ignore-not-found   # made from the old template, it keeps it; cronjob/" + cron + "'s next run gets the change (or run one now: kubectl create job " + cron + "-retry --from=cronjob/" + cron + " -n " + ns + ")"
 }
 
 // meshSideOfRefusal is the other way out of a policy that refuses what the

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,4 +87,30 @@ func templatePatch(owner, ns string, keys []string) string {
 		ops = append(ops, `{"op":"remove","path":"`+base+jsonPointer(k)+`"}`)
 	}
 	return "kubectl patch " + owner + " -n " + ns + " --type=json -p '[" + strings.Join(ops, ",") + "]'"
+}
+
+// limitRequestOver: the apiserver's refusal of a request above the limit
+// of its resource ("…requests: Invalid value: "128Mi": must be less than
+// or equal to memory limit of 64Mi").
+var limitRequestOver = regexp.MustCompile(`must be less than or equal to (cpu|memory) limit`)
+
+// limitsForRequests are, for a refusal of requests above their limits, the
+// sidecar's limit annotations set to its request annotations, for each
+// resource refused whose request the template sets and whose limit it
+// does not (nil when there is none).
+func limitsForRequests(annotations map[string]string, text string) map[string]string {
+	set := map[string]string{}
+	for _, m := range limitRequestOver.FindAllStringSubmatch(text, -1) {
+		req, lim := "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"
+		if m[1] == "memory" {
+			req, lim = "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"
+		}
+		if v := annotations[req]; v != "" && annotations[lim] == "" {
+			set[lim] = v
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return set
 }

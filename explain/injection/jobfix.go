@@ -54,8 +54,10 @@ func templateOwnerOf(w *Workload) (kind, name string) {
 		kind, name = w.Owner.Kind, w.Owner.Name
 	}
 	if kind == "ReplicaSet" {
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			kind, name = "Deployment", name[:i]
+		// A Deployment's ReplicaSet is named <deployment>-<pod-template-hash>
+		// and its pods carry that label; a ReplicaSet of its own does not.
+		if h := w.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(name, "-"+h) {
+			kind, name = "Deployment", strings.TrimSuffix(name, "-"+h)
 		}
 	}
 	return kind, name

@@ -23,6 +23,7 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 	cases := []struct {
 		name, kind, msg string
 		owner           *Owner
+		labels          map[string]string
 		want, not       []string
 	}{
 		{name: "room for a smaller sidecar: a CronJob", kind: "CronJob", msg: mem,
@@ -32,11 +33,13 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 		{name: "no room for a sidecar: raise the quota", kind: "Deployment", msg: full,
 			want: []string{`kubectl patch resourcequota team-quota -n shop --type=merge -p '{"spec":{"hard":{"requests.memory":"136Mi"}}}'   # room for one more pod`},
 			not:  []string{"proxyMemory"}},
-		{name: "limits and requests: the request kept within the new limit", kind: "Pod", owner: &Owner{Kind: "ReplicaSet", Name: "web-6f7d9"}, msg: two,
+		{name: "limits and requests: the request kept within the new limit", kind: "Pod", owner: &Owner{Kind: "ReplicaSet", Name: "web-6f7d9"}, labels: map[string]string{"pod-template-hash": "6f7d9"}, msg: two,
 			want: []string{`"sidecar.istio.io/proxyCPU":"300m"`, `"sidecar.istio.io/proxyCPULimit":"300m"`, "kubectl patch deployment/web -n shop"}},
 		{name: "limits only: Istio's default request kept below the new limit", kind: "Deployment", msg: limitsOnly,
 			want: []string{`{"sidecar.istio.io/proxyCPULimit":"800m","sidecar.istio.io/proxyMemory":"96Mi","sidecar.istio.io/proxyMemoryLimit":"96Mi"}`},
 			not:  []string{`"sidecar.istio.io/proxyCPU":`}},
+		{name: "a ReplicaSet no Deployment owns (no pod-template-hash): itself", kind: "Pod", owner: &Owner{Kind: "ReplicaSet", Name: "web-6f7d9"}, msg: two,
+			want: []string{"kubectl patch replicaset/web-6f7d9 -n shop"}, not: []string{"deployment/web"}},
 		{name: "a bare pod: its manifest", kind: "Pod", msg: mem,
 			want: []string{"set the annotations proxyMemory=48Mi (sidecar.istio.io/…) in the pod's manifest, then re-create it"}},
 		{name: "a count the sidecar does not size (a scoped pods quota): raise it", kind: "StatefulSet", msg: `exceeded quota: sandbox-besteffort-only, requested: pods=1, used: pods=0, limited: pods=0`,
@@ -51,7 +54,7 @@ func TestQuotaFixIsArithmetic(t *testing.T) {
 			if tc.kind != "CronJob" {
 				name = "web-1"
 			}
-			w := &Workload{Kind: tc.kind, Namespace: "shop", Name: name, Spec: app, Owner: tc.owner}
+			w := &Workload{Kind: tc.kind, Namespace: "shop", Name: name, Spec: app, Owner: tc.owner, Labels: tc.labels}
 			fix := quotaFix(w, "the apiserver rejected pod creation: "+tc.msg)
 			for _, s := range tc.want {
 				checked++

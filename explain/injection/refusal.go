@@ -242,6 +242,8 @@ func retryNow(w *Workload) string {
 	switch kind, name := templateOwnerOf(w); kind {
 	case "Deployment", "StatefulSet", "DaemonSet":
 		return "\nsleep 3; kubectl rollout restart " + strings.ToLower(kind) + "/" + name + " -n " + w.Namespace + "   # once the apiserver has the change (policies reload about every second), its controller tries again at once (its own retries back off)"
+	case "ReplicaSet":
+		return "\nsleep 3; kubectl annotate replicaset/" + name + " -n " + w.Namespace + " kubectl-mesh.io/retried-at=\"$(date +%s)\" --overwrite   # a change to it makes its controller try again at once (its own retries back off)"
 	}
 	return ""
 }

@@ -76,6 +76,8 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			msg = istio.LabelInjection + "=enabled is a namespace label: on a pod no webhook reads it (a pod asks with the label " + istio.KeyInject + "=\"true\"); " + whyNot
 		case w.Labels[istio.KeyInject] == "true":
 			msg = "the pod's label " + istio.KeyInject + "=\"true\" is overruled: " + whyNot
+		case w.Labels[istio.LabelRev] != "" && nsLabels[istio.LabelInjection] == "disabled":
+			msg = fmt.Sprintf("the pod's label %s=%q is overruled: %s", istio.LabelRev, w.Labels[istio.LabelRev], whyNot)
 		case nearMiss(w, nsLabels) != "":
 			msg = nearMiss(w, nsLabels)
 		}
@@ -165,7 +167,10 @@ func askedForInjection(w *Workload, nsLabels map[string]string) bool {
 	}
 	_, rev := nsLabels[istio.LabelRev]
 	_, injection := nsLabels[istio.LabelInjection]
-	return rev && !injection || !rev && !injection && w.Labels[istio.LabelRev] != "" || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
+	// The pod's own istio.io/rev asks for its revision; a namespace's
+	// istio-injection=disabled overrules it (no webhook then selects it).
+	podRev := w.Labels[istio.LabelRev] != "" && (!rev || nsLabels[istio.LabelInjection] == "disabled")
+	return rev && !injection || podRev && (!injection || nsLabels[istio.LabelInjection] == "disabled") || w.Annotations[istio.KeyInject] == "true" && w.Labels[istio.KeyInject] == "" ||
 		w.Labels[istio.KeyInject] == "true" || podAsksWithNamespaceKey(w) || nearMiss(w, nsLabels) != ""
 }
 
@@ -239,6 +244,14 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 				fix = fmt.Sprintf("kubectl label namespace %s istio-injection-\n", ns) + fix
 			}
 			return why + "; " + w, fix
+		}
+		if rev := w.Labels[istio.LabelRev]; rev != "" && v == "disabled" {
+			revs, tags := activeRevisions(evals)
+			if slices.Contains(revs, rev) || slices.Contains(tags, rev) {
+				// The pod asks for a revision of its own: without the
+				// blocking label, that revision's object webhook selects it.
+				return why, fmt.Sprintf("kubectl label namespace %s istio-injection-   # a choice: the pod's istio.io/rev=%s then selects its revision (the namespace's other pods are injected only where they ask)", ns, rev)
+			}
 		}
 		return why, fmt.Sprintf("kubectl label namespace %s istio-injection=enabled --overwrite", ns)
 	}
