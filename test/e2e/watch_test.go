@@ -45,7 +45,9 @@ func TestDiagnoseWatch(t *testing.T) {
 	c.InstallMesh(t)
 	bin := meshBinary(t, c)
 	checks := 0
-	defer func() { testreport.Count(t, "diagnose -w: rows printed as a rollout's answers change; %d checks", checks) }()
+	defer func() {
+		testreport.Count(t, "diagnose -w: rows printed as a rollout's answers change; %d checks", checks)
+	}()
 	ns := c.Namespace(t, "kmwatch", map[string]string{"istio-injection": "enabled"})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
