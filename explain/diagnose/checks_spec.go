@@ -76,11 +76,11 @@ func init() {
 		Source:  "istiod's injector, which warns of it at admission",
 		Planted: "a sidecar pod with dnsPolicy: Default",
 		run:     dnsPolicy})
-	register(&Spec{Code: CodeProxyUID, Title: "app runs as the proxy's uid 1337", Stage: CheckCapture, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeProxyUID, Title: "app runs as the proxy's uid 1337", Stage: CheckCapture, Kind: Static, Status: Fail,
 		Istioctl: []string{"IST0144"}, Reads: spec,
-		Means:   "An app container runs as uid 1337, the proxy's: istio-iptables lets that uid's traffic through uncaptured, so the app's outbound traffic bypasses the proxy.",
-		Detects: "The app containers' effective runAsUser (the container's, else the pod's) on a pod in the mesh.",
-		Fixes:   "Run the app as another uid (securityContext.runAsUser).",
+		Means:   "An app container runs as uid 1337, the proxy's: istio-iptables lets that uid's traffic through uncaptured, so the app's outbound traffic bypasses the proxy (no mTLS, no policy): a bypass, so it fails.",
+		Detects: "The app containers' effective runAsUser (the container's, else the pod's: a pod-level runAsUser 1337 is inherited by every container that sets none) on a pod in the mesh.",
+		Fixes:   "Run the app as another uid: a strategic patch of the template setting the container's securityContext.runAsUser (1000, a choice: any uid the image runs as but 0 and 1337); a bare pod re-created from its applied manifest.",
 		Source:  "istioctl analyze IST0144; Istio docs, application requirements (application UIDs)",
 		Planted: "a sidecar pod whose app runs as uid 1337",
 		run:     proxyUID})
@@ -313,8 +313,18 @@ func proxyUID(in *Input) []Finding {
 	}
 	switch {
 	case len(hits) > 0:
-		return []Finding{{Evidence: "container " + quoteList(hits) + " runs as uid " + uid + ", the proxy's: istio-iptables lets that uid's traffic through uncaptured, so its outbound traffic bypasses the proxy",
-			Fix: "set securityContext.runAsUser of container " + quoteList(hits) + " to another uid"}}
+		ev := "container " + quoteList(hits) + " runs as uid " + uid + ", the proxy's"
+		if podUID == uid {
+			ev += " (the pod's securityContext.runAsUser, which it inherits)"
+		}
+		var cs []string
+		for _, h := range hits {
+			cs = append(cs, fmt.Sprintf(`{"name":%q,"securityContext":{"runAsUser":1000}}`, h))
+		}
+		return []Finding{{Evidence: ev + ": istio-iptables lets that uid's traffic through uncaptured, so its outbound traffic bypasses the proxy (no mTLS, no policy)",
+			Mesh: "capture's exemption of the proxy's uid " + uid,
+			Fix: specPatch(p, `{"containers":[`+strings.Join(cs, ",")+`]}`, "set securityContext.runAsUser of container "+quoteList(hits)+" to another uid") +
+				"   # a choice: any uid the image runs as but 0 and the proxy's 1337"}}
 	case podUID == uid:
 		return []Finding{{Status: Info, Evidence: "the pod's securityContext.runAsUser is " + uid + ", the proxy's; every app container overrides it (istioctl analyze reports it all the same)",
 			Fix: "set the pod's securityContext.runAsUser to another uid"}}

@@ -267,7 +267,7 @@ var checkCases = []checkCase{
 	{code: CodeProxyUID, pod: func(p *corev1.Pod) {
 		uid := int64(1337)
 		p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
-	}, status: Warning, evidence: "container app runs as uid 1337"},
+	}, status: Fail, evidence: "container app runs as uid 1337", fix: "runAsUser of container app to another uid"},
 	{code: CodeInboundExcluded, pod: func(p *corev1.Pod) {
 		p.Annotations = map[string]string{"traffic.sidecar.istio.io/excludeInboundPorts": "8080"}
 	}, services: []corev1.Service{svc("web", sport("http", 80, 8080))}, status: Warning, evidence: "port 8080 (Service web port 80) is in traffic.sidecar.istio.io/excludeInboundPorts"},

@@ -227,6 +227,14 @@ func (in *Input) startAnswer() *stageAnswer {
 				a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
 			}
 		}
+		if f := &a.findings[i]; f.Code == CodeJobClassicSidecar {
+			if fix := in.nativeSidecarFix(); fix != "" {
+				f.Fix = fix
+				if a.row.Code == f.Code {
+					a.row.Fix = fix
+				}
+			}
+		}
 	}
 	c := &a.row
 	if s == nil {
