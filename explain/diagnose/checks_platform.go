@@ -405,7 +405,7 @@ func isPlatform(f Finding) bool {
 
 // markUnexplained ends the platform's failures with noMeshCause when no
 // mesh check found anything that would explain them.
-func markUnexplained(d *Diagnosis) {
+func markUnexplained(d *Diagnosis, sidecar bool) {
 	for _, f := range d.Findings {
 		if !isPlatform(f) && (f.Status == Fail || f.Status == Warning) {
 			return
@@ -413,11 +413,17 @@ func markUnexplained(d *Diagnosis) {
 	}
 	for i := range d.Findings {
 		f := &d.Findings[i]
+		say := noMeshCause
+		if sidecar && f.Code == CodePodNotReady {
+			// No check of the mesh found a cause, but the sidecar still
+			// changes what a running app meets: said, not ruled out.
+			say = noMeshCause + ", unless the app minds what the sidecar changes for it: inbound connections reach it from 127.0.0.6 (not the client's address: a source-address allow-list refuses them), and its outbound ones leave through the proxy"
+		}
 		if isPlatform(*f) && f.Status == Fail && !strings.Contains(f.Evidence, noMeshCause) {
-			f.Evidence += "; " + noMeshCause
+			f.Evidence += "; " + say
 			for j := range d.Checks {
 				if d.Checks[j].Code == f.Code && d.Checks[j].Name == f.Stage && !strings.Contains(d.Checks[j].Evidence, noMeshCause) {
-					d.Checks[j].Evidence += "; " + noMeshCause
+					d.Checks[j].Evidence += "; " + say
 				}
 			}
 		}

@@ -201,7 +201,7 @@ func Diagnose(f Facts) *Diagnosis {
 	templateOverride(d, in)
 	explainSymptoms(d, f.NoPod != "")
 	deleteActiveJob(d, f)
-	markUnexplained(d)
+	markUnexplained(d, in.injected())
 	d.Status = d.Worst()
 	seen := map[string]bool{}
 	var incomplete []string

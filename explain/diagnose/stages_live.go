@@ -37,6 +37,11 @@ func (in *Input) connectionsAnswer() *stageAnswer {
 		return in.conns
 	}
 	c := connectionsCheck(in.Facts, in.Target)
+	if c.Code == CodeBypassing && c.Status == Fail && in.Capture != nil {
+		if fix := bypassFix(in.Pod, in.Capture.Connections); fix != "" {
+			c.Fix = fix
+		}
+	}
 	in.conns = &stageAnswer{row: c}
 	if c.Code != "" && c.Status != Pass && c.Status != NotChecked {
 		in.conns.findings = []Finding{{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs}}

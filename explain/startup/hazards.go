@@ -56,14 +56,21 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 			for _, c := range f.Pod.Spec.InitContainers {
 				sidecar[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 			}
+			waiting := false
 			for _, c := range r.InitContainers {
 				// A native sidecar runs on: it never completes, and init
 				// goes past it once it has started.
 				started := sidecar[c.Name] && c.State == "running" && !c.Failing && c.Started != nil && *c.Started
 				if (c.State != "terminated" || c.Failing) && !started {
 					stuck = c.Name
+					// One that waits to be created (its image, its
+					// configuration) is its own failure, said with its reason.
+					waiting = c.State == "waiting" && c.Reason != "" && c.Reason != "PodInitializing" && c.Reason != "ContainerCreating"
 					break
 				}
+			}
+			if waiting && sidecar[stuck] {
+				stuck = ""
 			}
 			msg := fmt.Sprintf("the pod has been initialising for %s; init container %s has not completed", age, stuck)
 			fix := fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck)
@@ -76,7 +83,9 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 					fix = fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy   # why the proxy is not ready (no configuration from istiod?); istioctl proxy-status; check that istiod is reachable from the pod", r.Name, ns)
 				}
 			}
-			add("stuck-in-init", stuck, msg, fix)
+			if stuck != "" {
+				add("stuck-in-init", stuck, msg, fix)
+			}
 		}
 	}
 	if r.Ambient {

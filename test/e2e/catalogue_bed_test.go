@@ -63,6 +63,7 @@ func newCatBed(t *testing.T, c *testcluster.Cluster) *catBed {
 		b.namespaces = append(b.namespaces, b.mapNS)
 	} else {
 		b.notPlanted["KM-INJ-017"] = "this lane's apiserver serves no MutatingAdmissionPolicy (v1, Kubernetes 1.36 and later)"
+		b.notPlanted["KM-CAP-013"] = "this lane's apiserver serves no MutatingAdmissionPolicy (v1, Kubernetes 1.36 and later), which gives istio-proxy another uid after the injector"
 	}
 	b.webhooks()
 	// Ambient mode as TestDiagnose sets it up: istio-cni's ConfigMap of the
@@ -137,7 +138,11 @@ func (b *catBed) faults() []*catFault {
 		out = append(out, &catFault{code: "KM-INJ-017", ns: b.mapNS, name: "opted-out", how: "a MutatingAdmissionPolicy bound to this namespace labels the pods of Deployment opted-out sidecar.istio.io/inject=false: they run without the sidecar their template and namespace ask for",
 			plant: func(ctx context.Context, f *catFault) error {
 				return catOptedOut(ctx, b.t, b.c, f, b.mapNS)
-			}})
+			}},
+			&catFault{code: "KM-CAP-013", ns: b.mapNS, name: "uid-assigned", how: "a MutatingAdmissionPolicy bound to this namespace, reinvoked after the injector, gives the istio-proxy container of Deployment uid-assigned's pods uid 1000680000: istio-init still exempts 1337",
+				plant: func(ctx context.Context, f *catFault) error {
+					return catUIDAssigned(ctx, b.t, b.c, f, b.mapNS)
+				}})
 	}
 	return out
 }
