@@ -286,6 +286,10 @@ func pods(n int32) string {
 }
 
 // resourceRefusal: a controller's message about containers' resources.
+// minRequest is a policy's words for a minimum request: "request at
+// least 20m cpu", "at least 64Mi of memory".
+var minRequest = regexp.MustCompile(`at least (\d+(?:\.\d+)?(?:m|mi|gi|ki)?) (?:of )?(cpu|memory)`)
+
 var resourceRefusal = regexp.MustCompile(`resources\.(requests|limits)|max limit to request ratio|must be less than or equal to|maximum (cpu|memory) usage|minimum (cpu|memory) usage|Insufficient (cpu|memory)`)
 
 // limitRangeMax is a LimitRange's refusal: resource, maximum, limit asked.
@@ -451,6 +455,21 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 	case patchable && (strings.Contains(lower, "restartpolicy") || strings.Contains(lower, "restartable")):
 		return "a classic sidecar instead of a native one (a restartable init container):\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`))
+	case patchable && minRequest.MatchString(lower):
+		// A minimum request: the sidecar's request raised to it (istio-init
+		// is sized alike).
+		m := minRequest.FindStringSubmatch(lower)
+		key := "sidecar.istio.io/proxyCPU"
+		if m[2] == "memory" {
+			key = "sidecar.istio.io/proxyMemory"
+		}
+		q := m[1]
+		if strings.HasSuffix(q, "mi") || strings.HasSuffix(q, "gi") || strings.HasSuffix(q, "ki") {
+			q = q[:len(q)-2] + strings.ToUpper(q[len(q)-2:len(q)-1]) + "i"
+		}
+		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, q)
+		return "the sidecar's request raised to the policy's minimum (istio-init and istio-proxy are sized alike):\n" +
+			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, ann))
 	case patchable && (strings.Contains(lower, "guaranteed") || strings.Contains(lower, "qos")):
 		// The sidecar template sizes istio-init and istio-proxy alike from
 		// these annotations: limits equal to requests make both Guaranteed.

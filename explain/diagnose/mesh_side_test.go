@@ -22,6 +22,8 @@ func TestMeshSideOfRefusal(t *testing.T) {
 		{dep, "denied request: every container must set a seccompProfile", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}}}'`},
 		{cronJob, "denied request: init containers may not set restartPolicy Always", `kubectl patch cronjob/sync -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}}}}}'`},
 		{dep, "denied request: every emptyDir volume must set sizeLimit", "# or, on the mesh's side"},
+		{dep, "denied request: min-cpu-request: every container must request at least 20m CPU", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"20m"}}}}}'`},
+		{dep, "denied request: every container must request at least 64Mi of memory", `"sidecar.istio.io/proxyMemory":"64Mi"`},
 		{lean, "denied request: pods must be QoS Guaranteed (requests equal to limits)", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"10m","sidecar.istio.io/proxyCPULimit":"10m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyMemoryLimit":"128Mi"}}}}}'`},
 	} {
 		if got := meshSideOfRefusal(tc.w, tc.text); !strings.Contains(got, tc.want) {

@@ -450,6 +450,11 @@ func (x *explainer) failedCreates() {
 			if r.RefusedBy.Fix != "" {
 				r.RefusedBy.Fix += retryNow(w)
 			}
+			if optOut := optOutRefused(w, ev.Message); optOut != "" {
+				// The policy refuses the template's own opt-out of the
+				// mesh: the opt-out goes, the policy stays.
+				r.RefusedBy.Fix = optOut + retryNow(w) + "\n# or, keeping the opt-out: " + strings.ReplaceAll(r.RefusedBy.Fix, "\n", "\n# ")
+			}
 		}
 		if by := builtInRefusal(ev.Message); by != "" && kind == "" && x.injecting != nil && r.RefusedBy == nil {
 			// The apiserver's own validation, or a LimitRange: whether it

@@ -286,3 +286,21 @@ func containerCaps(cs []corev1.Container) []string {
 	}
 	return out
 }
+
+// optOutRefused is, for a refusal whose words name the injection key on a
+// template that opts out of the mesh with it (sidecar.istio.io/inject
+// "false"), the change that drops the opt-out; "" otherwise.
+func optOutRefused(w *Workload, msg string) string {
+	if !strings.Contains(msg, istio.KeyInject) && !strings.Contains(msg, "injection") {
+		return ""
+	}
+	switch {
+	case w.Labels[istio.KeyInject] == "false":
+		return setTemplateLabel(w, istio.KeyInject, "") + "   # the policy refuses pods that opt out of the mesh: the template's opt-out goes, and its pods get the sidecar"
+	case w.Annotations[istio.KeyInject] == "false":
+		if fix := removeTemplateAnnotations(w, []string{istio.KeyInject}, "the policy refuses pods that opt out of the mesh: the template's opt-out goes, and its pods get the sidecar"); fix != "" {
+			return fix
+		}
+	}
+	return ""
+}
