@@ -24,6 +24,24 @@ import (
 // with its pod template (WorkloadState.Template).
 type Workload struct {
 	diagnose.WorkloadState
+	// Selector is its pod selector, as kubectl -l takes it ("" when it
+	// has none that says so).
+	Selector string
+	// Held says why a rollout restart does not replace its pods
+	// ("" when it does): an OnDelete update strategy, a partition.
+	Held string
+}
+
+// selectorOf is a label selector as kubectl -l takes it.
+func selectorOf(s *metav1.LabelSelector) string {
+	if s == nil {
+		return ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return ""
+	}
+	return sel.String()
 }
 
 // Workloads lists the Deployments, StatefulSets, DaemonSets and Jobs of
@@ -104,6 +122,8 @@ func ReplicaSetWorkload(r *appsv1.ReplicaSet) Workload {
 		}
 	}
 	w.Since = since(r.CreationTimestamp, times...)
+	w.Selector = selectorOf(r.Spec.Selector)
+	w.Held = "a ReplicaSet replaces a pod only when it is deleted"
 	return w
 }
 
@@ -284,6 +304,13 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 		}
 	}
 	w.Since = since(s.CreationTimestamp, times...)
+	w.Selector = selectorOf(s.Spec.Selector)
+	switch u := s.Spec.UpdateStrategy; {
+	case u.Type == appsv1.OnDeleteStatefulSetStrategyType:
+		w.Held = "its update strategy is OnDelete: a pod is replaced only when it is deleted"
+	case u.RollingUpdate != nil && u.RollingUpdate.Partition != nil && *u.RollingUpdate.Partition > 0:
+		w.Held = fmt.Sprintf("its rolling update has partition %d: pods with a lower ordinal are not replaced", *u.RollingUpdate.Partition)
+	}
 	return w
 }
 
@@ -300,6 +327,10 @@ func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
 		}
 	}
 	w.Since = since(d.CreationTimestamp, times...)
+	w.Selector = selectorOf(d.Spec.Selector)
+	if d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		w.Held = "its update strategy is OnDelete: a pod is replaced only when it is deleted"
+	}
 	return w
 }
 

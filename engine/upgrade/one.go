@@ -299,6 +299,14 @@ func compare(now, after *upgrade.Side) ([]upgrade.Change, int) {
 
 // restart is the command that re-creates a workload's pods.
 func restart(c candidate) string {
+	switch {
+	case c.held != "" && c.selector != "":
+		// A rollout restart replaces none of its pods: they are deleted,
+		// and its controller makes them again from the template.
+		return fmt.Sprintf("kubectl delete pods -n %s -l '%s'   # %s/%s: %s; its controller makes them again", c.namespace, c.selector, strings.ToLower(c.kind), c.name, c.held)
+	case c.kind == "Deployment" && c.paused:
+		return fmt.Sprintf("kubectl rollout resume deployment/%s -n %s && kubectl rollout restart deployment/%s -n %s   # it is paused (a paused Deployment refuses a restart): resumed first; pause it again after, if that was meant", c.name, c.namespace, c.name, c.namespace)
+	}
 	switch c.kind {
 	case "Deployment", "StatefulSet", "DaemonSet":
 		return fmt.Sprintf("kubectl rollout restart %s/%s -n %s", strings.ToLower(c.kind), c.name, c.namespace)

@@ -50,6 +50,11 @@ type candidate struct {
 	// deletesFirst: its rollout deletes an old pod before creating its
 	// replacement.
 	deletesFirst bool
+	// paused: a paused Deployment (a rollout restart is refused); held
+	// says why a rollout restart replaces no pod (OnDelete, a partition,
+	// a ReplicaSet), selector its pods' selector.
+	paused         bool
+	held, selector string
 }
 
 // Plan plans the move of req's workloads to req.To.
@@ -190,7 +195,8 @@ func (e *Engine) candidates(ctx context.Context, ns string, req Request) ([]cand
 		if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && cron != "" {
 			continue // its CronJob's template is planned
 		}
-		c := candidate{kind: w.Kind, namespace: w.Namespace, name: w.Name, template: w.Template, pod: newest[w.Namespace+"/"+w.Kind+"/"+w.Name], deletesFirst: w.DeletesFirst}
+		c := candidate{kind: w.Kind, namespace: w.Namespace, name: w.Name, template: w.Template, pod: newest[w.Namespace+"/"+w.Kind+"/"+w.Name], deletesFirst: w.DeletesFirst,
+			paused: w.Paused, held: wls[i].Held, selector: wls[i].Selector}
 		c.done = w.Kind == "Job" && w.Desired == 0
 		out = append(out, c)
 	}
