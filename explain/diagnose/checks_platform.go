@@ -172,7 +172,13 @@ func imageReason(reason string) bool {
 
 // meshImageFix is the fix of an injected container whose image cannot be
 // had: the annotation that chose it, or the mesh's values.
-func meshImageFix(p *corev1.Pod, container string) string {
+func meshImageFix(p *corev1.Pod, container, injector string) string {
+	if v := variantOver(p, container, injector); v != "" {
+		// The injector's image with a variant none of the pod's
+		// annotations asks for: a ProxyConfig's (or the mesh's) image type.
+		return setTemplateAnnotations(p, map[string]string{"sidecar.istio.io/proxyImageType": "default"}) +
+			"   # the variant " + fmt.Sprintf("%q", v) + " of the mesh's proxy image is not one the nodes can pull; it comes from a ProxyConfig's spec.image.imageType (kubectl get proxyconfigs.networking.istio.io -n " + p.Namespace + ", and in the mesh's root namespace) or meshConfig.defaultConfig.image.imageType: the pod's own annotation wins over both (or remove that setting)"
+	}
 	if _, ok := p.Annotations["sidecar.istio.io/proxyImage"]; ok {
 		return annotationPatch(p, "sidecar.istio.io/proxyImage", "") + "   # the injector then uses the mesh's own proxy image"
 	}
@@ -181,6 +187,26 @@ func meshImageFix(p *corev1.Pod, container string) string {
 	}
 	return "kubectl get pod " + p.Name + " -n " + p.Namespace + ` -o jsonpath='{.spec.containers[*].image}{"\n"}{.spec.initContainers[*].image}'` +
 		"   # the image comes from the injector's values (global.hub, global.tag, global.proxy.image of the revision's istio-sidecar-injector ConfigMap): make it one the nodes can pull"
+}
+
+// variantOver is the image variant (a tag suffix: debug, distroless) of
+// the pod's container over the image the injector sets from its values
+// and the pod's annotations, when the annotations do not ask for one; ""
+// otherwise.
+func variantOver(p *corev1.Pod, container, injector string) string {
+	if injector == "" || p.Annotations["sidecar.istio.io/proxyImageType"] != "" || p.Annotations["sidecar.istio.io/proxyImage"] != "" {
+		return ""
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == container {
+				if v, ok := strings.CutPrefix(c.Image, injector+"-"); ok && v != "" && !strings.ContainsAny(v, "/:@") {
+					return v
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // initPlatform is the init containers' platform findings: an app init
@@ -220,7 +246,7 @@ func (in *Input) initPlatform() []Finding {
 				if rewritten, fix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
 					by, f.Fix = rewritten, fix
 				} else if imageReason(c.Reason) {
-					f.Fix = meshImageFix(p, c.Name)
+					f.Fix = meshImageFix(p, c.Name, in.injectorImage())
 				}
 				f.Evidence += "; " + by
 				f.Mesh = by

@@ -26,8 +26,30 @@ func TestMeshImageFixRemovesTheAnnotationThatChoseIt(t *testing.T) {
 		{map[string]string{"sidecar.istio.io/proxyImage": "x:1"}, `sidecar.istio.io~1proxyImage"}]'`},
 		{nil, "global.hub, global.tag"},
 	} {
-		if got := meshImageFix(pod(tc.ann), "istio-proxy"); !strings.Contains(got, tc.want) {
+		if got := meshImageFix(pod(tc.ann), "istio-proxy", ""); !strings.Contains(got, tc.want) {
 			t.Errorf("%v: fix %q lacks %q", tc.ann, got, tc.want)
 		}
+	}
+}
+
+// A variant of the injector's image that no annotation of the pod asks for
+// (a ProxyConfig's image type) is fixed with the pod's own image type,
+// which istiod puts first.
+func TestImageVariantFromProxyConfig(t *testing.T) {
+	p := pod(func(p *corev1.Pod) {
+		deploymentPod(p)
+		for i := range p.Spec.Containers {
+			if p.Spec.Containers[i].Name == "istio-proxy" {
+				p.Spec.Containers[i].Image = "kmesh.local/istio/proxyv2:1.31-dev-debug"
+			}
+		}
+	})
+	got := meshImageFix(p, "istio-proxy", "kmesh.local/istio/proxyv2:1.31-dev")
+	want := `kubectl patch deployment/web -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyImageType":"default"}}}}}'`
+	if !strings.HasPrefix(got, want) || !strings.Contains(got, `the variant "debug"`) {
+		t.Errorf("%s", got)
+	}
+	if got := meshImageFix(p, "istio-proxy", "kmesh.local/istio/proxyv2:1.31-dev-debug"); strings.Contains(got, "proxyImageType") {
+		t.Errorf("the injector's own image: %s", got)
 	}
 }

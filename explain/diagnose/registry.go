@@ -293,3 +293,12 @@ func specPatch(p *corev1.Pod, patch, what string) string {
 	}
 	return "kubectl patch " + owner + " -n " + p.Namespace + ` -p '{"spec":{"template":{"spec":` + patch + `}}}'`
 }
+
+// injectorImage is the proxy image the injector sets for the pod (its
+// revision's values and the pod's annotations), "" when not known.
+func (in *Input) injectorImage() string {
+	if in.Injection == nil {
+		return ""
+	}
+	return in.Injection.InjectorImage
+}

@@ -347,7 +347,7 @@ func containerTrouble(in *Input, s *startup.StartupReport, p *corev1.Pod, target
 				if rewritten, rfix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
 					by, own = rewritten, rfix
 				} else if imageReason(c.Reason) {
-					own = meshImageFix(p, c.Name)
+					own = meshImageFix(p, c.Name, in.injectorImage())
 				}
 				f.Evidence += "; " + by
 				f.Mesh = by
