@@ -54,6 +54,16 @@ func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, tar
 		if !nowMeshed {
 			return w, false
 		}
+		if target != "" && c.pod != nil {
+			// What it becomes is unknown, but its namespace moves all the
+			// same: re-created, it is admitted under the namespace's labels.
+			nsLabels := map[string]string{}
+			if n := facts.Namespaces[c.namespace]; n != nil {
+				maps.Copy(nsLabels, n.Labels)
+			}
+			move(c, target, nsLabels, maps.Clone(c.pod.Labels), relabels)
+			delete(relabels, strings.ToLower(c.kind)+"/"+c.namespace+"/"+c.name) // a live pod's labels move nothing
+		}
 		w.AfterUnknown = "a bare pod: the manifest it was created from is not kept (it was not applied with kubectl apply), and the live pod carries what the injector added"
 		w.Starts, w.Selected = upgrade.StartsUnknown, "unknown"
 		return w, true
