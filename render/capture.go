@@ -83,55 +83,7 @@ func Capture(p *Printer, rep *capture.CaptureReport) {
 		if i > 0 {
 			fmt.Fprintln(p.Out)
 		}
-		backend := d.Backend
-		if backend == "" {
-			backend = "backend not stated"
-		}
-		fmt.Fprintf(p.Out, "%s (%s, %d rules)\n", p.Bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), Escape(backend), d.RuleCount())
-		// A dump without counters (iptables -S, iptables-save without -c)
-		// shows none rather than zeros.
-		counted := false
-		for _, t := range d.Tables {
-			for _, c := range t.Chains {
-				for _, r := range c.Rules {
-					counted = counted || r.HasCounters
-				}
-			}
-		}
-		// A native nftables ruleset is shown with its own names.
-		names := d.NativeNames()
-		for _, t := range d.Tables {
-			if tableEmpty(t) {
-				continue
-			}
-			tname := t.Name
-			if t.Native != "" {
-				tname = t.Native
-			}
-			fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+Escape(tname)))
-			printed := map[string]bool{}
-			for _, c := range t.Chains {
-				if c.Policy == "" || len(c.Rules) == 0 {
-					continue
-				}
-				policy := c.Policy
-				if c.Native != "" {
-					policy = strings.ToLower(policy) // nft's own word
-				}
-				head := fmt.Sprintf("%s (policy %s)", Escape(chainName(c)), Escape(policy))
-				if counted {
-					head += " " + counters(c.Packets, c.Bytes)
-				}
-				p.Para("  ", head)
-				printRules(p, t, c, "    ", printed, 0, names)
-			}
-			for _, c := range t.Chains {
-				if c.Policy == "" && !printed[c.Name] {
-					p.Para("  ", Escape(chainName(c))+" (not jumped to from a built-in chain)")
-					printRules(p, t, c, "    ", printed, 0, names)
-				}
-			}
-		}
+		printRuleset(p, d)
 	}
 	if drifted {
 		fmt.Fprintln(p.Out)
@@ -255,4 +207,59 @@ func FlowText(c capture.Connection) string {
 		s += fmt.Sprintf(" (uid %d)", *c.UID)
 	}
 	return s
+}
+
+// printRuleset prints one dump: its tables, each built-in chain's rules
+// with what they mean and the user chains they jump to, nested; a native
+// nftables ruleset under its own names.
+func printRuleset(p *Printer, d *capture.Ruleset) {
+	backend := d.Backend
+	if backend == "" {
+		backend = "backend not stated"
+	}
+	fmt.Fprintf(p.Out, "%s (%s, %d rules)\n", p.Bold(map[string]string{"ipv4": "IPv4 rules", "ipv6": "IPv6 rules"}[d.Family]), Escape(backend), d.RuleCount())
+	// A dump without counters (iptables -S, iptables-save without -c)
+	// shows none rather than zeros.
+	counted := false
+	for _, t := range d.Tables {
+		for _, c := range t.Chains {
+			for _, r := range c.Rules {
+				counted = counted || r.HasCounters
+			}
+		}
+	}
+	// A native nftables ruleset is shown with its own names.
+	names := d.NativeNames()
+	for _, t := range d.Tables {
+		if tableEmpty(t) {
+			continue
+		}
+		tname := t.Name
+		if t.Native != "" {
+			tname = t.Native
+		}
+		fmt.Fprintf(p.Out, "\n%s\n", p.Bold("table "+Escape(tname)))
+		printed := map[string]bool{}
+		for _, c := range t.Chains {
+			if c.Policy == "" || len(c.Rules) == 0 {
+				continue
+			}
+			policy := c.Policy
+			if c.Native != "" {
+				policy = strings.ToLower(policy) // nft's own word
+			}
+			head := fmt.Sprintf("%s (policy %s)", Escape(chainName(c)), Escape(policy))
+			if counted {
+				head += " " + counters(c.Packets, c.Bytes)
+			}
+			p.Para("  ", head)
+			printRules(p, t, c, "    ", printed, 0, names)
+		}
+		for _, c := range t.Chains {
+			if c.Policy == "" && !printed[c.Name] {
+				p.Para("  ", Escape(chainName(c))+" (not jumped to from a built-in chain)")
+				printRules(p, t, c, "    ", printed, 0, names)
+			}
+		}
+	}
 }

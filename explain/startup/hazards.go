@@ -46,48 +46,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 		logs := fmt.Sprintf("kubectl logs %s -n %s -c %s", r.Name, ns, c.Name) + PreviousFlag(c)
 		add("container-failing", c.Name, msg, logs+"   # the failed run's log says why it exited")
 	}
-	// A pod on no node has started nothing: it waits for the scheduler, not
-	// for its init containers.
-	if r.Phase == string(corev1.PodPending) && r.InitResult != "completed" && r.InitResult != "none" && f.Pod.Spec.NodeName != "" {
-		age := f.Now.Sub(r.CreatedAt).Round(time.Second)
-		if age > time.Minute || r.InitResult == "failed" || r.InitResult == "crash-looping" {
-			stuck := ""
-			sidecar := map[string]bool{}
-			for _, c := range f.Pod.Spec.InitContainers {
-				sidecar[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-			}
-			waiting := false
-			for _, c := range r.InitContainers {
-				// A native sidecar runs on: it never completes, and init
-				// goes past it once it has started.
-				started := sidecar[c.Name] && c.State == "running" && !c.Failing && c.Started != nil && *c.Started
-				if (c.State != "terminated" || c.Failing) && !started {
-					stuck = c.Name
-					// One that waits to be created (its image, its
-					// configuration) is its own failure, said with its reason.
-					waiting = c.State == "waiting" && c.Reason != "" && c.Reason != "PodInitializing" && c.Reason != "ContainerCreating"
-					break
-				}
-			}
-			if waiting && sidecar[stuck] {
-				stuck = ""
-			}
-			msg := fmt.Sprintf("the pod has been initialising for %s; init container %s has not completed", age, stuck)
-			fix := fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck)
-			if sidecar[stuck] {
-				// A native sidecar never completes: what holds the pod is
-				// that it has not started (its startup probe has not passed).
-				msg = fmt.Sprintf("the pod has been initialising for %s: native sidecar %s runs but has not passed its startup probe, and nothing after it starts", age, stuck)
-				if stuck == istio.ProxyContainer {
-					msg += " (istio-proxy is not ready: it has no configuration from istiod yet, or istiod is unreachable)"
-					fix = fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy   # why the proxy is not ready (no configuration from istiod?); istioctl proxy-status; check that istiod is reachable from the pod", r.Name, ns)
-				}
-			}
-			if stuck != "" {
-				add("stuck-in-init", stuck, msg, fix)
-			}
-		}
-	}
+	stuckInInit(r, f, ns, add)
 	if r.Ambient {
 		ambientHazards(r, f, add)
 	}
@@ -387,4 +346,53 @@ func runsOnce(f StartupFacts) string {
 		return "this pod (restartPolicy " + string(p.Spec.RestartPolicy) + ": it runs once)"
 	}
 	return ""
+}
+
+// stuckInInit is a pod on a node held in its init containers for over a
+// minute (or by one that failed): the one it waits on, a native sidecar
+// that has not passed its startup probe told apart; one that waits to be
+// created (its image, its configuration) is its own failure, not this.
+func stuckInInit(r *StartupReport, f StartupFacts, ns string, add func(id, container, msg, fix string)) {
+	// A pod on no node has started nothing: it waits for the scheduler, not
+	// for its init containers.
+	if r.Phase == string(corev1.PodPending) && r.InitResult != "completed" && r.InitResult != "none" && f.Pod.Spec.NodeName != "" {
+		age := f.Now.Sub(r.CreatedAt).Round(time.Second)
+		if age > time.Minute || r.InitResult == "failed" || r.InitResult == "crash-looping" {
+			stuck := ""
+			sidecar := map[string]bool{}
+			for _, c := range f.Pod.Spec.InitContainers {
+				sidecar[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+			}
+			waiting := false
+			for _, c := range r.InitContainers {
+				// A native sidecar runs on: it never completes, and init
+				// goes past it once it has started.
+				started := sidecar[c.Name] && c.State == "running" && !c.Failing && c.Started != nil && *c.Started
+				if (c.State != "terminated" || c.Failing) && !started {
+					stuck = c.Name
+					// One that waits to be created (its image, its
+					// configuration) is its own failure, said with its reason.
+					waiting = c.State == "waiting" && c.Reason != "" && c.Reason != "PodInitializing" && c.Reason != "ContainerCreating"
+					break
+				}
+			}
+			if waiting && sidecar[stuck] {
+				stuck = ""
+			}
+			msg := fmt.Sprintf("the pod has been initialising for %s; init container %s has not completed", age, stuck)
+			fix := fmt.Sprintf("kubectl describe pod %s -n %s; kubectl logs %s -n %s -c %s", r.Name, ns, r.Name, ns, stuck)
+			if sidecar[stuck] {
+				// A native sidecar never completes: what holds the pod is
+				// that it has not started (its startup probe has not passed).
+				msg = fmt.Sprintf("the pod has been initialising for %s: native sidecar %s runs but has not passed its startup probe, and nothing after it starts", age, stuck)
+				if stuck == istio.ProxyContainer {
+					msg += " (istio-proxy is not ready: it has no configuration from istiod yet, or istiod is unreachable)"
+					fix = fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy   # why the proxy is not ready (no configuration from istiod?); istioctl proxy-status; check that istiod is reachable from the pod", r.Name, ns)
+				}
+			}
+			if stuck != "" {
+				add("stuck-in-init", stuck, msg, fix)
+			}
+		}
+	}
 }

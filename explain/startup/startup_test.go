@@ -188,18 +188,6 @@ func TestStartup(t *testing.T) {
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), running("istio-proxy", 3, false)}, phase: corev1.PodPending},
 			events:  []corev1.Event{unhealthy("istio-proxy", 400, "Startup")},
 			hazards: "stuck-in-init@istio-proxy proxy-not-ready@istio-proxy", init: "running"},
-		{name: "native proxy waiting for its image: its own failure, not a proxy that is not ready",
-			pod: podShape{inits: []corev1.Container{c("istio-init"), nativeProxy()}, containers: []corev1.Container{c("app")},
-				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), {Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}},
-				phase: corev1.PodPending},
-			init: "running",
-			check: func(t *testing.T, r *StartupReport) {
-				for _, h := range r.Hazards {
-					if h.ID == "stuck-in-init" {
-						t.Errorf("a proxy waiting for its image is said to be stuck unready: %+v", h)
-					}
-				}
-			}},
 		{name: "no mesh container",
 			pod:  podShape{containers: []corev1.Container{c("web")}, st: []corev1.ContainerStatus{running("web", 2, true)}},
 			init: "none", order: "web",
@@ -539,4 +527,19 @@ func TestRecoveredRestart(t *testing.T) {
 		t.Errorf("a Job's retried container: recovered %v failing %v hazards %q notes %q", r.Containers[0].Recovered, r.Containers[0].Failing, hazardIDs(r), r.Notes)
 	}
 	t.Logf("%d restarted containers checked", len(cases)+1)
+}
+
+// A native proxy waiting for its image (or anything it waits on to be
+// created) is its own failure, said with its reason: never a proxy that
+// runs and has not passed its startup probe.
+func TestNativeProxyWaitingIsNotStuckUnready(t *testing.T) {
+	p := shape(podShape{inits: []corev1.Container{c("istio-init"), nativeProxy()}, containers: []corev1.Container{c("app")},
+		initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), {Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}},
+		phase: corev1.PodPending})
+	r := AnalyzeStartup(StartupFacts{Pod: p, Now: t0.Add(3 * time.Minute)})
+	for _, h := range r.Hazards {
+		if h.ID == "stuck-in-init" {
+			t.Errorf("a proxy waiting for its image is said to be stuck unready: %+v", h)
+		}
+	}
 }
