@@ -29,25 +29,8 @@ func catServes(c *testcluster.Cluster, groupVersion, resource string) bool {
 // binding are deleted at the end.
 func catOptedOut(ctx context.Context, t *testing.T, c *testcluster.Cluster, f *catFault, ns string) error {
 	name := "cat-opt-out-" + f.name
-	policy, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"matchConstraints":   map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []string{""}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE"}, "resources": []string{"pods"}}}},
-			"matchConditions":    []any{map[string]any{"name": "this-app", "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels && object.metadata.labels['app'] == '" + f.name + "'"}},
-			"reinvocationPolicy": "Never", "failurePolicy": "Fail",
-			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]any{
-				"expression": `Object{metadata: Object.metadata{labels: {"sidecar.istio.io/inject": "false"}}}`}}},
-		}})
-	binding, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"policyName": name, "matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]string{"kubernetes.io/metadata.name": ns}}}}})
-	for _, kind := range []string{"mutatingadmissionpolicybinding", "mutatingadmissionpolicy"} {
-		t.Cleanup(func() {
-			_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
-		})
-	}
-	for _, m := range [][]byte{policy, binding} {
-		if err := c.ApplyManifest(ctx, "", m); err != nil {
-			return err
-		}
+	if err := catBindMAP(ctx, t, c, name, ns, f.name, "Never", `Object{metadata: Object.metadata{labels: {"sidecar.istio.io/inject": "false"}}}`); err != nil {
+		return err
 	}
 	// The apiserver reloads its admission policies about every second: the
 	// Deployment waits until a pod created now is labelled.
@@ -84,24 +67,8 @@ func catUIDAssigned(ctx context.Context, t *testing.T, c *testcluster.Cluster, f
 	set := `.filter(c, c.name == "istio-proxy").map(c, %s{name: c.name, securityContext: %s.securityContext{runAsUser: 1000680000}})`
 	expr := `Object{spec: Object.spec{initContainers: object.spec.?initContainers.orValue([])` + fmt.Sprintf(set, "Object.spec.initContainers", "Object.spec.initContainers") +
 		`, containers: object.spec.containers` + fmt.Sprintf(set, "Object.spec.containers", "Object.spec.containers") + `}}`
-	policy, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"matchConstraints":   map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []string{""}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE"}, "resources": []string{"pods"}}}},
-			"matchConditions":    []any{map[string]any{"name": "this-app", "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels && object.metadata.labels['app'] == '" + f.name + "'"}},
-			"reinvocationPolicy": "IfNeeded", "failurePolicy": "Fail",
-			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]any{"expression": expr}}},
-		}})
-	binding, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"policyName": name, "matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]string{"kubernetes.io/metadata.name": ns}}}}})
-	for _, kind := range []string{"mutatingadmissionpolicybinding", "mutatingadmissionpolicy"} {
-		t.Cleanup(func() {
-			_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
-		})
-	}
-	for _, m := range [][]byte{policy, binding} {
-		if err := c.ApplyManifest(ctx, "", m); err != nil {
-			return err
-		}
+	if err := catBindMAP(ctx, t, c, name, ns, f.name, "IfNeeded", expr); err != nil {
+		return err
 	}
 	proxyUID := func(p *corev1.Pod) int64 {
 		for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -134,4 +101,30 @@ func catUIDAssigned(ctx context.Context, t *testing.T, c *testcluster.Cluster, f
 	f.pod, f.state = pod, "istio-proxy running as uid 1000680000, istio-init exempting 1337"
 	_, err = catWaitPod(ctx, c, ns, pod, "its istio-proxy given uid 1000680000", func(p *corev1.Pod) bool { return proxyUID(p) == 1000680000 })
 	return err
+}
+
+// catBindMAP creates a MutatingAdmissionPolicy (failurePolicy Fail) on pod
+// creation, for the pods labelled app=app only, with one ApplyConfiguration
+// mutation, bound to namespace ns; both are deleted at the end.
+func catBindMAP(ctx context.Context, t *testing.T, c *testcluster.Cluster, name, ns, app, reinvocation, expression string) error {
+	policy, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"matchConstraints":   map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []string{""}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE"}, "resources": []string{"pods"}}}},
+			"matchConditions":    []any{map[string]any{"name": "this-app", "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels && object.metadata.labels['app'] == '" + app + "'"}},
+			"reinvocationPolicy": reinvocation, "failurePolicy": "Fail",
+			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]any{"expression": expression}}},
+		}})
+	binding, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"policyName": name, "matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]string{"kubernetes.io/metadata.name": ns}}}}})
+	for _, kind := range []string{"mutatingadmissionpolicybinding", "mutatingadmissionpolicy"} {
+		t.Cleanup(func() {
+			_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
+		})
+	}
+	for _, m := range [][]byte{policy, binding} {
+		if err := c.ApplyManifest(ctx, "", m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

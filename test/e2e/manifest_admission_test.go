@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
@@ -26,35 +24,10 @@ import (
 // set it.
 func termPolicy(ctx context.Context, t *testing.T, c *testcluster.Cluster, name, ns string) error {
 	t.Helper()
-	fail := admissionv1.Fail
-	pol := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
-				Operations: []admissionv1.OperationType{admissionv1.Create},
-				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
-			Validations: []admissionv1.Validation{{
-				Expression: `object.spec.containers.all(c, has(c.terminationMessagePolicy) && c.terminationMessagePolicy == "FallbackToLogsOnError") && (!has(object.spec.initContainers) || object.spec.initContainers.all(c, has(c.terminationMessagePolicy) && c.terminationMessagePolicy == "FallbackToLogsOnError"))`,
-				Message:    "every container must set terminationMessagePolicy: FallbackToLogsOnError"}}}}
-	if _, err := c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	t.Cleanup(func() {
-		_ = c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	b := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
-	if _, err := c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	t.Cleanup(func() {
-		_ = c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	probe := appPod("vap-probe", map[string]string{"sidecar.istio.io/inject": "false"}, nil)
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
-	})
+	return bindPodPolicy(ctx, t, c, name, ns,
+		`object.spec.containers.all(c, has(c.terminationMessagePolicy) && c.terminationMessagePolicy == "FallbackToLogsOnError") && (!has(object.spec.initContainers) || object.spec.initContainers.all(c, has(c.terminationMessagePolicy) && c.terminationMessagePolicy == "FallbackToLogsOnError"))`,
+		"every container must set terminationMessagePolicy: FallbackToLogsOnError",
+		appPod("vap-probe", map[string]string{"sidecar.istio.io/inject": "false"}, nil))
 }
 
 // manifestWorker is a Deployment manifest whose own container complies
