@@ -105,7 +105,7 @@ func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, tar
 		proofs[key] = pr
 	}
 	w.ProvedBy = pr.provedBy
-	decide(&w, pr, c)
+	decide(&w, pr, c, facts)
 	return w, true
 }
 
@@ -230,7 +230,7 @@ func clientConfig(f *injection.ClusterFacts, webhook string) (admissionregistrat
 }
 
 // decide fills after, the changes and whether it starts from the proof.
-func decide(w *upgrade.Workload, pr *proof, c candidate) {
+func decide(w *upgrade.Workload, pr *proof, c candidate, facts *injection.ClusterFacts) {
 	switch {
 	case pr.unknown != "":
 		w.AfterUnknown, w.Starts = pr.unknown, upgrade.StartsUnknown
@@ -266,6 +266,21 @@ func decide(w *upgrade.Workload, pr *proof, c candidate) {
 			} else if fix := diagnose.MeshSideOfPolicy(ws, pr.refused); fix != "" {
 				why, cmd, _ := strings.Cut(fix, "\n")
 				f.Mesh, f.Fix = "what the target's injector adds", cmd+"   # keeping the policy: "+strings.TrimSuffix(why, ":")
+			}
+			// The policy or webhook that refused it, and the exemption of
+			// its namespace: the fix, or the other way out.
+			var nsLabels map[string]string
+			if n := facts.Namespaces[c.namespace]; n != nil {
+				nsLabels = n.Labels
+			}
+			iw.Labels = c.template.Labels
+			if by, exempt := injection.PolicyExemption(facts, iw, nsLabels, pr.refused); exempt != "" {
+				f.Evidence += "; refused by " + by
+				if f.Fix == "" {
+					f.Fix = exempt + "   # then the restart below"
+				} else {
+					f.Fix += "\n# or: " + exempt
+				}
 			}
 		}
 		w.Findings = append(w.Findings, f)

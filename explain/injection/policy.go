@@ -304,3 +304,22 @@ func optOutRefused(w *Workload, msg string) string {
 	}
 	return ""
 }
+
+// PolicyExemption names what refused a pod (a ValidatingAdmissionPolicy
+// and binding the message names, or a validating webhook whose rules and
+// selectors match the pod) and the patch that exempts the pod's namespace
+// from it; fix is "" when no single object can be patched.
+func PolicyExemption(f *ClusterFacts, w *Workload, nsLabels map[string]string, msg string) (by, fix string) {
+	labels := map[string]string{"kubernetes.io/metadata.name": w.Namespace}
+	for k, v := range nsLabels {
+		labels[k] = v
+	}
+	pr, ok := refusalBy(f, w, labels, msg)
+	if !ok {
+		return "", ""
+	}
+	if pr.exempt == "" {
+		return pr.by, ""
+	}
+	return pr.by, pr.exempt + "   # exempts namespace " + w.Namespace + " from " + pr.by
+}
