@@ -17,8 +17,8 @@ const InjectLabel = "sidecar.istio.io/inject"
 func init() {
 	register(&Spec{Code: CodeInjectLabelOnWorkload, Title: "inject label on the workload, not its pod template", Stage: CheckInjection, Kind: Static, Status: Warning,
 		Reads:   []Fact{FactPod, FactOwner},
-		Means:   "sidecar.istio.io/inject is set on a Deployment's, StatefulSet's, DaemonSet's, Job's or CronJob's own metadata.labels: the injection webhooks select pods by their labels, which come from the pod template, so no pod of it is ever injected.",
-		Detects: "The labels of the workload that made the pod (a ReplicaSet's Deployment, a Job's CronJob: its jobTemplate's labels reach the Job) have sidecar.istio.io/inject (not \"false\"), the pod's own labels do not, and the pod has no sidecar and is not in ambient mode.",
+		Means:   "sidecar.istio.io/inject (or istio.io/rev) is set on a Deployment's, StatefulSet's, DaemonSet's, Job's or CronJob's own metadata.labels: the injection webhooks select pods by their labels, which come from the pod template, so no pod of it is ever injected (or injected by that revision).",
+		Detects: "The labels of the workload that made the pod (a ReplicaSet's Deployment, a Job's CronJob: its jobTemplate's labels reach the Job) have sidecar.istio.io/inject (not \"false\") or istio.io/rev, the pod's own labels do not, and the pod has no sidecar and is not in ambient mode.",
 		Fixes:   "kubectl patch the workload: the same label, with the same value, in its pod template (spec.template.metadata.labels; a CronJob's spec.jobTemplate.spec.template): the rollout re-creates its pods, and a webhook that selects the label (the default revision's object selector) injects them. A Job's template cannot be changed: its CronJob, or a new Job.",
 		Source:  "istio/istio issues and questions on sidecar.istio.io/inject put on the Deployment's labels instead of the template's",
 		Planted: "a Deployment labelled sidecar.istio.io/inject=true on its own metadata, its template not, in a namespace with no injection label",
@@ -30,18 +30,25 @@ func InjectLabelOnWorkload(in *Input) []Finding {
 	if p == nil || o == nil || in.injected() || in.Injection != nil && in.Injection.Ambient {
 		return nil
 	}
-	v, ok := o.Labels[InjectLabel]
-	if !ok || v == "false" {
-		return nil
+	// The label that asks for a sidecar (or, istio.io/rev, for a
+	// revision's), on the workload and not on its pods.
+	key, v := "", ""
+	for _, k := range []string{InjectLabel, "istio.io/rev"} {
+		val, ok := o.Labels[k]
+		if _, set := p.Labels[k]; !ok || set || k == InjectLabel && val == "false" || val == "" {
+			continue
+		}
+		key, v = k, val
+		break
 	}
-	if _, set := p.Labels[InjectLabel]; set {
+	if key == "" {
 		return nil
 	}
 	kind, name := strings.ToLower(o.Kind), o.Name
-	where := fmt.Sprintf("%s/%s has %s=%s on its own metadata.labels", kind, name, InjectLabel, v)
+	where := fmt.Sprintf("%s/%s has %s=%s on its own metadata.labels", kind, name, key, v)
 	ev := where + "; its pod template (and so pod " + p.Name + ") does not: the injection webhooks read the pod's labels, so none of its pods gets a sidecar"
 	patch := func(path string) string {
-		return fmt.Sprintf(`--type merge -p '{"spec":%s}'`, strings.Replace(path, "LABELS", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, InjectLabel, v), 1))
+		return fmt.Sprintf(`--type merge -p '{"spec":%s}'`, strings.Replace(path, "LABELS", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, v), 1))
 	}
 	tmpl := patch(`{"template":LABELS}`)
 	f := Finding{Status: Warning, Evidence: ev, Mesh: where}
@@ -50,11 +57,11 @@ func InjectLabelOnWorkload(in *Input) []Finding {
 		f.Fix = fmt.Sprintf("kubectl patch cronjob %s -n %s %s   # its next Jobs' pods carry the label", name, o.Namespace, patch(`{"jobTemplate":{"spec":{"template":LABELS}}}`))
 	case o.Kind == "Job" && isCron:
 		// The label reached the Job from its CronJob's jobTemplate.metadata.
-		f.Evidence = fmt.Sprintf("job/%s (made by cronjob/%s: its jobTemplate.metadata.labels) has %s=%s on its own metadata.labels; ", name, cron, InjectLabel, v) +
+		f.Evidence = fmt.Sprintf("job/%s (made by cronjob/%s: its jobTemplate.metadata.labels) has %s=%s on its own metadata.labels; ", name, cron, key, v) +
 			"its pod template (and so pod " + p.Name + ") does not: the injection webhooks read the pod's labels, so none of its pods gets a sidecar"
 		f.Fix = fmt.Sprintf("kubectl patch cronjob %s -n %s %s   # its next Jobs' pods carry the label", cron, o.Namespace, patch(`{"jobTemplate":{"spec":{"template":LABELS}}}`))
 	case o.Kind == "Job":
-		f.Fix = injection.RecreateJob(name, o.Namespace, nil, map[string]*string{InjectLabel: &v}) + ", the label on its pods"
+		f.Fix = injection.RecreateJob(name, o.Namespace, nil, map[string]*string{key: &v}) + ", the label on its pods"
 	default:
 		f.Fix = fmt.Sprintf("kubectl patch %s %s -n %s %s   # the rollout re-creates its pods with the label", kind, name, o.Namespace, tmpl)
 	}

@@ -61,6 +61,8 @@ func TestInjectLabelOnWorkload(t *testing.T) {
 		}},
 		{name: "false", owner: labelled("Deployment", "web", "false", "")},
 		{name: "no label", owner: &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"}}},
+		{name: "istio.io/rev on a StatefulSet's own labels", owner: &WorkloadState{Kind: "StatefulSet", Namespace: "shop", Name: "db", Labels: map[string]string{"app": "db", "istio.io/rev": "canary"}},
+			evidence: "statefulset/db has istio.io/rev=canary", fix: `kubectl patch statefulset db -n shop --type merge -p '{"spec":{"template":{"metadata":{"labels":{"istio.io/rev":"canary"}}}}}'`},
 		{name: "owner unread"},
 		{name: "ambient", owner: labelled("Deployment", "web", "true", ""), inj: func(r *injection.InjectionReport) { notExpected(r); r.Ambient = true }},
 	}
