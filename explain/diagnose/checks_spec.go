@@ -38,9 +38,9 @@ func init() {
 		run:     imageAuto})
 	register(&Spec{Code: CodeUnknownAnnotation, Title: "Istio annotation unknown or misplaced", Stage: CheckInjection, Kind: Static, Status: Warning,
 		Istioctl: []string{"IST0108", "IST0107"}, Reads: spec,
-		Means:   "An annotation in an Istio domain that Istio does not know (a typo), or one that belongs on another kind of resource: it has no effect.",
-		Detects: "The pod's annotations against Istio's own table of annotations (generated from istio.io/api), with the closest known name.",
-		Fixes:   "Rename it in the pod template to the name Istio knows, or move it where it belongs.",
+		Means:   "An annotation in an Istio domain that Istio does not know (a typo), or one that belongs on another kind of resource: it has no effect. A label in sidecar.istio.io/ other than sidecar.istio.io/inject (sidecar.istio.io/injected) on a pod without a sidecar: no webhook selects by it.",
+		Detects: "The pod's annotations against Istio's own table of annotations (generated from istio.io/api), with the closest known name; the labels of a pod with no sidecar in sidecar.istio.io/ but the one the webhooks select on.",
+		Fixes:   "Rename it in the pod template to the name Istio knows, or move it where it belongs; for the label, set sidecar.istio.io/inject with the value meant in the template.",
 		Source:  "istioctl analyze IST0108 UnknownAnnotation, IST0107 MisplacedAnnotation",
 		Planted: "a pod annotated traffic.sidecar.istio.io/excludeOutboundPort (no s)",
 		run:     unknownAnnotations})
@@ -169,6 +169,37 @@ func unknownAnnotations(in *Input) []Finding {
 			out = append(out, Finding{Evidence: "annotation " + k + " belongs on " + quoteList(a.Resources) + ", not on a pod: it has no effect here",
 				Fix: "move the annotation " + k + " to the " + quoteList(a.Resources) + " it is meant for"})
 		}
+	}
+	return append(out, unknownInjectLabels(in)...)
+}
+
+// unknownInjectLabels: a pod label in sidecar.istio.io/ other than
+// sidecar.istio.io/inject, the only one Istio's webhooks select on (a
+// misspelt key: sidecar.istio.io/injected), on a pod with no sidecar. Its
+// fix sets the label meant, with the same value, in the pod's template.
+func unknownInjectLabels(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || in.injected() {
+		return nil
+	}
+	var out []Finding
+	var keys []string
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "sidecar.istio.io/") || k == istio.KeyInject {
+			continue
+		}
+		if _, set := p.Labels[istio.KeyInject]; set {
+			continue
+		}
+		v := p.Labels[k]
+		out = append(out, Finding{Status: Warning,
+			Evidence: fmt.Sprintf("label %s=%q is not one Istio knows (did you mean %s?): no webhook selects the pod by it, and it has no sidecar", k, v, istio.KeyInject),
+			Mesh:     "label " + k,
+			Fix:      specFixLabel(p, templateOwner(p), istio.KeyInject, v) + "   # the label the webhooks select on, with the value meant (the misspelt one can go)"})
 	}
 	return out
 }
