@@ -535,7 +535,7 @@ func TestRecoveredRestart(t *testing.T) {
 func TestNativeProxyWaitingIsNotStuckUnready(t *testing.T) {
 	p := shape(podShape{inits: []corev1.Container{c("istio-init"), nativeProxy()}, containers: []corev1.Container{c("app")},
 		initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, ""), {Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}},
-		phase: corev1.PodPending})
+		phase:  corev1.PodPending})
 	r := AnalyzeStartup(StartupFacts{Pod: p, Now: t0.Add(3 * time.Minute)})
 	for _, h := range r.Hazards {
 		if h.ID == "stuck-in-init" {
