@@ -423,6 +423,16 @@ func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) (
 	if len(reports) == 0 {
 		return nil, &engine.InputError{Err: fmt.Errorf("%s: no pod or workload with a pod template found (%d other objects)", strings.Join(e.Filenames, ", "), skipped)}
 	}
+	for _, r := range reports {
+		// What its admission meets could not all be read: the answer is
+		// incomplete, and says which read would settle it.
+		if r.UnverifiedAdmissionUnknown != "" {
+			if facts.Unknown == nil {
+				facts.Unknown = map[string]string{}
+			}
+			facts.Unknown["validating admission"] = r.UnverifiedAdmissionUnknown
+		}
+	}
 	return reports, nil
 }
 

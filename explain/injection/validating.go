@@ -11,7 +11,8 @@ import (
 // manifest's pods and that the model does not evaluate: the validating
 // webhooks (not Istio's) and the ValidatingAdmissionPolicy bindings that
 // deny, whose rules and selectors match the pod. Only a dry run says
-// whether they admit it; unknown names what of them could not be read.
+// whether they admit it; unknown names what of them could not be read
+// (the policies of bindings that take the pod in).
 func unverifiedAdmission(f *ClusterFacts, w *Workload, nsLabels map[string]string) (out []Mutator, unknown string) {
 	for _, c := range f.ValidatingWebhooks {
 		for i, h := range c.Webhooks {
@@ -42,7 +43,10 @@ func unverifiedAdmission(f *ClusterFacts, w *Workload, nsLabels map[string]strin
 				continue
 			}
 		} else if f.ValidatingPoliciesUnknown != "" {
+			// Its own selectors take the pod in; whether its policy's do is
+			// unknown: said, with what would settle it.
 			by += " (the policy's own constraints could not be read)"
+			unknown = f.ValidatingPoliciesUnknown
 		} else if f.ValidatingPolicies != nil {
 			continue // a binding of no policy does nothing
 		}
@@ -52,12 +56,8 @@ func unverifiedAdmission(f *ClusterFacts, w *Workload, nsLabels map[string]strin
 		}
 		out = append(out, Mutator{By: by, Exempt: exemptCommand("validatingadmissionpolicybinding "+b.Name, "/spec/matchResources", m == nil, nsSel, w.Namespace)})
 	}
-	switch {
-	case f.ValidatingWebhooksUnknown != "":
-		unknown = f.ValidatingWebhooksUnknown
-	case f.ValidatingPoliciesUnknown != "" && len(f.PolicyBindings) > 0:
-		unknown = f.ValidatingPoliciesUnknown
-	}
+	// Validating webhooks that could not be read leave the answer as it is
+	// (as for a live pod, only a refusal is put down to them).
 	return out, unknown
 }
 

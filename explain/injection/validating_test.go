@@ -48,6 +48,10 @@ func TestUnverifiedAdmission(t *testing.T) {
 		{name: "the policies not read", f: ClusterFacts{PolicyBindings: []admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("term", "term")},
 			ValidatingPoliciesUnknown: "forbidden: list validatingadmissionpolicies"},
 			by: []string{"ValidatingAdmissionPolicyBinding term (policy term) (the policy's own constraints could not be read)"}, unknown: "forbidden: list validatingadmissionpolicies"},
+		{name: "the policies not read, the binding selects other namespaces", f: ClusterFacts{PolicyBindings: []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "other", MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "billing"}}}}}},
+			ValidatingPoliciesUnknown: "forbidden: list validatingadmissionpolicies"}},
+		{name: "validating webhooks not read: the answer stands", f: ClusterFacts{ValidatingWebhooksUnknown: "forbidden: list validatingwebhookconfigurations"}},
 		{name: "a binding of no policy", f: ClusterFacts{PolicyBindings: []admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("gone", "gone")},
 			ValidatingPolicies: []admissionregistrationv1.ValidatingAdmissionPolicy{}}},
 	} {
