@@ -200,7 +200,7 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 		// The named report is kept: the proof made for the sweep's goes
 		// with it (or is made now).
 		if old != nil && old.RefusedBy != nil && old.RefusedBy.WithoutSidecar != "" {
-			r.RefusedBy.WithoutSidecar = old.RefusedBy.WithoutSidecar
+			r.RefusedBy.WithoutSidecar, r.RefusedBy.MeshSide = old.RefusedBy.WithoutSidecar, old.RefusedBy.MeshSide
 		} else {
 			e.Inject.ProveWithoutSidecar(ctx, r, w.Template)
 		}

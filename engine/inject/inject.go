@@ -681,7 +681,7 @@ func (e *Engine) attributeRefusal(ctx context.Context, v *injection.Verification
 	case a.RefusedBy != nil:
 		v.RefusedBy, v.Fix = a.RefusedBy.By, a.RefusedBy.Fix
 		e.ProveWithoutSidecar(ctx, a, tmpl)
-		v.WithoutSidecar = a.RefusedBy.WithoutSidecar
+		v.WithoutSidecar, v.MeshSide = a.RefusedBy.WithoutSidecar, a.RefusedBy.MeshSide
 	}
 }
 

@@ -33,5 +33,6 @@ func (e *Engine) ProveWithoutSidecar(ctx context.Context, r *injection.Injection
 		r.RefusedBy.WithoutSidecar = "refused: " + pr.v.Summary()
 	default:
 		r.RefusedBy.WithoutSidecar = "admitted"
+		e.proveMeshSide(ctx, r, tmpl)
 	}
 }

@@ -179,6 +179,11 @@ func workloadShort(in *Input) []Finding {
 			if r.RefusedBy.Fix != "" {
 				f.Fix = r.RefusedBy.Fix + "\n" + meshSideOfRefusal(w, text)
 			}
+			if ms := r.RefusedBy.MeshSide; ms != nil {
+				f.Mesh = ms.What
+				f.Evidence += "; " + provedMeshSide(ms)
+				f.Fix = meshSideFix(w, ms, r.RefusedBy.Fix)
+			}
 		}
 	}
 	if w.Failed != "" {
@@ -403,7 +408,10 @@ func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment str
 	}
 	change := map[string]*string{}
 	for k, v := range set {
-		change[k] = &v
+		change[k] = nil // "" removes it
+		if v != "" {
+			change[k] = &v
+		}
 	}
 	fix := injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
 	if isCron && w.Kind == "Job" {

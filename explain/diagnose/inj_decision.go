@@ -242,7 +242,13 @@ func (in *Input) injection() *stageAnswer {
 		// A workload not created yet has no pods to re-create: its
 		// retries' lines go.
 		lines := strings.Split(c.Fix, "\n")
-		fix := []string{lines[0], "sleep 3; kubectl apply -f " + strings.Join(in.Files, " -f ") + " -n " + r.Namespace + "   # then create it (admission reads the change within seconds)"}
+		apply := "kubectl apply -f " + strings.Join(in.Files, " -f ") + " -n " + r.Namespace
+		fix := []string{lines[0], "sleep 3; " + apply + "   # then create it (admission reads the change within seconds)"}
+		if self := strings.ToLower(r.Kind) + "/" + r.Name; strings.HasPrefix(lines[0], "kubectl patch "+self+" ") || strings.HasPrefix(lines[0], "kubectl get "+strings.ToLower(r.Kind)+" "+r.Name+" ") {
+			// The fix changes the object the manifest makes: made first,
+			// then changed (change the file too).
+			fix = []string{apply + "   # creates it; its pods are refused until the next line changes it (change the file the same way)", lines[0]}
+		}
 		for _, l := range lines[1:] {
 			if !strings.Contains(l, "kubectl rollout restart") && !strings.Contains(l, "kubectl delete pod") {
 				fix = append(fix, l)
@@ -291,8 +297,13 @@ func proof(c *Check, r *injection.InjectionReport) {
 				// Proved: without what the injector adds it is admitted.
 				c.Code = CodePolicyRefused
 				c.Evidence += "; the same pod without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is what Istio's injector adds (its containers, volumes or their settings) that " + v.RefusedBy + " refuses"
+				w := &WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 				if v.Fix != "" {
-					c.Fix = v.Fix + "\n" + meshSideOfRefusal(&WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, v.Message)
+					c.Fix = v.Fix + "\n" + meshSideOfRefusal(w, v.Message)
+				}
+				if ms := v.MeshSide; ms != nil {
+					c.Evidence += "; " + provedMeshSide(ms)
+					c.Fix = meshSideFix(w, ms, v.Fix)
 				}
 			}
 		} else if kind := injection.RefusalOf(v.Summary()); kind != "" {

@@ -4,30 +4,53 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
-// A policy proved to refuse what the injector adds gets, beside its
-// exemption, the template change that makes the injected parts comply
-// where its words say which; a CronJob's Job patches its CronJob.
-func TestMeshSideOfRefusal(t *testing.T) {
-	dep := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api"}
-	lean := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api", Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"sidecar.istio.io/proxyCPU": "10m"}}}}
-	cronJob := &WorkloadState{Kind: "Job", Namespace: "shop", Name: "sync-1", Controller: "CronJob/sync"}
-	for _, tc := range []struct {
-		w          *WorkloadState
-		text, want string
+// The proved mesh-side change is the fix, as the command of the object
+// whose template makes the pods; the exemption follows, commented out, so
+// that a paste runs the mesh's knob only.
+func TestMeshSideFix(t *testing.T) {
+	ms := &injection.MeshSide{Set: map[string]string{"prometheus.istio.io/merge-metrics": "false", "sidecar.istio.io/proxyCPULimit": ""}, What: "the scrape annotations"}
+	exempt := "kubectl patch validatingadmissionpolicybinding b --type=json -p '[]'\nsleep 3; kubectl rollout restart deployment/web -n shop"
+	cases := []struct {
+		w    WorkloadState
+		want string
 	}{
-		{dep, "denied request: every container must set a seccompProfile", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}}}'`},
-		{cronJob, "denied request: init containers may not set restartPolicy Always", `kubectl patch cronjob/sync -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}}}}}'`},
-		{dep, "denied request: every emptyDir volume must set sizeLimit", "# or, on the mesh's side"},
-		{dep, "denied request: min-cpu-request: every container must request at least 20m CPU", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"20m"}}}}}'`},
-		{dep, "denied request: every container must request at least 64Mi of memory", `"sidecar.istio.io/proxyMemory":"64Mi"`},
-		{lean, "denied request: pods must be QoS Guaranteed (requests equal to limits)", `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":"10m","sidecar.istio.io/proxyCPULimit":"10m","sidecar.istio.io/proxyMemory":"128Mi","sidecar.istio.io/proxyMemoryLimit":"128Mi"}}}}}'`},
-	} {
-		if got := meshSideOfRefusal(tc.w, tc.text); !strings.Contains(got, tc.want) {
-			t.Errorf("%q: got %q, want %q", tc.text, got, tc.want)
+		{WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web"}, `kubectl patch deployment/web -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"prometheus.istio.io/merge-metrics":"false","sidecar.istio.io/proxyCPULimit":null}}}}}'`},
+		{WorkloadState{Kind: "Job", Namespace: "shop", Name: "nightly-1", Controller: "CronJob/nightly"}, `kubectl patch cronjob/nightly -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"prometheus.istio.io/merge-metrics":"false","sidecar.istio.io/proxyCPULimit":null}}}}}}}'`},
+		{WorkloadState{Kind: "Job", Namespace: "shop", Name: "once"}, `kubectl get job once -n shop -o json | kubectl patch --local -f -`},
+	}
+	checks := 0
+	for _, tc := range cases {
+		fix := meshSideFix(&tc.w, ms, exempt)
+		lines := strings.Split(fix, "\n")
+		checks++
+		if !strings.HasPrefix(lines[0], tc.want) {
+			t.Errorf("%s: first line %q, want it to start %q", tc.w.Kind, lines[0], tc.want)
+		}
+		var commands int
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "#") {
+				commands++
+			}
+		}
+		checks++
+		want := 1
+		if tc.w.Controller != "" {
+			want = 2 // the stuck run goes too
+		}
+		if commands != want {
+			t.Errorf("%s: %d command lines, want %d (the exemption commented out): %s", tc.w.Kind, commands, want, fix)
+		}
+		checks++
+		if !strings.Contains(fix, "# or, keeping the template and exempting it") || !strings.Contains(fix, "#   sleep 3") {
+			t.Errorf("%s: the exemption is not the commented alternative: %s", tc.w.Kind, fix)
 		}
 	}
+	checks++
+	if got := provedMeshSide(ms); !strings.Contains(got, `prometheus.istio.io/merge-metrics="false" and no sidecar.istio.io/proxyCPULimit`) {
+		t.Errorf("the proof's words: %s", got)
+	}
+	t.Logf("%d checks", checks)
 }

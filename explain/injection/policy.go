@@ -41,6 +41,20 @@ type Refusal struct {
 	// "admitted" (then what the injector adds is what is refused), "refused:
 	// …", or "" when it could not be asked.
 	WithoutSidecar string `json:"withoutSidecar,omitempty"`
+	// MeshSide is the change of the template's annotations that admission
+	// admitted with the sidecar (a dry-run create of each candidate), when
+	// the one without the sidecar was admitted: the fix that keeps both
+	// the policy and the mesh.
+	MeshSide *MeshSide `json:"meshSide,omitempty"`
+}
+
+// MeshSide is a change of a template's sidecar.istio.io/… annotations
+// that admission was shown to admit, sidecar and all: Set are the
+// annotations to set (a value "" removes it), What what of the injection
+// it changes.
+type MeshSide struct {
+	Set  map[string]string `json:"set"`
+	What string            `json:"what"`
 }
 
 // platformFix is the fix for a refusal of the pod's own (not of what the

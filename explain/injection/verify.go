@@ -29,6 +29,9 @@ type Verification struct {
 	// sidecar, when RefusedBy refused it ("admitted": what the injector
 	// adds is what it refuses).
 	WithoutSidecar string `json:"withoutSidecar,omitempty"`
+	// MeshSide is the change of the pod's annotations admission admitted
+	// with the sidecar, when WithoutSidecar is "admitted" (Refusal's).
+	MeshSide *MeshSide `json:"meshSide,omitempty"`
 	// Agrees compares the proof with the prediction; null when the
 	// prediction was unknown (the proof then answers alone).
 	Agrees *bool `json:"agrees"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,18 +81,7 @@ func TestManifestAdmissionUnverified(t *testing.T) {
 	if err := os.WriteFile(file, []byte(manifestWorker), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pathDir := t.TempDir()
-	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
-		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shell := func(line string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "sh", "-c", line)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "NO_COLOR=1", "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
-		return cmd.CombinedOutput()
-	}
+	shell := userShell(ctx, t, c, bin, dir)
 	diagnoseFile := func(namespace string, more ...string) (catItem, result) {
 		t.Helper()
 		r, err := catRun(bin, append([]string{"--kubeconfig", c.Kubeconfig, "diagnose", "-f", file, "-n", namespace, "-o", "json"}, more...)...)

@@ -1,0 +1,48 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// provedMeshSide says which part of the injection a policy refuses, as the
+// dry runs proved it: the template changed so, sidecar and all, is
+// admitted.
+func provedMeshSide(ms *injection.MeshSide) string {
+	return "what it refuses is " + ms.What + ": the same template with " + setAnnotations(ms.Set) + " is admitted with its sidecar (a dry-run create)"
+}
+
+// meshSideFix is the fix that keeps the policy and the mesh: the template's
+// annotations changed as the dry run proved admitted; the exemption from
+// the policy (exempt, its own fix) follows as a comment, the other way out.
+func meshSideFix(w *WorkloadState, ms *injection.MeshSide, exempt string) string {
+	fix := templateAnnotationsFix(w, ms.Set, "keeps the policy: a dry-run create of the template so changed was admitted, sidecar and all")
+	if w.Kind == "Pod" {
+		fix = "in the pod's manifest, set " + setAnnotations(ms.Set) + ", then create it again   # a dry-run create of it so changed was admitted, sidecar and all"
+	}
+	if exempt != "" {
+		fix += "\n# or, keeping the template and exempting it from the policy instead: " + strings.ReplaceAll(exempt, "\n", "\n#   ")
+	}
+	return fix
+}
+
+// setAnnotations is `k=v, …` (k removed, for a value "") in key order.
+func setAnnotations(set map[string]string) string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		if set[k] == "" {
+			parts = append(parts, "no "+k)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%q", k, set[k]))
+	}
+	return quoteList(parts)
+}
