@@ -59,6 +59,9 @@ func readServices(ctx context.Context, c *inspect.Client, namespace string) *ser
 	s := &services{byNS: map[string][]selecting{}, unread: unread}
 	for ns, svcs := range list {
 		for _, svc := range svcs {
+			if len(svc.Spec.Selector) == 0 {
+				continue // its endpoints are its own: it selects no pod
+			}
 			s.byNS[ns] = append(s.byNS[ns], selecting{svc: svc, sel: labels.SelectorFromSet(svc.Spec.Selector)})
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,8 +42,8 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 		owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: parts[0], Name: parts[2],
 			OwnerReferences: []metav1.OwnerReference{{Kind: parts[1], Name: parts[2], Controller: &yes}}}}
 		tmpl, _, short, ok, err := e.Client.OwnerState(ctx, owned)
-		if err == nil && ok && !short {
-			continue // it has its pods now: the refusal is over (their own rows say how they are)
+		if err == nil && ok && !short || apierrors.IsNotFound(err) {
+			continue // it has its pods now, or is gone: the refusal is over (their own rows say how they are)
 		}
 		if err == nil && ok {
 			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
@@ -63,8 +65,8 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 // currentRefusals keeps the FailedCreate events of the controllers still
 // short of their pods (one GET per controller the events are about): a
 // refusal whose controller has its pods now (a ReplicaSet at its replicas,
-// a Job done or running) is over, as the sweep reads it; a controller that
-// cannot be read keeps its events.
+// a Job done or running) or that is gone (deleted, replaced) is over, as
+// the sweep reads it; a controller that cannot be read keeps its events.
 func (e *Engine) currentRefusals(ctx context.Context, events []corev1.Event) []corev1.Event {
 	over := map[string]bool{}
 	var out []corev1.Event
@@ -76,7 +78,10 @@ func (e *Engine) currentRefusals(ctx context.Context, events []corev1.Event) []c
 			owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: o.Name,
 				OwnerReferences: []metav1.OwnerReference{{Kind: o.Kind, Name: o.Name, Controller: &yes}}}}
 			_, _, short, ok, err := e.Client.OwnerState(ctx, owned)
-			over[key] = err == nil && ok && !short
+			// Over: its controller has its pods now, or is gone (a Job
+			// deleted, a ReplicaSet replaced): what it was refused is
+			// history.
+			over[key] = err == nil && ok && !short || apierrors.IsNotFound(err)
 		}
 		if !over[key] {
 			out = append(out, ev)

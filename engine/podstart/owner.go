@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
@@ -29,6 +30,9 @@ func (e *Engine) Facts(ctx context.Context, p *corev1.Pod, r *startup.StartupRep
 	if diagnose.NeedsQuotas(&f) {
 		f.Quotas, f.QuotasUnknown = e.read.quotas.Of(ctx, e.Client, p.Namespace)
 	}
+	if diagnose.StartNeedsServices(p) {
+		f.Services, f.ServicesUnknown = e.services(ctx, p)
+	}
 	if p.Annotations["sidecar.istio.io/status"] != "" {
 		f.NetworkPolicies, f.NetworkPoliciesUnknown = e.policies(ctx, p.Namespace).Selecting(p)
 	}
@@ -41,6 +45,39 @@ type reads struct {
 	quotas   inspect.QuotaCache
 	mu       sync.Mutex
 	policies map[string]*inspect.PolicySet // by namespace; "" the cluster's
+	services map[string]serviceList        // by namespace
+}
+
+// serviceList is a namespace's Services, or why they could not be read.
+type serviceList struct {
+	items  []corev1.Service
+	unread string
+}
+
+// services are the Services that select the pod: one LIST of its
+// namespace, once per run.
+func (e *Engine) services(ctx context.Context, p *corev1.Pod) ([]corev1.Service, string) {
+	e.read.mu.Lock()
+	defer e.read.mu.Unlock()
+	if e.read.services == nil {
+		e.read.services = map[string]serviceList{}
+	}
+	l, ok := e.read.services[p.Namespace]
+	if !ok {
+		byNS, unread := e.Client.Services(ctx, p.Namespace)
+		l = serviceList{items: byNS[p.Namespace], unread: unread}
+		e.read.services[p.Namespace] = l
+	}
+	if l.unread != "" {
+		return nil, l.unread
+	}
+	var out []corev1.Service
+	for _, s := range l.items {
+		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
+			out = append(out, s)
+		}
+	}
+	return out, ""
 }
 
 // policies is the NetworkPolicies of namespace ns: one LIST of it, or one

@@ -45,10 +45,10 @@ func init() {
 		Planted: "a pod annotated traffic.sidecar.istio.io/excludeOutboundPort (no s)",
 		run:     unknownAnnotations})
 	register(&Spec{Code: CodeReservedPort, Title: "container port collides with the proxy", Stage: CheckStart, Kind: Static, Status: Fail,
-		Reads:   spec,
+		Reads:   append(slices.Clone(spec), FactServices),
 		Means:   "An app container declares a port the proxy or its agent listens on (15000-15090): one of them cannot bind it, and the pod's traffic or health checks break.",
 		Detects: "The app containers' declared ports on a pod with a sidecar, against the proxy's ports.",
-		Fixes:   "Move the app to another port (and the Service's targetPort).",
+		Fixes:   "A command that moves the app's port to a free one (6000 lower: 15090 → 9090): its declared port, and the number in its command, args and env; the targetPort of the Services that name it by number; a StatefulSet's pod that never became ready is deleted. An app that reads its port from elsewhere (a config file) must move it there too.",
 		Source:  "Istio docs, application requirements (ports used by Istio)",
 		Planted: "a sidecar pod whose app declares containerPort 15021",
 		run:     reservedPorts})
@@ -210,6 +210,7 @@ func reservedPorts(in *Input) []Finding {
 		return nil
 	}
 	var hits []string
+	var hit []corev1.Container
 	// The app's containers, and its own native sidecars (restartable init
 	// containers), which run beside the proxy too.
 	cs := appContainers(p)
@@ -222,15 +223,22 @@ func reservedPorts(in *Input) []Finding {
 		for _, port := range c.Ports {
 			if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
 				hits = append(hits, fmt.Sprintf("container %s port %d", c.Name, port.ContainerPort))
+				if len(hit) == 0 || hit[len(hit)-1].Name != c.Name {
+					hit = append(hit, c)
+				}
 			}
 		}
 	}
 	if len(hits) == 0 {
 		return nil
 	}
+	fix := "move the app to another port, and the Service's targetPort with it"
+	if cmd := in.movePortsFix(hit); cmd != "" {
+		fix = cmd
+	}
 	return []Finding{{Evidence: quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090): the two cannot both bind it, and the one that starts second fails (\"address already in use\")",
 		Mesh:     "the proxy's ports (" + quoteList(hits) + ")",
-		Fix:      "move the app to another port, and the Service's targetPort with it",
+		Fix:      fix,
 		explains: []string{CodeAppFailing, CodeInitContainerFailed, CodeProxyFailing, CodeProxyNotReady}}}
 }
 

@@ -111,6 +111,7 @@ func (in *Input) refineNoNetAdmin(f *Finding) {
 	}
 	missing := missingCaps(init)
 	if len(missing) == 0 {
+		in.refineNonRootInit(f, init)
 		return
 	}
 	them := map[bool]string{true: "it", false: "them"}[len(missing) == 1]

@@ -41,6 +41,15 @@ func ofDeployment(caps ...corev1.Capability) func(p *corev1.Pod) {
 	}
 }
 
+// initUID: istio-init runs as uid.
+func initUID(uid int64) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].SecurityContext.RunAsUser = &uid
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+
 func then(fs ...func(p *corev1.Pod)) func(p *corev1.Pod) {
 	return func(p *corev1.Pod) {
 		for _, f := range fs {
@@ -79,6 +88,13 @@ func TestNoNetAdminMutator(t *testing.T) {
 		{name: "the template's own istio-init", tc: checkCase{pod: then(ofDeployment(), denied), inj: mutators(hardening),
 			owner: &WorkloadState{Kind: "Deployment", Name: "web", Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init", Image: "auto"}}}}}},
 			has: []string{"the pod template's own istio-init"}, hasNot: []string{rt1}, fixUnchanged: true},
+		{name: "capabilities there, run as non-root by a mutator", tc: checkCase{pod: then(ofDeployment("NET_ADMIN", "NET_RAW"), denied, initUID(65532)), inj: mutators(hardening)},
+			has:    []string{"istio-init's iptables calls are denied", "runs as uid 65532 (its securityContext.runAsUser), not root", "changed at admission by " + rt1},
+			hasNot: []string{"lacks the NET_ADMIN"},
+			fix:    []string{rt1Exempt + "   # exempts namespace shop from " + rt1 + "\nkubectl rollout restart deployment/web -n shop"}},
+		{name: "capabilities there, non-root by the template's own istio-init", tc: checkCase{pod: then(ofDeployment("NET_ADMIN", "NET_RAW"), denied, initUID(1000)), inj: mutators(hardening),
+			owner: &WorkloadState{Kind: "Deployment", Name: "web", Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-init", SecurityContext: &corev1.SecurityContext{RunAsUser: ptrInt64(1000)}}}}}}},
+			has: []string{"runs as uid 1000", "the pod template's own istio-init"}, hasNot: []string{rt1}, fixUnchanged: true},
 		{name: "capabilities there, still denied", tc: checkCase{pod: then(ofDeployment("NET_ADMIN", "NET_RAW"), denied), inj: mutators(hardening)},
 			hasNot: []string{"its spec has no", rt1}, fixUnchanged: true},
 	} {

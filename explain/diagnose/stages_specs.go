@@ -17,10 +17,10 @@ func init() {
 	}
 	startupReads := []Fact{FactPod, FactEvents, FactLogs}
 
-	register(&Spec{Code: CodeInitNoNetAdmin, Title: "istio-init lacks NET_ADMIN/NET_RAW", Stage: CheckInit, Kind: Static, Status: Fail, Reads: startupReads,
-		Means:   "istio-init cannot write the pod's rules: it lacks the NET_ADMIN and NET_RAW capabilities the injector gives it, removed by the pod's own istio-init or by an admission mutator called after the injector (a mutating webhook or MutatingAdmissionPolicy, istio/istio#49054). The pod never starts.",
-		Detects: "istio-init's exit and its log or termination message: permission denied, operation not permitted; then its capabilities in the pod's spec, and the mutating webhooks and MutatingAdmissionPolicyBindings other than Istio's whose rules and selectors match the pod.",
-		Fixes:   "Exempt the pod's namespace from the mutator that removed them (a patch of its namespaceSelector) and re-create the pod, or use a revision with Istio's CNI plugin; else show the capabilities istio-init has.",
+	register(&Spec{Code: CodeInitNoNetAdmin, Title: "istio-init lacks NET_ADMIN/NET_RAW or root", Stage: CheckInit, Kind: Static, Status: Fail, Reads: startupReads,
+		Means:   "istio-init cannot write the pod's rules: it lacks the NET_ADMIN and NET_RAW capabilities the injector gives it, or runs as a user other than root (the injector's runAsUser 0; added capabilities are not effective for a non-root process), changed by the pod's own istio-init or by an admission mutator called after the injector (a mutating webhook or MutatingAdmissionPolicy, istio/istio#49054). The pod never starts.",
+		Detects: "istio-init's exit and its log or termination message: permission denied, operation not permitted; then its capabilities and user in the pod's spec, and the mutating webhooks and MutatingAdmissionPolicyBindings other than Istio's whose rules and selectors match the pod.",
+		Fixes:   "Exempt the pod's namespace from the mutator that removed them or set the user (a patch of its namespaceSelector) and re-create the pod, or use a revision with Istio's CNI plugin; else show the capabilities istio-init has.",
 		Source:  "Istio docs, application requirements (NET_ADMIN and NET_RAW capabilities)",
 		Planted: "a sidecar pod written by hand whose istio-init (the real istio-iptables) drops ALL capabilities",
 		run:     initOf(CodeInitNoNetAdmin)})

@@ -107,8 +107,11 @@ func fromHazards(in *Input, name string, s *startup.StartupReport, fails, warns 
 				}
 				code := hazardCode(s, h)
 				fix := h.Fix
-				if code == CodeJobClassicSidecar {
+				switch code {
+				case CodeJobClassicSidecar:
 					fix = in.jobNativeFix(h.Fix)
+				case CodeAppBeforeProxy:
+					fix = in.holdFix(h.Fix)
 				}
 				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: fix, container: h.Container})
 				msgs = append(msgs, h.Message)

@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +18,28 @@ func StartNeedsOwner(p *corev1.Pod) bool {
 		return false
 	}
 	return classicJobPod(p) || proxyInTrouble(p)
+}
+
+// StartNeedsServices says the start checks of a pod read the Services
+// that select it (FactServices): an injected pod whose app declares a port
+// of the proxy's (the fix moves their targetPort with it).
+func StartNeedsServices(p *corev1.Pod) bool {
+	if p == nil || p.Annotations[istio.AnnotationStatus] == "" {
+		return false
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if istio.IsIstioContainer(c.Name) {
+				continue
+			}
+			for _, port := range c.Ports {
+				if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // classicJobPod: a Job's pod with a classic istio-proxy container.

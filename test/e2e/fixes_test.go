@@ -104,6 +104,10 @@ var fixCases = []fixCase{
 	{nn: "31", object: "pod/worker", code: "KM-INIT-010", fixStarts: `kubectl patch resourcequota tenant-objects -n kmfix-31 --type=merge -p '{"spec":{"hard":{"count/configmaps":`, injected: true, state: quotaCounted("tenant-objects"), mesh: true,
 		then: []string{"kubectl delete configmap istio-ca-root-cert -n kmfix-31 --ignore-not-found", "kubectl apply -f testdata/fixes/applied/31-worker.yaml",
 			"for i in $(seq 90); do kubectl get events -n kmfix-31 --field-selector reason=FailedMount -o name | grep -q . && exit 0; sleep 2; done; exit 1"}},
+	// The red team's ninth round (its 11 and 09), replanted.
+	{nn: "32", object: "node-metrics", code: "KM-START-008", fixStarts: `kubectl patch daemonset/node-metrics -n kmfix-32 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"command":["/bin/sh","-c","mkdir -p /m && echo '\''node_up 1'\'' > /m/metrics && exec httpd -f -p 9020 -h /m"]`, injected: true, state: anyPod("node-metrics", "app restarted", restarted("app")), mesh: true},
+	{nn: "33", object: "pod/edge", code: "KM-START-008", fixStarts: "kubectl apply view-last-applied pod/edge -n kmfix-33 -o json | kubectl patch --local -f - --type=strategic", injected: true, state: anyPod("edge", "app restarted", restarted("app")),
+		applied: "33-edge.yaml", mesh: true},
 }
 
 // quotaCounted: the ResourceQuota's usage is counted (its admission then

@@ -173,7 +173,7 @@ var redFaults = []redFault{
 	{nn: "14", object: "api", code: "KM-CONN-002", fix: "0.0.0.0", rules: true, state: anyPod("api", "ready", podReadyNow)},
 	{nn: "15", object: "mysql", code: "KM-CONN-006", fix: "appProtocol", state: anyPod("mysql", "ready", podReadyNow)},
 	{nn: "16", object: "payments", code: "KM-CAP-003", fix: "excludeInboundPorts", state: anyPod("payments", "ready", podReadyNow)},
-	{nn: "17", object: "web", code: "KM-START-008", fix: "another port", state: anyPod("web", "app restarted", restarted("app"))},
+	{nn: "17", object: "web", code: "KM-START-008", fix: "moves app's 15021 → 9021", state: anyPod("web", "app restarted", restarted("app"))},
 	{nn: "18", object: "replicaset/web", code: "KM-INJ-012", fix: "privileged", state: rsFailed},
 	{nn: "19", object: "replicaset/web", code: "KM-INJ-011", fix: "proxyCPU", state: rsFailed},
 	{nn: "20", object: "deployment/web", code: "KM-INJ-013", fix: "proxyCPULimit", state: rsFailed},
