@@ -99,21 +99,25 @@ func initFailing(p *corev1.Pod) bool {
 }
 
 // failedLogs reads the log tails of the init containers that failed and of
-// containers that crash-loop: the only logs the report needs.
+// containers that crash-loop, and of an init container that holds the pod
+// in init for over a minute: the only logs the report needs.
 func (e *Engine) failedLogs(ctx context.Context, p *corev1.Pod) map[string]startup.LogTail {
 	logs := map[string]startup.LogTail{}
-	check := func(sts []corev1.ContainerStatus) {
+	check := func(sts []corev1.ContainerStatus, init bool) {
 		for _, s := range sts {
 			bad := s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 ||
 				s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" ||
 				s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
-			if bad {
+			// An init container running while the pod waits in init for
+			// over a minute: its log says what it waits for.
+			held := p.Status.Phase == corev1.PodPending && s.State.Running != nil && init && e.Now().Sub(s.State.Running.StartedAt.Time) > time.Minute
+			if bad || held {
 				logs[s.Name] = e.Client.LogTail(ctx, p, s.Name, s.RestartCount > 0, 20)
 			}
 		}
 	}
-	check(p.Status.InitContainerStatuses)
-	check(p.Status.ContainerStatuses)
+	check(p.Status.InitContainerStatuses, true)
+	check(p.Status.ContainerStatuses, false)
 	return logs
 }
 

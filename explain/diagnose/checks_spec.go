@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -286,13 +287,16 @@ func shutdownOrder(in *Input) []Finding {
 			return nil
 		}
 	}
-	var hooked []string
+	var hooked, trapped []string
 	for _, c := range appContainers(p) {
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		switch {
+		case c.Lifecycle != nil && c.Lifecycle.PreStop != nil:
 			hooked = append(hooked, c.Name)
+		case trapsTerm(c):
+			trapped = append(trapped, c.Name)
 		}
 	}
-	if len(hooked) == 0 {
+	if len(hooked)+len(trapped) == 0 {
 		return nil
 	}
 	exit := `proxy.istio.io/config: '{"proxyMetadata":{"EXIT_ON_ZERO_ACTIVE_CONNECTIONS":"true"}}'`
@@ -303,8 +307,29 @@ func shutdownOrder(in *Input) []Finding {
 	case a.Note != "":
 		fix = `add the annotation sidecar.istio.io/nativeSidecar: "true" to the pod template (the kubelet stops a native sidecar last; ` + a.Note + `), or ` + exit
 	}
-	return []Finding{{Evidence: "classic sidecar: istio-proxy gets SIGTERM with container " + quoteList(hooked) + ", which has a preStop hook and goes on working while the proxy drains and exits",
+	if a := startup.NativeSidecarAdvice(p); a.Annotation {
+		if cmd := setTemplateAnnotations(p, map[string]string{istio.AnnotationNativeSidecar: "true"}); !strings.HasPrefix(cmd, "in the pod's manifest") {
+			fix = cmd + "   # the kubelet stops a native sidecar after the app's containers; or " + exit
+		}
+	}
+	var what []string
+	if len(hooked) > 0 {
+		what = append(what, "container "+quoteList(hooked)+", which has a preStop hook")
+	}
+	if len(trapped) > 0 {
+		what = append(what, "container "+quoteList(trapped)+", whose command traps SIGTERM to work on")
+	}
+	return []Finding{{Evidence: "classic sidecar: istio-proxy gets SIGTERM with " + strings.Join(what, ", and ") + ", and goes on working while the proxy drains and exits (its last connections are refused)",
 		Fix: fix}}
+}
+
+// trapTerm: a shell's trap of SIGTERM ("trap 'cleanup' TERM", "trap … SIGTERM", "trap … 15").
+var trapTerm = regexp.MustCompile(`\btrap\s+(?:'[^']*'|"[^"]*"|\S+)\s+(?:[A-Z0-9 ]+\s+)?(?:SIG)?(?:TERM|15)\b`)
+
+// trapsTerm: the container's command traps SIGTERM: it goes on working
+// after the kubelet asks it to stop.
+func trapsTerm(c corev1.Container) bool {
+	return trapTerm.MatchString(strings.Join(append(append([]string{}, c.Command...), c.Args...), " "))
 }
 
 func dnsPolicy(in *Input) []Finding {

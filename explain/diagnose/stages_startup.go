@@ -164,11 +164,17 @@ func (in *Input) initAnswer() *stageAnswer {
 	a, ok := fromHazards(in, CheckInit, s, initHazards, initWarnings)
 	in.init = a
 	for i := range a.findings {
-		if f := &a.findings[i]; f.Code == CodeInitNoNetAdmin {
+		f := &a.findings[i]
+		switch f.Code {
+		case CodeInitNoNetAdmin:
 			in.refineNoNetAdmin(f)
-			if a.row.Code == f.Code && a.row.Status == f.Status {
-				a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
-			}
+		case CodeStuckInInit:
+			in.refineCapturedWait(f, a.findings)
+		default:
+			continue
+		}
+		if a.row.Code == f.Code && a.row.Status == f.Status {
+			a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
 		}
 	}
 	// The platform's account of the init containers: a cause it names goes
