@@ -74,11 +74,11 @@ func TestCapturedWait(t *testing.T) {
 func TestTrapsTerm(t *testing.T) {
 	for cmd, want := range map[string]bool{
 		`trap 'deregister; exit 0' TERM; while true; do sleep 1; done`: true,
-		`trap "echo bye" SIGTERM; exec sleep 100`:                       true,
-		`trap cleanup INT 15; serve`:                                    true,
-		`trap - TERM; exec httpd`:                                       true,
-		`exec httpd -f -p 8080`:                                         false,
-		`echo TERM; trapdoor`:                                           false,
+		`trap "echo bye" SIGTERM; exec sleep 100`:                      true,
+		`trap cleanup INT 15; serve`:                                   true,
+		`trap - TERM; exec httpd`:                                      true,
+		`exec httpd -f -p 8080`:                                        false,
+		`echo TERM; trapdoor`:                                          false,
 	} {
 		if got := trapsTerm(corev1.Container{Command: []string{"/bin/sh", "-c", cmd}}); got != want {
 			t.Errorf("%q: %v, want %v", cmd, got, want)
