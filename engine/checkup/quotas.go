@@ -14,12 +14,15 @@ import (
 type quotas struct {
 	read  func(ns string) ([]corev1.ResourceQuota, string)
 	cache inspect.QuotaCache
+	// admit asks admission about the cluster's ConfigMaps a pod lacks.
+	admit func(ns string, names []string) []diagnose.ConfigMapAdmission
 }
 
 // quotas is the run's reader of namespaces' ResourceQuotas.
 func (e *Engine) quotas(ctx context.Context) *quotas {
 	q := &quotas{}
 	q.read = func(ns string) ([]corev1.ResourceQuota, string) { return q.cache.Of(ctx, e.Client, ns) }
+	q.admit = func(ns string, names []string) []diagnose.ConfigMapAdmission { return e.Client.ConfigMapAdmissions(ctx, ns, names) }
 	return q
 }
 
@@ -30,4 +33,5 @@ func (q *quotas) of(f *diagnose.Facts, p *corev1.Pod) {
 		return
 	}
 	f.Quotas, f.QuotasUnknown = q.read(p.Namespace)
+	f.ConfigMapAdmissions = q.admit(p.Namespace, diagnose.MissingClusterConfigMaps(f))
 }

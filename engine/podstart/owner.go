@@ -29,6 +29,7 @@ func (e *Engine) Facts(ctx context.Context, p *corev1.Pod, r *startup.StartupRep
 	}
 	if diagnose.NeedsQuotas(&f) {
 		f.Quotas, f.QuotasUnknown = e.read.quotas.Of(ctx, e.Client, p.Namespace)
+		f.ConfigMapAdmissions = e.Client.ConfigMapAdmissions(ctx, p.Namespace, diagnose.MissingClusterConfigMaps(&f))
 	}
 	if diagnose.StartNeedsServices(p) {
 		f.Services, f.ServicesUnknown = e.services(ctx, p)

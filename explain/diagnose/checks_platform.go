@@ -54,7 +54,7 @@ func init() {
 	register(&Spec{Code: CodePodSetup, Title: "pod's volumes or sandbox cannot be set up", Stage: CheckInit, Kind: Static, Status: Fail, Reads: []Fact{FactPod, FactEvents, FactQuotas},
 		Means:   "The kubelet cannot set the pod up before any of its containers runs: a volume cannot be mounted (a Secret, ConfigMap or claim that does not exist) or its sandbox cannot be created. The pod stays Pending, and no init container (istio-init included) is to blame.",
 		Detects: "The pod's warning events (FailedMount, FailedAttachVolume, FailedCreatePodSandBox) while it is Pending on a node and none of its containers has started.",
-		Fixes:   "Create what the event names as missing (the Secret, ConfigMap or claim), or remove the reference; a ConfigMap istiod writes (istio-ca-root-cert) is istiod's to write: the ResourceQuota that refuses it is raised, then istiod's namespace controller is made to write it.",
+		Fixes:   "Create what the event names as missing (the Secret, ConfigMap or claim), or remove the reference; a ConfigMap the cluster writes (istiod's istio-ca-root-cert, kube-controller-manager's kube-root-ca.crt) is its writer's: a dry-run create of it names what refuses it (a ValidatingAdmissionPolicyBinding, which then leaves those ConfigMaps out by name; a webhook), else the ResourceQuota that refuses it is raised; then its writer is made to write it.",
 		Source:  "kubectl's own statuses (Init:0/N, ContainerCreating with FailedMount); istio/istio issues where users blamed istio-init for a pod stuck in init",
 		Planted: "a pod whose volume is a Secret that does not exist",
 		run:     func(in *Input) []Finding { return only(in.initAnswer().findings, CodePodSetup) }})

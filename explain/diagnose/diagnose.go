@@ -135,6 +135,10 @@ type Facts struct {
 	// be.
 	Quotas               []corev1.ResourceQuota
 	QuotasUnknown        string
+	// ConfigMapAdmissions are, for the cluster-written ConfigMaps the pod
+	// cannot mount (MissingClusterConfigMaps), what admission made of a
+	// dry-run create of each in its namespace, read with the quotas.
+	ConfigMapAdmissions []ConfigMapAdmission
 	ClusterRanges        []ClusterRange
 	ClusterRangesUnknown string
 	ClusterRangesNeeds   []string

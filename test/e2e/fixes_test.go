@@ -114,6 +114,21 @@ var fixCases = []fixCase{
 			s := catStatus(p, "wait-for-mesh")
 			return s != nil && s.State.Running != nil
 		}))},
+	{nn: "35", object: "pod/worker", code: "KM-INIT-010", fixStarts: `kubectl patch validatingadmissionpolicybinding kmfix-configmap-owner --type=json -p '[{"op":"add","path":"/spec/matchResources/excludeResourceRules"`, injected: true, mesh: true,
+		state: configMapsRefused,
+		then: []string{"kubectl delete configmap istio-ca-root-cert kube-root-ca.crt -n kmfix-35 --ignore-not-found", "kubectl apply -f testdata/fixes/applied/35-worker.yaml",
+			"for i in $(seq 90); do kubectl get events -n kmfix-35 --field-selector reason=FailedMount -o name | grep -q . && exit 0; sleep 2; done; exit 1"}},
+}
+
+// configMapsRefused: a dry-run create of a ConfigMap without an owner
+// label is refused in ns (the policy is in force).
+func configMapsRefused(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}}
+	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil {
+		return false, "the policy admits ConfigMaps yet"
+	}
+	return true, ""
 }
 
 // quotaCounted: the ResourceQuota's usage is counted (its admission then
