@@ -22,7 +22,9 @@ type quotas struct {
 func (e *Engine) quotas(ctx context.Context) *quotas {
 	q := &quotas{}
 	q.read = func(ns string) ([]corev1.ResourceQuota, string) { return q.cache.Of(ctx, e.Client, ns) }
-	q.admit = func(ns string, names []string) []diagnose.ConfigMapAdmission { return e.Client.ConfigMapAdmissions(ctx, ns, names) }
+	q.admit = func(ns string, names []string) []diagnose.ConfigMapAdmission {
+		return e.Client.ConfigMapAdmissions(ctx, ns, names)
+	}
 	return q
 }
 

@@ -133,12 +133,12 @@ type Facts struct {
 	// Quotas are the ResourceQuotas of the pod's namespace, read when its
 	// facts need them (NeedsQuotas); QuotasUnknown says why they could not
 	// be.
-	Quotas               []corev1.ResourceQuota
-	QuotasUnknown        string
+	Quotas        []corev1.ResourceQuota
+	QuotasUnknown string
 	// ConfigMapAdmissions are, for the cluster-written ConfigMaps the pod
 	// cannot mount (MissingClusterConfigMaps), what admission made of a
 	// dry-run create of each in its namespace, read with the quotas.
-	ConfigMapAdmissions []ConfigMapAdmission
+	ConfigMapAdmissions  []ConfigMapAdmission
 	ClusterRanges        []ClusterRange
 	ClusterRangesUnknown string
 	ClusterRangesNeeds   []string
