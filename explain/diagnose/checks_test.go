@@ -68,6 +68,18 @@ func redirecting() []*capture.Ruleset {
 }
 
 var checkCases = []checkCase{
+	{code: CodeNeverInjected, pod: func(p *corev1.Pod) {
+		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
+		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]
+		p.Labels = map[string]string{"app": "web", "kmesh.demo/never-inject": "yes", "pod-template-hash": "5d9f"}
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d9f", Controller: &yes}}
+	}, inj: func(r *injection.InjectionReport) {
+		no := false
+		r.Injected, r.Expected = &no, &no
+		r.Verdict = "Not injected, and it would not be if re-created: the injector's neverInjectSelector kmesh.demo/never-inject matches the pod"
+		r.Factors = []injection.Factor{{Factor: "neverInjectSelector", Value: "kmesh.demo/never-inject", Effect: injection.EffectSkip, Source: "ConfigMap istio-system/istio-sidecar-injector"}}
+	}, status: Warning, evidence: "neverInjectSelector matches the pod (kmesh.demo/never-inject", fix: `"sidecar.istio.io/inject":"true"`},
 	{code: CodeSidecarMissing, pod: func(p *corev1.Pod) { p.Spec.InitContainers, p.Spec.Containers = nil, p.Spec.Containers[1:] },
 		inj: func(r *injection.InjectionReport) {
 			no, yes := false, true

@@ -39,7 +39,7 @@ var (
 	FactLogs      = Fact{"the log of a failed Istio container", "get pods/log"}
 	FactServices  = Fact{"the Services of the pod's namespace", "list services"}
 	FactPolicies  = Fact{"the NetworkPolicies of the pod's namespace", "list networkpolicies"}
-	FactQuotas    = Fact{"the ResourceQuotas of the pod's namespace, when it cannot mount a ConfigMap istiod writes", "list resourcequotas"}
+	FactQuotas    = Fact{"the ResourceQuotas of the pod's namespace, and a dry-run create of the ConfigMap, when it cannot mount one the cluster writes (istio-ca-root-cert, kube-root-ca.crt)", "list resourcequotas, create configmaps (dry run), get validatingadmissionpolicybindings"}
 	FactRules     = Fact{"the pod's iptables/nft rules (--rules)", "patch pods/ephemeralcontainers and get pods/log, or a node pod (create and delete pods, get pods/log)"}
 	FactSockets   = Fact{"the pod's sockets, /proc/net/tcp* (--rules)", "as --rules"}
 	FactConntrack = Fact{"the pod's connection-tracking table (--connections)", "as --rules"}

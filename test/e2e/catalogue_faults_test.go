@@ -195,6 +195,10 @@ func (b *catBed) faultsInit() []*catFault {
 					s.Containers[0].VolumeMounts = append(s.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "istio-envoy", MountPath: "/etc/app-envoy"})
 				}, "may not specify more than 1 volume type")
 			}},
+		{code: "KM-INJ-019", ns: inj, name: "never-injected", how: "a pod labelled kmesh.demo/never-inject, which the default revision's neverInjectSelector matches, in a namespace that asks for injection: it runs without a sidecar",
+			plant: func(ctx context.Context, f *catFault) error {
+				return b.runningReady(ctx, f, b.inj, appPod("never-injected", map[string]string{"kmesh.demo/never-inject": "yes"}, catLean()))
+			}},
 		{code: "KM-INJ-015", ns: plain, name: "label-on-deploy", how: "a Deployment labelled sidecar.istio.io/inject=true on its own metadata.labels, its pod template not, in a namespace with no injection label: its pod runs without a sidecar",
 			plant: func(ctx context.Context, f *catFault) error {
 				d := appDeployment(plain, "label-on-deploy", 1, catLean())
