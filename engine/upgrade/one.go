@@ -28,6 +28,9 @@ type proof struct {
 	refused  string      // admission refused the injected pod
 	notAsked string      // why the dry run could not be made
 	provedBy string
+	// meshSide is the change of the template's annotations whose pod the
+	// target's injector makes and admission admits, when refused is set.
+	meshSide *injection.MeshSide
 }
 
 // planOne plans one candidate; ok is false for a workload not in the mesh
@@ -102,6 +105,9 @@ func (e *Engine) planOne(ctx context.Context, facts *injection.ClusterFacts, tar
 	pr, seen := proofs[key]
 	if !seen {
 		pr = e.prove(ctx, facts, r.Webhook, r.Revision, pod)
+		if pr.refused != "" && !freedByRollout(c, pr.refused) {
+			pr.meshSide = e.proveMeshSide(ctx, facts, r.Webhook, r.Revision, pod)
+		}
 		proofs[key] = pr
 	}
 	w.ProvedBy = pr.provedBy
@@ -155,6 +161,38 @@ func podOf(c candidate, podLabels map[string]string) *corev1.Pod {
 	}
 	p.Spec.NodeName = ""
 	return p
+}
+
+// proveMeshSide asks the target's injector and admission, for a pod whose
+// injection admission refuses, which change of its annotations (the
+// candidates diagnose tries) makes one it admits, sidecar and all: nil
+// when none does.
+func (e *Engine) proveMeshSide(ctx context.Context, facts *injection.ClusterFacts, webhook, revision string, pod *corev1.Pod) *injection.MeshSide {
+	for _, c := range injection.MeshSideCandidates(pod.Annotations) {
+		changed := pod.DeepCopy()
+		changed.Annotations = c.Apply(pod.Annotations)
+		pr := e.prove(ctx, facts, webhook, revision, changed)
+		switch {
+		case pr.unknown != "" || pr.notAsked != "":
+			return nil // asked no more
+		case pr.denied != "" || pr.refused != "" || pr.pod == nil || !injected(pr.pod):
+			continue
+		}
+		return &c
+	}
+	return nil
+}
+
+// injected: the pod has istio-proxy.
+func injected(p *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == istio.ProxyContainer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // prove asks the revision's injector for the pod, then the admission chain
@@ -274,13 +312,20 @@ func decide(w *upgrade.Workload, pr *proof, c candidate, facts *injection.Cluste
 				nsLabels = n.Labels
 			}
 			iw.Labels = c.template.Labels
-			if by, exempt := injection.PolicyExemption(facts, iw, nsLabels, pr.refused); exempt != "" {
+			by, exempt := injection.PolicyExemption(facts, iw, nsLabels, pr.refused)
+			if exempt != "" {
 				f.Evidence += "; refused by " + by
 				if f.Fix == "" {
 					f.Fix = exempt + "   # then the restart below"
 				} else {
 					f.Fix += "\n# or: " + exempt
 				}
+			}
+			if ms := pr.meshSide; ms != nil {
+				// Proved by the target's injector and admission: the
+				// knob that keeps the policy.
+				f.Mesh, f.Evidence = ms.What, f.Evidence+"; "+diagnose.ProvedMeshSide(ms)
+				f.Fix = diagnose.MeshSideFix(ws, ms, exempt)
 			}
 		}
 		w.Findings = append(w.Findings, f)

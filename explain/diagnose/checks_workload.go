@@ -181,8 +181,8 @@ func workloadShort(in *Input) []Finding {
 			}
 			if ms := r.RefusedBy.MeshSide; ms != nil {
 				f.Mesh = ms.What
-				f.Evidence += "; " + provedMeshSide(ms)
-				f.Fix = meshSideFix(w, ms, r.RefusedBy.Fix)
+				f.Evidence += "; " + ProvedMeshSide(ms)
+				f.Fix = MeshSideFix(w, ms, r.RefusedBy.Fix)
 			}
 		}
 	}

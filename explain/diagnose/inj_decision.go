@@ -302,8 +302,8 @@ func proof(c *Check, r *injection.InjectionReport) {
 					c.Fix = v.Fix + "\n" + meshSideOfRefusal(w, v.Message)
 				}
 				if ms := v.MeshSide; ms != nil {
-					c.Evidence += "; " + provedMeshSide(ms)
-					c.Fix = meshSideFix(w, ms, v.Fix)
+					c.Evidence += "; " + ProvedMeshSide(ms)
+					c.Fix = MeshSideFix(w, ms, v.Fix)
 				}
 			}
 		} else if kind := injection.RefusalOf(v.Summary()); kind != "" {

@@ -8,17 +8,17 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
-// provedMeshSide says which part of the injection a policy refuses, as the
+// ProvedMeshSide says which part of the injection a policy refuses, as the
 // dry runs proved it: the template changed so, sidecar and all, is
 // admitted.
-func provedMeshSide(ms *injection.MeshSide) string {
+func ProvedMeshSide(ms *injection.MeshSide) string {
 	return "what it refuses is " + ms.What + ": the same template with " + setAnnotations(ms.Set) + " is admitted with its sidecar (a dry-run create)"
 }
 
-// meshSideFix is the fix that keeps the policy and the mesh: the template's
+// MeshSideFix is the fix that keeps the policy and the mesh: the template's
 // annotations changed as the dry run proved admitted; the exemption from
 // the policy (exempt, its own fix) follows as a comment, the other way out.
-func meshSideFix(w *WorkloadState, ms *injection.MeshSide, exempt string) string {
+func MeshSideFix(w *WorkloadState, ms *injection.MeshSide, exempt string) string {
 	fix := templateAnnotationsFix(w, ms.Set, "keeps the policy: a dry-run create of the template so changed was admitted, sidecar and all")
 	if w.Kind == "Pod" {
 		fix = "in the pod's manifest, set " + setAnnotations(ms.Set) + ", then create it again   # a dry-run create of it so changed was admitted, sidecar and all"

@@ -23,7 +23,7 @@ func TestMeshSideFix(t *testing.T) {
 	}
 	checks := 0
 	for _, tc := range cases {
-		fix := meshSideFix(&tc.w, ms, exempt)
+		fix := MeshSideFix(&tc.w, ms, exempt)
 		lines := strings.Split(fix, "\n")
 		checks++
 		if !strings.HasPrefix(lines[0], tc.want) {
@@ -49,7 +49,7 @@ func TestMeshSideFix(t *testing.T) {
 		}
 	}
 	checks++
-	if got := provedMeshSide(ms); !strings.Contains(got, `prometheus.istio.io/merge-metrics="false" and no sidecar.istio.io/proxyCPULimit`) {
+	if got := ProvedMeshSide(ms); !strings.Contains(got, `prometheus.istio.io/merge-metrics="false" and no sidecar.istio.io/proxyCPULimit`) {
 		t.Errorf("the proof's words: %s", got)
 	}
 	t.Logf("%d checks", checks)

@@ -195,3 +195,75 @@ func nsSettled(ctx context.Context, c *testcluster.Cluster, ns string) (bool, st
 	}
 	return len(pods.Items) > 1, fmt.Sprintf("%d pods", len(pods.Items))
 }
+
+// A platform policy the target revision's injection breaks (one container
+// per pod; the canary revision's classic sidecar is a second one):
+// upgrade-plan says the workload will not start and its fix is the knob
+// the target's injector and admission proved (a native sidecar), the
+// policy kept. Pasted with the plan's steps, the workload runs under the
+// target.
+func TestUpgradePlanMeshSideFix(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	bin := meshBinary(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	checks := 0
+	defer func() {
+		testreport.Count(t, "upgrade-plan: a policy refusal under the target fixed by the knob its injector and admission proved, pasted with the plan's steps; %d checks", checks)
+	}()
+	ns := c.Namespace(t, "upgpol", map[string]string{"istio-injection": "enabled"})
+	c.Apply(t, ns, []byte(upgradeApp("web", "")))
+	if err := catPoll(ctx, ns+" ready", func(ctx context.Context) (bool, string) {
+		_, err := catWaitPodSelector(ctx, c, ns, "app=web", podReadyNow)
+		return err == nil, fmt.Sprint(err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	probe := appPod("vap-probe", map[string]string{"sidecar.istio.io/inject": "false"}, nil)
+	probe.Spec.Containers = append(probe.Spec.Containers, corev1.Container{Name: "second", Image: testImage})
+	if err := bindPodPolicy(ctx, t, c, ns+"-one", ns, `object.spec.containers.size() <= 1`, "a pod may run one container (sidecars as init containers)", probe); err != nil {
+		t.Fatal(err)
+	}
+	r, err := catRun(bin, "--kubeconfig", c.Kubeconfig, "upgrade-plan", "--to", "canary", "-n", ns, "-o", "json")
+	var plan upgrade.Plan
+	if err == nil {
+		err = json.Unmarshal([]byte(r.stdout), &plan)
+	}
+	checks++
+	if err != nil || len(plan.Workloads) != 1 {
+		t.Fatalf("upgrade-plan -n %s: exit %d: %v\n%s\n%s", ns, r.code, err, r.stdout, r.stderr)
+	}
+	web := plan.Workloads[0]
+	var f *diagnose.Finding
+	for i := range web.Findings {
+		if web.Findings[i].Status == diagnose.Fail {
+			f = &web.Findings[i]
+			break
+		}
+	}
+	checks++
+	if web.Starts != upgrade.StartsNo || f == nil || r.code != 4 {
+		t.Fatalf("web: starts %s, exit %d, findings %+v", web.Starts, r.code, web.Findings)
+	}
+	first, _, _ := strings.Cut(f.Fix, "\n")
+	checks++
+	if !strings.Contains(first, `"sidecar.istio.io/nativeSidecar":"true"`) || !strings.Contains(f.Evidence, "is admitted with its sidecar") {
+		t.Fatalf("the fix is not the proved knob: %s\nfix: %s", f.Evidence, f.Fix)
+	}
+	t.Logf("%s\nfix: %s\nsteps: %s", f.Evidence, f.Fix, strings.Join(plan.Steps, "\n"))
+	shell := userShell(ctx, t, c, bin, t.TempDir())
+	for _, line := range append([]string{f.Fix}, plan.Steps...) {
+		out, err := shell(line)
+		checks++
+		if err != nil {
+			t.Fatalf("pasted: %s: %v\n%s", line, err, out)
+		}
+	}
+	checks++
+	if _, err := catWaitPodSelector(ctx, c, ns, "app=web", func(p *corev1.Pod) bool {
+		return podReadyNow(p) && upgrade.SideOf(p).Revision == "canary" && p.DeletionTimestamp == nil
+	}); err != nil {
+		t.Fatalf("after the fix and the plan's steps: %v", err)
+	}
+}

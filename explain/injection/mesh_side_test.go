@@ -1,4 +1,4 @@
-package inject
+package injection
 
 import (
 	"testing"
@@ -16,15 +16,15 @@ func TestMeshSideCandidates(t *testing.T) {
 		n     int
 		none  string // a key no candidate sets to what it is
 	}{
-		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 5, ""},
+		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 6, ""},
 		{"merging off already", map[string]string{annMergeMetrics: "false"},
-			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 3, annMergeMetrics},
+			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 4, annMergeMetrics},
 		{"requests only already, native off", map[string]string{annMergeMetrics: "false", annProxyCPU: "10m", annProxyMem: "32Mi", istio.AnnotationNativeSidecar: "false"},
 			map[string]string{annProxyCPU: "10m", annProxyMem: "32Mi", annProxyCPULimit: "10m", annProxyMemLimit: "32Mi"}, 2, annMergeMetrics},
 	}
 	checks := 0
 	for _, tc := range cases {
-		got := meshSideCandidates(tc.ann)
+		got := MeshSideCandidates(tc.ann)
 		checks++
 		if len(got) != tc.n {
 			t.Errorf("%s: %d candidates, want %d: %+v", tc.name, len(got), tc.n, got)

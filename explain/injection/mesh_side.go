@@ -1,0 +1,74 @@
+package injection
+
+import "github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+
+// Annotations of the injection a policy most often refuses a part of.
+const (
+	annMergeMetrics  = "prometheus.istio.io/merge-metrics"
+	annProxyCPU      = "sidecar.istio.io/proxyCPU"
+	annProxyCPULimit = "sidecar.istio.io/proxyCPULimit"
+	annProxyMem      = "sidecar.istio.io/proxyMemory"
+	annProxyMemLimit = "sidecar.istio.io/proxyMemoryLimit"
+)
+
+// MeshSideCandidates are the changes of a template's annotations that
+// change one part of what the injector adds, in the order they are tried
+// (the least change first): each is asked of admission, sidecar and all.
+func MeshSideCandidates(a map[string]string) []MeshSide {
+	cpu, mem := a[annProxyCPU], a[annProxyMem]
+	if cpu == "" {
+		cpu = "100m" // the injector's default request
+	}
+	if mem == "" {
+		mem = "128Mi"
+	}
+	var out []MeshSide
+	if a[annMergeMetrics] != "false" {
+		out = append(out, MeshSide{Set: map[string]string{annMergeMetrics: "false"},
+			What: "the prometheus.io/* scrape annotations the injector adds for metrics merging (left out with " + annMergeMetrics + "=false)"})
+	}
+	requestsOnly := map[string]string{annProxyCPU: cpu, annProxyMem: mem, annProxyCPULimit: "", annProxyMemLimit: ""}
+	if a[annProxyCPU] == "" || a[annProxyMem] == "" || a[annProxyCPULimit] != "" || a[annProxyMemLimit] != "" {
+		out = append(out, MeshSide{Set: requestsOnly,
+			What: "the sidecar's resource limits (with its requests set by annotation and no limit annotations, the injector gives istio-proxy and istio-init requests only)"})
+	}
+	if a[annProxyCPULimit] != cpu || a[annProxyMemLimit] != mem {
+		out = append(out, MeshSide{Set: map[string]string{annProxyCPU: cpu, annProxyMem: mem, annProxyCPULimit: cpu, annProxyMemLimit: mem},
+			What: "the sidecar's resources (limits equal to requests: istio-proxy and istio-init get limits, and Guaranteed QoS)"})
+	}
+	// The other sidecar kind (both, when the template does not say which
+	// it has: the revision's default decides).
+	if a[istio.AnnotationNativeSidecar] != "false" {
+		out = append(out, MeshSide{Set: map[string]string{istio.AnnotationNativeSidecar: "false"},
+			What: "the native sidecar (a classic one instead: istio-proxy among the containers, not a restartable init container)"})
+	}
+	if a[istio.AnnotationNativeSidecar] != "true" {
+		out = append(out, MeshSide{Set: map[string]string{istio.AnnotationNativeSidecar: "true"},
+			What: "the classic sidecar (a native one instead: istio-proxy as a restartable init container, not among the containers)"})
+	}
+	if a[annMergeMetrics] != "false" {
+		both := map[string]string{annMergeMetrics: "false"}
+		for k, v := range requestsOnly {
+			both[k] = v
+		}
+		out = append(out, MeshSide{Set: both, What: "the prometheus.io/* scrape annotations and the sidecar's resource limits"})
+	}
+	return out
+}
+
+// Apply is a copy of annotations changed as m says (a value "" removes
+// the key).
+func (m MeshSide) Apply(annotations map[string]string) map[string]string {
+	out := make(map[string]string, len(annotations)+len(m.Set))
+	for k, v := range annotations {
+		out[k] = v
+	}
+	for k, v := range m.Set {
+		if v == "" {
+			delete(out, k)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
