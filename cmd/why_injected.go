@@ -262,6 +262,7 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if kept != nil {
 		err = kept.print(incomplete)
 	} else {
+		refusedTemplates(reports)
 		err = o.print(reports, list, incomplete)
 	}
 	if err != nil {
@@ -291,4 +292,22 @@ func (o *WhyInjectedOptions) newSweep(facts *injection.ClusterFacts, verified bo
 		p = render.NewPrinter(o.Out)
 	}
 	return newInjectionSweep(o, p, facts, verified)
+}
+
+// refusedTemplates puts into the verdict and fix of each template whose
+// pods admission refuses now (by something other than the mesh's own
+// webhooks) the finding diagnose makes of it: the same cause and fix.
+func refusedTemplates(reports []*injection.InjectionReport) {
+	for _, r := range reports {
+		if r.Kind == "Pod" || r.RefusedBy == nil || r.CreationBlocked {
+			continue
+		}
+		for _, f := range injectionSlice(r, nil).Findings {
+			if f.Status == diagnose.Fail && f.Code == diagnose.CodeWorkloadShort {
+				r.Verdict += " But admission refuses its pods now (" + f.Code + "): " + f.Evidence
+				r.Fix = f.Fix
+				break
+			}
+		}
+	}
 }

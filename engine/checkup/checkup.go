@@ -294,6 +294,12 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	var held []*item
 	err = e.Inject.Sweep(ctx, facts, pre, func(r *injection.InjectionReport, p *corev1.Pod) error {
 		it := item{facts: diagnose.Facts{Injection: r}}
+		if p == nil && !r.CreationBlocked {
+			// Refused by something else (its dry runs say whether for
+			// what the injector adds): its workload's row says it, read
+			// with the workload's state as a named one is.
+			return nil
+		}
 		if p == nil {
 			it.facts.NoPod = "admission refuses its pods: none was created"
 			refused = append(refused, r)

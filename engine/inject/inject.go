@@ -300,6 +300,11 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		w.Events = pastCompleted(w.Events, jobs)
 	}
 	tr := e.Mesh.Explain(facts, w)
+	if tr.RefusedBy != nil && !tr.CreationBlocked {
+		// Refused now by something else: whether it is what the injector
+		// adds that it refuses, the dry runs say (as diagnose's).
+		e.ProveWithoutSidecar(ctx, tr, tmpl)
+	}
 	e.record(tr, verifySource{namespace: ns, base: name, template: tmpl})
 	reports := []*injection.InjectionReport{tr}
 	if kind == "CronJob" {

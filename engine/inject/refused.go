@@ -30,7 +30,7 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 	}
 	for _, k := range keys {
 		evs := events[k]
-		if injection.RefusalOf(evs[0].Message) == "" && !injection.MayRefuseInjected(evs[0].Message) {
+		if injection.RefusalOf(evs[0].Message) == "" && !injection.MayRefuseInjected(evs[0].Message) && !admissionDenied(evs[0].Message) {
 			continue // not admission's refusal of the mesh's or of what it adds
 		}
 		parts := strings.SplitN(k, "/", 3)
@@ -49,7 +49,7 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
 		}
 		r := e.Mesh.Explain(facts, w)
-		if !r.CreationBlocked {
+		if !r.CreationBlocked && r.RefusedBy == nil {
 			continue // e.g. a quota refusing pods that get no sidecar
 		}
 		if err == nil && ok {
@@ -88,4 +88,11 @@ func (e *Engine) currentRefusals(ctx context.Context, events []corev1.Event) []c
 		}
 	}
 	return out
+}
+
+// admissionDenied: a validating webhook or admission policy denied the
+// pod (its words name neither the mesh nor what it adds: a dry run
+// without the sidecar says whose refusal it is).
+func admissionDenied(msg string) bool {
+	return strings.Contains(msg, "denied request") || strings.Contains(msg, "denied the request")
 }

@@ -96,6 +96,11 @@ func init() {
 // or a workload short of its pods.
 func onlyWorkload(in *Input, jobFailed bool) []Finding {
 	w := in.Workload
+	if w == nil && !jobFailed {
+		// A template read without its workload's state (why-injected):
+		// the injection check puts a refusal of its pods down as this.
+		return only(in.injection().findings, CodeWorkloadShort)
+	}
 	if w == nil || (w.Failed != "") != jobFailed {
 		return nil
 	}
@@ -166,24 +171,13 @@ func workloadShort(in *Input) []Finding {
 		f.Fix = r.Fix // the injection check names what refuses the pods, and its fix
 	}
 	if r := in.Injection; r != nil && r.RefusedBy != nil && len(said) > 0 {
-		// The refusal named by what acted on the pods.
-		f.Evidence += "; refused by " + r.RefusedBy.By
-		if r.RefusedBy.Fix != "" {
-			f.Fix = r.RefusedBy.Fix
+		ev, mesh, fix := refusalAnswer(w, r.RefusedBy, text)
+		f.Evidence += ev
+		if mesh != "" {
+			f.Mesh = mesh
 		}
-		if r.RefusedBy.WithoutSidecar == "admitted" {
-			// Proved: the pod's own part is admitted, what the injector
-			// adds is what the policy refuses.
-			f.Mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
-			f.Evidence += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + f.Mesh + " that " + r.RefusedBy.By + " refuses"
-			if r.RefusedBy.Fix != "" {
-				f.Fix = r.RefusedBy.Fix + "\n" + meshSideOfRefusal(w, text)
-			}
-			if ms := r.RefusedBy.MeshSide; ms != nil {
-				f.Mesh = ms.What
-				f.Evidence += "; " + ProvedMeshSide(ms)
-				f.Fix = MeshSideFix(w, ms, r.RefusedBy.Fix)
-			}
+		if fix != "" {
+			f.Fix = fix
 		}
 	}
 	if w.Failed != "" {
@@ -211,6 +205,29 @@ func workloadShort(in *Input) []Finding {
 		f.Evidence += "; neither its conditions nor its events say why"
 	}
 	return []Finding{f}
+}
+
+// refusalAnswer is what a refusal of a workload's pods, named by what
+// acted on them (text, the controller's words), adds to its finding: the
+// evidence (from "; refused by …"), what of the mesh it refuses when the
+// dry runs proved that, and the fix ("" keeps the finding's).
+func refusalAnswer(w *WorkloadState, rb *injection.Refusal, text string) (ev, mesh, fix string) {
+	ev, fix = "; refused by "+rb.By, rb.Fix
+	if rb.WithoutSidecar != "admitted" {
+		return ev, "", fix
+	}
+	// Proved: the pod's own part is admitted, what the injector adds is
+	// what the policy refuses.
+	mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
+	ev += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + mesh + " that " + rb.By + " refuses"
+	if rb.Fix != "" {
+		fix = rb.Fix + "\n" + meshSideOfRefusal(w, text)
+	}
+	if ms := rb.MeshSide; ms != nil {
+		mesh, ev = ms.What, ev+"; "+ProvedMeshSide(ms)
+		fix = MeshSideFix(w, ms, rb.Fix)
+	}
+	return ev, mesh, fix
 }
 
 // RefusalCause puts an admission refusal of a workload's pods (text, the

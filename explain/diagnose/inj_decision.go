@@ -179,6 +179,7 @@ func (in *Input) injection() *stageAnswer {
 		return a
 	}
 	var warned []Finding
+	refusedMesh := "" // what of the mesh a refusal of the template's pods is about
 	for i, w := range r.Warnings {
 		kind := ""
 		if i < len(r.WarningKinds) {
@@ -205,6 +206,21 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, "ambient mode enrolls it (no sidecar, none expected)"
 	case r.CreationBlocked:
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, blockedCode(r.BlockedBy)
+	case r.RefusedBy != nil && in.Workload == nil && in.Pod == nil && r.Kind != "Pod" && len(in.Files) == 0:
+		// A live template whose pods admission refuses now, read without
+		// its workload's state (why-injected): diagnose's answer for the
+		// workload, from the same refusal.
+		w := &WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		if r.RefusedBy.OwnerKind != "" && r.RefusedBy.OwnerKind != "Pod" {
+			w.Kind, w.Name = r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName
+		}
+		ev, mesh, fix := refusalAnswer(w, r.RefusedBy, r.RefusedBy.Message)
+		c.Status, c.Code, c.Fix = Fail, CodeWorkloadShort, fix
+		c.Evidence = "its pods are refused at admission: " + oneLine(r.RefusedBy.Message, 300) + ev
+		if fix == "" {
+			c.Fix = "kubectl describe " + strings.ToLower(r.Kind) + "/" + r.Name + " -n " + r.Namespace + "   # its conditions and events say why its pods are missing"
+		}
+		refusedMesh = mesh
 	case r.IsMismatch() && len(imageAuto(in)) > 0:
 		// Its istio-proxy container is not a sidecar: KM-INJ-006 says what it is.
 		c.Status, c.Evidence, c.Code = Pass, "no injector processed the pod", ""
@@ -257,8 +273,8 @@ func (in *Input) injection() *stageAnswer {
 		c.Fix = strings.Join(fix, "\n")
 	}
 	a.row = c
-	if c.Status != Pass && c.Code != "" && len(warned) == 0 {
-		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs})
+	if c.Status != Pass && c.Code != "" && (len(warned) == 0 || refusedMesh != "") {
+		a.findings = append(a.findings, Finding{Code: c.Code, Status: c.Status, Evidence: c.Evidence, Fix: c.Fix, Needs: c.Needs, Mesh: refusedMesh})
 	}
 	a.findings = append(a.findings, warned...)
 	return a

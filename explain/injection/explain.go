@@ -446,7 +446,7 @@ func (x *explainer) failedCreates() {
 		kind := RefusalOf(ev.Message)
 		if pr, ok := refusalBy(f, w, x.nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || x.injecting == nil) && r.RefusedBy == nil {
 			// The platform's own refusal: named, not the mesh's.
-			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w)}
+			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w), Message: ev.Message}
 			if r.RefusedBy.Fix != "" {
 				r.RefusedBy.Fix += retryNow(w)
 			}
@@ -456,11 +456,15 @@ func (x *explainer) failedCreates() {
 				r.RefusedBy.Fix = optOut + retryNow(w) + "\n# or, keeping the opt-out: " + strings.ReplaceAll(r.RefusedBy.Fix, "\n", "\n# ")
 			}
 		}
+		if r.RefusedBy != nil && r.RefusedBy.OwnerKind == "" {
+			r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName = templateOwnerOf(w)
+		}
 		if by := builtInRefusal(ev.Message); by != "" && kind == "" && x.injecting != nil && r.RefusedBy == nil {
 			// The apiserver's own validation, or a LimitRange: whether it
 			// is what the injector adds that it refuses, the same template
 			// without the sidecar says (ProveWithoutSidecar).
-			r.RefusedBy = &Refusal{By: by}
+			r.RefusedBy = &Refusal{By: by, Message: ev.Message}
+			r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName = templateOwnerOf(w)
 		}
 		if pr, ok := thirdPartyRefusal(f, w, x.nsLabels, ev.Message); ok && (kind == "" || kind == BlockedWebhook) && x.injecting != nil {
 			// Another webhook or a policy refuses what the injector added.

@@ -36,6 +36,13 @@ type policyRefusal struct {
 type Refusal struct {
 	By  string `json:"by"`
 	Fix string `json:"fix,omitempty"`
+	// Message is the refusal's own words (the controller's FailedCreate).
+	Message string `json:"message,omitempty"`
+	// OwnerKind and OwnerName name the object whose template makes the
+	// refused pods (a ReplicaSet's Deployment, a Job's CronJob is not: the
+	// Job's own).
+	OwnerKind string `json:"ownerKind,omitempty"`
+	OwnerName string `json:"ownerName,omitempty"`
 	// WithoutSidecar is what admission made of the same template without
 	// its sidecar (a dry-run create, labelled sidecar.istio.io/inject=false):
 	// "admitted" (then what the injector adds is what is refused), "refused:

@@ -123,6 +123,21 @@ func TestPolicyRefusalMeshSideFix(t *testing.T) {
 			t.Errorf("%s: the fix's first command is not the mesh's knob %s: %s", tc.name, tc.knob, f.Fix)
 		}
 		t.Logf("%s: %s\nfix:\n%s", tc.name, catShort(f.Evidence), f.Fix)
+		if tc.limited {
+			// why-injected gives the same answer for the workload: the
+			// same fix, exit 4.
+			wr, _ := catRun(bin, "--kubeconfig", c.Kubeconfig, "why-injected", "deployment/worker", "-n", ns, "-o", "json")
+			var list struct {
+				Items []struct {
+					Name, Fix string
+				} `json:"items"`
+			}
+			err := json.Unmarshal([]byte(wr.stdout), &list)
+			checks++
+			if err != nil || len(list.Items) == 0 || list.Items[0].Name != "worker" || list.Items[0].Fix != f.Fix || wr.code != 4 {
+				t.Errorf("%s: why-injected deployment/worker: exit %d, %v, its fix differs from diagnose's:\n%s", tc.name, wr.code, err, wr.stdout)
+			}
+		}
 		out, err := shell(f.Fix)
 		checks++
 		if err != nil {
