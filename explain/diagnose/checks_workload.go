@@ -160,6 +160,10 @@ func workloadShort(in *Input) []Finding {
 	text := strings.Join(said, " ")
 	if m := missingSA.FindStringSubmatch(text); m != nil {
 		f.Fix = "kubectl create serviceaccount " + m[1] + " -n " + w.Namespace + "   # or correct serviceAccountName in its template"
+		switch w.Kind {
+		case "Deployment", "StatefulSet", "DaemonSet":
+			f.Fix += "\nkubectl rollout restart " + strings.ToLower(w.Kind) + "/" + w.Name + " -n " + w.Namespace + "   # its controller tries again at once (its own retries back off for minutes)"
+		}
 	}
 	for _, word := range meshWords {
 		if strings.Contains(strings.ToLower(text), word) {

@@ -83,6 +83,12 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		}
 		r.Warn(WarnAskedNotDone, "injection is asked for, but it does not happen: "+msg)
 	}
+	if !expected && !st.injected && w.Labels[istio.KeyInject] == "false" && w.Annotations[istio.KeyInject] == "true" {
+		// Both ways at once: the label decides (every webhook's object
+		// selector excludes it), the annotation is read only when a
+		// webhook calls the injector.
+		r.Warn(WarnConflictingLabels, "the pod's annotation "+istio.KeyInject+"=\"true\" asks for a sidecar, its label "+istio.KeyInject+"=\"false\" refuses one, and the label decides: no Istio webhook calls the injector for it")
+	}
 	if pr := w.Labels[istio.LabelRev]; pr != "" && expected && nsLabels[istio.LabelInjection] == "enabled" && pr != r.Revision && pr != tagOf(evals, r.Webhook) {
 		r.Warn(WarnConflictingLabels, fmt.Sprintf("the pod's label istio.io/rev=%q is overruled: its namespace's istio-injection=enabled selects revision %s",
 			pr, r.Revision))
@@ -184,6 +190,11 @@ func nearMiss(w *Workload, nsLabels map[string]string) string {
 	}
 	if v, ok := w.Labels[istio.KeyInject]; ok && v != "true" && v != "false" {
 		return fmt.Sprintf("pod label %s=%q is not \"true\": the webhooks' object selectors match only \"true\"", istio.KeyInject, v)
+	}
+	_, inj := nsLabels[istio.LabelInjection]
+	_, rev := nsLabels[istio.LabelRev]
+	if v := nsLabels[istio.KeyInject]; (v == "true" || v == "enabled") && !inj && !rev {
+		return fmt.Sprintf("namespace label %s=%q is a pod's label: on a namespace no webhook reads it (a namespace asks with %s=enabled, or %s=REVISION)", istio.KeyInject, v, istio.LabelInjection, istio.LabelRev)
 	}
 	return ""
 }
