@@ -120,6 +120,34 @@ var fixCases = []fixCase{
 			"for i in $(seq 90); do kubectl get events -n kmfix-35 --field-selector reason=FailedMount -o name | grep -q . && exit 0; sleep 2; done; exit 1"}},
 }
 
+// plantFixes plants the faults of testdata/fixes that can exist on the
+// lane's Kubernetes (KMESH_FIXES=NN,NN: only those, a developer's run of
+// a few; make test plants every one), marking them in planted.
+func plantFixes(ctx context.Context, t *testing.T, c *testcluster.Cluster, planted map[string]bool) {
+	t.Helper()
+	files, err := filepath.Glob("testdata/fixes/[0-9][0-9]-*.yaml")
+	if err != nil || len(files) != len(fixCases) {
+		t.Fatalf("testdata/fixes: %d files (%v), %d cases", len(files), err, len(fixCases))
+	}
+	sort.Strings(files)
+	lane := laneMinor(c.ServerVersion)
+	// KMESH_FIXES=NN,NN plants only those (a developer's run of a few);
+	// make test plants every one.
+	only := strings.Split(os.Getenv("KMESH_FIXES"), ",")
+	for _, f := range files {
+		nn := filepath.Base(f)[:2]
+		if only[0] != "" && !slices.Contains(only, nn) {
+			continue
+		}
+		if fc := fixCaseOf(nn); fc != nil && fc.minMinor > lane {
+			testreport.Count(t, "fault %s cannot exist on Kubernetes %s (it needs 1.%d): not planted on this lane", nn, c.ServerVersion, fc.minMinor)
+			continue
+		}
+		plantFix(ctx, t, c, f)
+		planted[nn] = true
+	}
+}
+
 // configMapsRefused: a dry-run create of a ConfigMap without an owner
 // label is refused in ns (the policy is in force).
 func configMapsRefused(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
@@ -173,27 +201,7 @@ func TestFixesRecover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files, err := filepath.Glob("testdata/fixes/[0-9][0-9]-*.yaml")
-	if err != nil || len(files) != len(fixCases) {
-		t.Fatalf("testdata/fixes: %d files (%v), %d cases", len(files), err, len(fixCases))
-	}
-	sort.Strings(files)
-	lane := laneMinor(c.ServerVersion)
-	// KMESH_FIXES=NN,NN plants only those (a developer's run of a few);
-	// make test plants every one.
-	only := strings.Split(os.Getenv("KMESH_FIXES"), ",")
-	for _, f := range files {
-		nn := filepath.Base(f)[:2]
-		if only[0] != "" && !slices.Contains(only, nn) {
-			continue
-		}
-		if fc := fixCaseOf(nn); fc != nil && fc.minMinor > lane {
-			testreport.Count(t, "fault %s cannot exist on Kubernetes %s (it needs 1.%d): not planted on this lane", nn, c.ServerVersion, fc.minMinor)
-			continue
-		}
-		plantFix(ctx, t, c, f)
-		planted[nn] = true
-	}
+	plantFixes(ctx, t, c, planted)
 	shell := func(line string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "sh", "-c", line)
 		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
