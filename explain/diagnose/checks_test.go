@@ -68,6 +68,13 @@ func redirecting() []*capture.Ruleset {
 }
 
 var checkCases = []checkCase{
+	{code: CodeProxyConfigKey, pod: func(p *corev1.Pod) {
+		yes := true
+		p.Labels = map[string]string{"app": "web", "pod-template-hash": "5d9f"}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d9f", Controller: &yes}}
+		p.Annotations = map[string]string{"proxy.istio.io/config": `{"holdApplicationUntilProxyStart": true, "concurrency": 2}`}
+	}, status: Warning, evidence: "holdApplicationUntilProxyStart (did you mean holdApplicationUntilProxyStarts?)",
+		fix: `kubectl patch deployment/web -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"{\"holdApplicationUntilProxyStarts\": true, \"concurrency\": 2}"}}}}}'`},
 	{code: CodeNeverInjected, pod: func(p *corev1.Pod) {
 		p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
 		p.Spec.Containers, p.Status.ContainerStatuses = p.Spec.Containers[1:], p.Status.ContainerStatuses[1:]

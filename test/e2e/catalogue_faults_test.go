@@ -199,6 +199,10 @@ func (b *catBed) faultsInit() []*catFault {
 			plant: func(ctx context.Context, f *catFault) error {
 				return b.runningReady(ctx, f, b.inj, appPod("never-injected", map[string]string{"kmesh.demo/never-inject": "yes"}, catLean()))
 			}},
+		{code: "KM-INJ-020", ns: inj, name: "config-typo", how: `a pod annotated proxy.istio.io/config: '{"holdApplicationUntilProxyStart": true}' (no s): istiod ignores the key`,
+			plant: func(ctx context.Context, f *catFault) error {
+				return b.runningReady(ctx, f, b.inj, appPod("config-typo", nil, catLean("proxy.istio.io/config", `{"holdApplicationUntilProxyStart": true}`)))
+			}},
 		{code: "KM-INJ-015", ns: plain, name: "label-on-deploy", how: "a Deployment labelled sidecar.istio.io/inject=true on its own metadata.labels, its pod template not, in a namespace with no injection label: its pod runs without a sidecar",
 			plant: func(ctx context.Context, f *catFault) error {
 				d := appDeployment(plain, "label-on-deploy", 1, catLean())
