@@ -118,6 +118,12 @@ var fixCases = []fixCase{
 		state: configMapsRefused,
 		then: []string{"kubectl delete configmap istio-ca-root-cert kube-root-ca.crt -n kmfix-35 --ignore-not-found", "kubectl apply -f testdata/fixes/applied/35-worker.yaml",
 			"for i in $(seq 90); do kubectl get events -n kmfix-35 --field-selector reason=FailedMount -o name | grep -q . && exit 0; sleep 2; done; exit 1"}},
+	// The red team's tenth round (its 02), replanted.
+	{nn: "36", object: "worker", code: "KM-START-012", fixStarts: `kubectl patch deployment/worker -n kmfix-36 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'`, injected: true, mesh: true,
+		state: anyPod("worker", "Pending over 100s, istio-proxy not started", olderThan(100*time.Second, func(p *corev1.Pod) bool {
+			s := catStatus(p, "istio-proxy")
+			return p.Status.Phase == corev1.PodPending && s != nil && s.State.Waiting != nil
+		}))},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
