@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -22,23 +23,31 @@ func init() {
 		run:     neverInjected})
 }
 
+// neverInVerdict: the verdict's words for the selector that matched.
+var neverInVerdict = regexp.MustCompile(`the injector's neverInjectSelector (.+?) matches the pod`)
+
 func neverInjected(in *Input) []Finding {
 	p, r := in.Pod, in.Injection
 	if p == nil || r == nil || in.injected() || r.Ambient {
 		return nil
 	}
-	var never *injection.Factor
-	for i := range r.Factors {
-		if f := &r.Factors[i]; f.Factor == "neverInjectSelector" && f.Effect == injection.EffectSkip {
-			never = f
+	// The factor, where the report keeps its factors; its verdict, where a
+	// sweep's does not.
+	what := ""
+	for _, f := range r.Factors {
+		if f.Factor == "neverInjectSelector" && f.Effect == injection.EffectSkip {
+			what = strings.TrimSpace(f.Value) + ", " + f.Source
 		}
 	}
-	if never == nil {
+	if m := neverInVerdict.FindStringSubmatch(r.Verdict); what == "" && m != nil {
+		what = m[1]
+	}
+	if what == "" {
 		return nil
 	}
 	why := "   # an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it"
 	return []Finding{{Status: Warning,
-		Evidence: "the namespace asks for injection, but the injector's neverInjectSelector matches the pod (" + strings.TrimSpace(never.Value) + ", " + never.Source + "): istiod leaves it out of the mesh, so its traffic has no mTLS, policy or telemetry",
+		Evidence: "the namespace asks for injection, but the injector's neverInjectSelector matches the pod (" + what + "): istiod leaves it out of the mesh, so its traffic has no mTLS, policy or telemetry",
 		Mesh:     "the injector's neverInjectSelector",
 		Fix:      specFixLabel(p, templateOwner(p), istio.KeyInject, "true") + why}}
 }

@@ -85,8 +85,8 @@ var checkCases = []checkCase{
 		no := false
 		r.Injected, r.Expected = &no, &no
 		r.Verdict = "Not injected, and it would not be if re-created: the injector's neverInjectSelector kmesh.demo/never-inject matches the pod"
-		r.Factors = []injection.Factor{{Factor: "neverInjectSelector", Value: "kmesh.demo/never-inject", Effect: injection.EffectSkip, Source: "ConfigMap istio-system/istio-sidecar-injector"}}
-	}, status: Warning, evidence: "neverInjectSelector matches the pod (kmesh.demo/never-inject", fix: `"sidecar.istio.io/inject":"true"`},
+		r.Factors = nil // a sweep's report: the verdict says it
+	}, status: Warning, evidence: "neverInjectSelector matches the pod (kmesh.demo/never-inject)", fix: `"sidecar.istio.io/inject":"true"`},
 	{code: CodeSidecarMissing, pod: func(p *corev1.Pod) { p.Spec.InitContainers, p.Spec.Containers = nil, p.Spec.Containers[1:] },
 		inj: func(r *injection.InjectionReport) {
 			no, yes := false, true
