@@ -94,13 +94,16 @@ func TestPostStartHold(t *testing.T) {
 	held := func(p *corev1.Pod) {
 		p.Labels = map[string]string{"pod-template-hash": "5d9f"}
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "worker-5d9f", Controller: &yes}}
-		p.Spec.Containers = []corev1.Container{{Name: "worker", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc registry 8080; do sleep 1; done"}}}}}, {Name: "istio-proxy"}}
+		// istio-proxy's own startup probe (600 × 1s, as Istio's) does not
+		// hold the answer back: it has not started.
+		probe := &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 600}
+		p.Spec.Containers = []corev1.Container{{Name: "worker", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc registry 8080; do sleep 1; done"}}}}}, {Name: "istio-proxy", StartupProbe: probe}}
 		p.Status.Phase = corev1.PodPending
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{
 			{Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
 			{Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
 	}
-	d := Diagnose(checkCase{pod: held, now: 5 * time.Minute}.facts())
+	d := Diagnose(checkCase{pod: held, now: 3 * time.Minute}.facts())
 	fs := only(d.Findings, CodeNotRunning)
 	if len(fs) != 1 || !strings.Contains(fs[0].Evidence, "container worker has a postStart hook and istio-proxy comes after it") ||
 		!strings.HasPrefix(fs[0].Fix, `kubectl patch deployment/worker -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'`) ||

@@ -552,12 +552,14 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 	if evs := warningEvents(s, "", 3); len(evs) > 0 {
 		ev += "; events: " + strings.Join(evs, "; ")
 	}
-	if age < grace(p) {
-		return Warning, ev, describe
-	}
-	if hook, fix := in.postStartHold(); hook != "" {
+	// The proxy's own startup probe does not count here: it has not
+	// started at all.
+	if hook, fix := in.postStartHold(); hook != "" && age >= StartGrace {
 		in.notRunningMesh = "the classic sidecar's place after " + hook
 		return Fail, ev + "; " + hook + " has a postStart hook and istio-proxy comes after it: the kubelet starts a pod's containers in order and waits for each one's postStart hook, so istio-proxy has not started and the pod's traffic has no proxy; a hook that needs the network (or the proxy) waits for ever", fix
+	}
+	if age < grace(p) {
+		return Warning, ev, describe
 	}
 	return Fail, ev, describe + "   # its events say what it waits for"
 }
