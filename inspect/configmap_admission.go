@@ -50,5 +50,8 @@ func (c *Client) ConfigMapAdmissions(ctx context.Context, ns string, names []str
 // isAdmissionDenial: a webhook denied the request (or could not be
 // called).
 func isAdmissionDenial(err error) bool {
-	return regexp.MustCompile(`admission webhook "[^"]+" denied the request|failed calling webhook`).MatchString(err.Error())
+	return webhookDenial.MatchString(err.Error())
 }
+
+// webhookDenial: a webhook's denial, or a call to one that failed.
+var webhookDenial = regexp.MustCompile(`admission webhook "[^"]+" denied the request|failed calling webhook`)

@@ -64,9 +64,13 @@ func moveContainerPorts(c corev1.Container, moves map[int32]int32) (patch map[st
 		ports = append(ports, map[string]any{"$patch": "delete", "containerPort": port.ContainerPort}, moved)
 	}
 	patch["ports"] = ports
+	words := make(map[*regexp.Regexp]string, len(moves))
+	for from, to := range moves {
+		words[wordPort(from)] = "${1}" + strconv.Itoa(int(to)) + "${2}"
+	}
 	replace := func(s string) string {
-		for from, to := range moves {
-			s = wordPort(from).ReplaceAllString(s, "${1}"+strconv.Itoa(int(to))+"${2}")
+		for re, to := range words {
+			s = re.ReplaceAllString(s, to)
 		}
 		return s
 	}
