@@ -85,38 +85,3 @@ func TestTrapsTerm(t *testing.T) {
 		}
 	}
 }
-
-// A classic istio-proxy after an app container whose postStart hook holds
-// the kubelet: the pod Pending is put down to the order, with a native
-// sidecar as the fix; the proxy started, nothing is said of it.
-func TestPostStartHold(t *testing.T) {
-	yes := true
-	held := func(p *corev1.Pod) {
-		p.Labels = map[string]string{"pod-template-hash": "5d9f"}
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "worker-5d9f", Controller: &yes}}
-		// istio-proxy's own startup probe (600 × 1s, as Istio's) does not
-		// hold the answer back: it has not started.
-		probe := &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 600}
-		p.Spec.Containers = []corev1.Container{{Name: "worker", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc registry 8080; do sleep 1; done"}}}}}, {Name: "istio-proxy", StartupProbe: probe}}
-		p.Status.Phase = corev1.PodPending
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{
-			{Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
-			{Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
-	}
-	d := Diagnose(checkCase{pod: held, now: 3 * time.Minute}.facts())
-	fs := only(d.Findings, CodeNotRunning)
-	if len(fs) != 1 || !strings.Contains(fs[0].Evidence, "container worker has a postStart hook and istio-proxy comes after it") ||
-		!strings.HasPrefix(fs[0].Fix, `kubectl patch deployment/worker -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'`) ||
-		strings.Contains(fs[0].Evidence, noMeshCause) {
-		t.Fatalf("%+v", d.Findings)
-	}
-	started := func(p *corev1.Pod) {
-		held(p)
-		p.Status.ContainerStatuses[1].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}
-	}
-	for _, f := range Diagnose(checkCase{pod: started, now: 5 * time.Minute}.facts()).Findings {
-		if strings.Contains(f.Evidence, "postStart hook") {
-			t.Errorf("the proxy started, yet: %+v", f)
-		}
-	}
-}

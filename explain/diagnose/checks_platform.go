@@ -11,7 +11,6 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -562,40 +561,6 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		return Warning, ev, describe
 	}
 	return Fail, ev, describe + "   # its events say what it waits for"
-}
-
-// postStartHold names the app container before a classic istio-proxy
-// whose postStart hook holds the kubelet (the proxy after it has not
-// started), with the fix: a native sidecar, which starts before the app's
-// containers (or the hold, which puts the proxy first); "" when it is not
-// so.
-func (in *Input) postStartHold() (container, fix string) {
-	p := in.Pod
-	proxy := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == istio.ProxyContainer })
-	if proxy < 0 {
-		return "", ""
-	}
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name == istio.ProxyContainer && (st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil) {
-			return "", "" // it started
-		}
-	}
-	for _, c := range p.Spec.Containers[:proxy] {
-		if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
-			continue
-		}
-		fix = in.holdFix("")
-		if a := startup.NativeSidecarAdvice(p); a.Annotation {
-			if cmd := setTemplateAnnotations(p, map[string]string{istio.AnnotationNativeSidecar: "true"}); !strings.HasPrefix(cmd, "in the pod's manifest") {
-				fix = cmd + "   # a native sidecar starts before the app's containers and their hooks; or hold the app until the proxy is ready (proxy.istio.io/config holdApplicationUntilProxyStarts: true puts the proxy first)"
-			}
-		}
-		if fix == "" {
-			fix = "kubectl describe pod " + in.Target + "   # give the pod a native sidecar (" + istio.AnnotationNativeSidecar + `: "true"), or hold the app until the proxy is ready`
-		}
-		return "container " + c.Name, fix
-	}
-	return "", ""
 }
 
 // proxyRequests says what the sidecar asks of the node, and what set it.
