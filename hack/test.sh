@@ -57,7 +57,7 @@ again=$("$HACK_DIR/up.sh" 2>&1)
 [[ $again == *"cluster already up"* ]] || die "a second up.sh did not recognise the running cluster: $again"
 
 phase "lane $K8S_VERSION: go test (unit, integration, end-to-end)"
-CI=${CI:-true} go test -count=1 -timeout 20m ./...
+CI=${CI:-true} go test -count=1 -timeout 35m ./...
 
 phase "recovery after a crash"
 kill_all() { # everything of the cluster dies at once; its state stays behind
