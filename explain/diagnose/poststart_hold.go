@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"path"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,34 +17,23 @@ import (
 // this pod's hook; "" when it is not so.
 func (in *Input) postStartHold() (container, fix string) {
 	p := in.Pod
-	proxy := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == istio.ProxyContainer })
-	if proxy < 0 {
+	c := startup.PostStartHolder(p)
+	if c == nil {
 		return "", ""
 	}
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name == istio.ProxyContainer && (st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil) {
-			return "", "" // it started
+	fix = in.holdFix("")
+	if a := startup.NativeSidecarAdvice(p); a.Annotation {
+		if cmd := setTemplateAnnotations(p, map[string]string{istio.AnnotationNativeSidecar: "true"}); !strings.HasPrefix(cmd, "in the pod's manifest") {
+			fix = cmd + "   # a native sidecar starts before the app's containers and their hooks; or hold the app until the proxy is ready (proxy.istio.io/config holdApplicationUntilProxyStarts: true puts the proxy first)"
 		}
 	}
-	for _, c := range p.Spec.Containers[:proxy] {
-		if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
-			continue
-		}
-		fix = in.holdFix("")
-		if a := startup.NativeSidecarAdvice(p); a.Annotation {
-			if cmd := setTemplateAnnotations(p, map[string]string{istio.AnnotationNativeSidecar: "true"}); !strings.HasPrefix(cmd, "in the pod's manifest") {
-				fix = cmd + "   # a native sidecar starts before the app's containers and their hooks; or hold the app until the proxy is ready (proxy.istio.io/config holdApplicationUntilProxyStarts: true puts the proxy first)"
-			}
-		}
-		if fix == "" {
-			return "container " + c.Name, "kubectl describe pod " + in.Target + "   # give the pod a native sidecar (" + istio.AnnotationNativeSidecar + `: "true"), or hold the app until the proxy is ready`
-		}
-		if end := endHook(p, c); end != "" {
-			fix += "\n" + end
-		}
-		return "container " + c.Name, fix
+	if fix == "" {
+		return "container " + c.Name, "kubectl describe pod " + in.Target + "   # give the pod a native sidecar (" + istio.AnnotationNativeSidecar + `: "true"), or hold the app until the proxy is ready`
 	}
-	return "", ""
+	if end := endHook(p, *c); end != "" {
+		fix += "\n" + end
+	}
+	return "container " + c.Name, fix
 }
 
 // shells are the programs whose own kill reaches every process (a shell

@@ -2,6 +2,7 @@ package startup
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,6 +114,10 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 				}
 			}
 		}
+	}
+	if holder := PostStartHolder(f.Pod); holder != nil {
+		add("poststart-holds-proxy", holder.Name, holder.Name+" has a postStart hook and the classic istio-proxy comes after it: the kubelet starts a pod's containers in order and waits for each one's postStart hook, so istio-proxy has not started; a hook that needs the network (or the proxy) waits for ever",
+			"a native sidecar (annotation "+istio.AnnotationNativeSidecar+": \"true\"), which starts before the app's containers and their hooks; or hold the app until the proxy is ready (proxy.istio.io/config holdApplicationUntilProxyStarts: true puts the proxy first)")
 	}
 	if proxy.State == "running" && !proxy.Ready {
 		since := ""
@@ -395,4 +400,29 @@ func stuckInInit(r *StartupReport, f StartupFacts, ns string, add func(id, conta
 			}
 		}
 	}
+}
+
+// PostStartHolder is the container before a classic istio-proxy that has
+// not started whose postStart hook the kubelet waits for (it starts a
+// pod's containers in order, each one's postStart hook returned before the
+// next): the proxy waits on the hook; nil when it is not so.
+func PostStartHolder(p *corev1.Pod) *corev1.Container {
+	if p == nil {
+		return nil
+	}
+	proxy := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == istio.ProxyContainer })
+	if proxy < 0 {
+		return nil
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == istio.ProxyContainer && (st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil) {
+			return nil // it started
+		}
+	}
+	for i := range p.Spec.Containers[:proxy] {
+		if c := &p.Spec.Containers[i]; c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+			return c
+		}
+	}
+	return nil
 }

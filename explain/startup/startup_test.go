@@ -100,6 +100,18 @@ func TestStartup(t *testing.T) {
 		failure string // substring of the istio-init/validation failure explanation
 		check   func(*testing.T, *StartupReport)
 	}{
+		{name: "classic sidecar after an app whose postStart hook holds the kubelet: the proxy never starts",
+			pod: podShape{inits: []corev1.Container{c("istio-init")}, phase: corev1.PodPending,
+				containers: []corev1.Container{{Name: "worker", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc -z 127.0.0.1 15021; do sleep 1; done"}}}}}, c("istio-proxy")},
+				initSt:     []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+				st: []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
+					{Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}},
+			hazards: "poststart-holds-proxy@worker", init: "completed", order: "istio-init",
+			check: func(t *testing.T, r *StartupReport) {
+				if r.OrderVerdict != "poststart-holds-proxy" || !strings.Contains(r.Hazards[0].Fix, "sidecar.istio.io/nativeSidecar") {
+					t.Errorf("verdict %q, hazards %+v", r.OrderVerdict, r.Hazards)
+				}
+			}},
 		{name: "classic sidecar, app first, proxy slow: app before proxy ready",
 			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
