@@ -82,7 +82,7 @@ func Pods(ctx context.Context, flags *genericclioptions.ConfigFlags, client *ins
 			return nil, false, inspect.ExplainAPIError(err, "list pods")
 		}
 		if len(pods) == 0 {
-			return nil, false, fmt.Errorf("%s %s has no pods", kind, name)
+			return nil, false, fmt.Errorf("%s %s has no pods: nothing of it has started; kubectl mesh diagnose %s/%s -n %s says why", kind, name, strings.ToLower(kind), name, info.Namespace)
 		}
 		return pods, false, nil
 	}
