@@ -646,6 +646,9 @@ func missingFix(in *Input, msg, fallback string) string {
 	if m := missingConfigMap.FindStringSubmatch(msg); m != nil {
 		return "kubectl create configmap " + m[1] + " -n " + ns + " --from-literal=KEY=VALUE   # the pod refers to ConfigMap " + m[1] + ", which does not exist: create it with the keys the pod reads (or mark the reference optional)"
 	}
+	if fix := missingKeyFix(in.Pod, msg); fix != "" {
+		return fix
+	}
 	if m := missingClaim.FindStringSubmatch(msg); m != nil {
 		return "kubectl create -n " + ns + ` -f - <<<'{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"` + m[1] +
 			`"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}'   # the claim the pod mounts does not exist (size and access mode to suit; a StorageClass or PV must bind it)`
