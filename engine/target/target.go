@@ -37,7 +37,12 @@ func Args(flags *genericclioptions.ConfigFlags, namespace string, args []string)
 		ResourceTypeOrNameArgs(true, words...).SingleResourceType().Flatten().
 		Do().Infos()
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%s not found in namespace %q", strings.Join(args, " "), namespace)
+		hint := ""
+		if w := strings.ToLower(words[0]); w == "pod" || w == "pods" || w == "po" || strings.HasPrefix(w, "pod/") || strings.HasPrefix(w, "pods/") || strings.HasPrefix(w, "po/") {
+			// No controller records a refused pod: its manifest is what is left.
+			hint = "; a pod that admission refused was never created: kubectl mesh diagnose -f MANIFEST --verify dry-runs its manifest and names what refuses it"
+		}
+		return nil, fmt.Errorf("%s not found in namespace %q%s", strings.Join(args, " "), namespace, hint)
 	}
 	return infos, err
 }
