@@ -28,6 +28,11 @@ func (o *DiagnoseOptions) print(ds []*diagnose.Diagnosis, list bool, incomplete 
 		// One pod (or one workload's): the whole checklist.
 		render.Diagnosis(p, ds[0])
 	default:
+		if len(o.Args) > 0 || len(o.Filenames) > 0 {
+			// What was named (a workload, a manifest): the first failure
+			// and its fix on top, as for one pod.
+			render.FirstAnswer(p, ds)
+		}
 		render.DiagnosisRows(p, ds, o.wide())
 	}
 	render.Incomplete(p, incomplete)

@@ -56,6 +56,18 @@ func SliceAnswer(p *Printer, checks string, d *diagnose.Diagnosis) {
 	answer(p, checks+": ", d)
 }
 
+// FirstAnswer prints, on top of the rows of what was named (a workload's
+// pods, a manifest's objects), the first of them to fail (or warn) with
+// its finding and fix, as one pod's answer is printed; nothing when none
+// did.
+func FirstAnswer(p *Printer, ds []*diagnose.Diagnosis) {
+	if len(ds) < 2 || ds[0].First == "" {
+		return
+	}
+	d := ds[0]
+	answer(p, fmt.Sprintf("First of %d: %s %s/%s: ", len(ds), d.WorkloadKind, Escape(d.Namespace), Escape(d.Name)), d)
+}
+
 // answer prints a diagnosis's answer after label: its headline, and its
 // first finding and fix, then a blank line.
 func answer(p *Printer, label string, d *diagnose.Diagnosis) {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -481,6 +483,13 @@ func restartCommand(w *Workload) string {
 			return fmt.Sprintf("kubectl rollout restart %s/%s -n %s", strings.ToLower(w.Owner.Kind), w.Owner.Name, w.Namespace)
 		case "StatefulSet", "DaemonSet":
 			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s re-creates it, whatever its update strategy (OnDelete, a partition)", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
+		case "Job":
+			if w.Pod != nil && (w.Pod.Status.Phase == corev1.PodSucceeded || w.Pod.Status.Phase == corev1.PodFailed) {
+				// A finished pod is not run again: the Job's next pod is
+				// decided anew.
+				return fmt.Sprintf("# pod %s has finished: the next pod of its Job %s (or a CronJob's next Job) is decided anew; kubectl create job --from=cronjob/NAME runs a CronJob's now", w.Name, w.Owner.Name)
+			}
+			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s creates it again", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
 		default:
 			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s creates it again", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
 		}
