@@ -39,3 +39,20 @@ func TestBypassFixTakesTheFlowOutOfTheExclusions(t *testing.T) {
 		}
 	}
 }
+
+// A flow let out by the rule for the proxy's own user (or group): no
+// annotation brings it back, and the fix says so: the app's process must
+// run as another uid.
+func TestBypassByTheProxysOwner(t *testing.T) {
+	checks := 0
+	for _, rule := range []string{"-A ISTIO_OUTPUT -m owner --uid-owner 1337 -j RETURN", "-A ISTIO_OUTPUT -m owner --gid-owner 1337 -j RETURN", "meta skuid 1337 counter return"} {
+		f := Facts{Connections: true, Capture: &capture.CaptureReport{Expected: "x", Drift: &capture.Drift{}, ConnectionsSummary: "1 flow",
+			Connections: []capture.Connection{{Flow: capture.Flow{Proto: "tcp", Dst: netip.MustParseAddrPort("10.1.2.3:9000")}, Class: capture.Bypassing, Rule: rule}}}}
+		c := connectionsCheck(f, "pod/web-1 -n shop")
+		checks++
+		if c.Status != Fail || !strings.HasPrefix(c.Fix, "a choice, in the app: its connection's socket belongs to ") || !strings.Contains(c.Fix, " 1337, the proxy's own") || strings.Contains(c.Fix, "exclude*") {
+			t.Errorf("%s: %+v", rule, c)
+		}
+	}
+	t.Logf("%d checks", checks)
+}

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
@@ -127,6 +128,16 @@ func connectionsCheck(f Facts, target string) Check {
 			c.Evidence += " (let through by: " + rule + ")"
 		}
 		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail + " --via node (without --via node, an ephemeral container is added to the pod, which cannot be removed)"
+		if m := ownerMatch.FindStringSubmatch(rule); m != nil {
+			// The rule that lets the proxy's own traffic out let this flow
+			// out: its socket is the proxy's user's (or group's).
+			who := "uid"
+			if strings.Contains(m[1], "gid") {
+				who = "gid"
+			}
+			c.Fix = "a choice, in the app: its connection's socket belongs to " + who + " " + m[2] + ", the proxy's own, which the capture rules let out untouched; no annotation changes that: run the app's process as another " + who +
+				" (its image's USER, or the user its entrypoint switches to with su, gosu or setuid; not " + m[2] + "), then re-create the pod; which process: " + c.Detail + " --via node"
+		}
 		return c
 	}
 	c.Status, c.Evidence = Pass, r.ConnectionsSummary
@@ -140,3 +151,7 @@ func releaseOf(r *capture.CaptureReport) string {
 	}
 	return r.RuleModel.Phrase()
 }
+
+// ownerMatch is a capture rule that lets a socket's owner out (the
+// proxy's uid or gid), iptables' or nftables' words.
+var ownerMatch = regexp.MustCompile(`(--uid-owner|--gid-owner|skuid|skgid) (\d+)`)
