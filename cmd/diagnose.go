@@ -167,7 +167,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to diagnose before they are applied: admission only (- for standard input)")
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Diagnose the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Diagnose every pod in the cluster")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml, or wide (a sweep's rows with each finding in full); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml, or wide (a sweep's rows with each finding in full); name (each subject as KIND/NAME, as kubectl get -o name); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove the injection answer with a server-side dry-run create (needs create pods)")
 	c.Flags().BoolVar(&o.Rules, "rules", false, "Read the live capture rules and compare them with what the pod's arguments call for (one pod: an ephemeral container, or --via node; many: one node pod per node)")
 	c.Flags().BoolVar(&o.Connections, "connections", false, "Read the live connections too and find flows that bypass the proxy (implies --rules)")

@@ -182,7 +182,7 @@ IPv6 as [fd00::1]:443. A destination that is one of the pod's addresses
 	c.Flags().StringVar(&o.IstioVersion, "istio-version", "", "the Istio release that wrote the rules (e.g. 1.24.6): they are compared with what its istio-iptables writes; default: a POD's proxy image tag, else the newest modelled release")
 	c.Flags().StringArrayVar(&o.Nameservers, "nameserver", nil, "The pod's DNS servers, for DNS capture rules (repeatable)")
 	c.Flags().StringArrayVar(&o.Traces, "trace", nil, "Trace a connection: out:IP:PORT[/proto][,uid=N][,gid=N][,mark=N] or in:[IP:]PORT[/proto][,src=IP][,iface=NAME] (repeatable)")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json, yaml or raw (the dumps as read); name (each subject as KIND/NAME, as kubectl get -o name); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, outputRaw}, cobra.ShellCompDirectiveNoFileComp))
 	c.AddCommand(NewIptablesAuditCmd(configFlags, streams))
 	return c

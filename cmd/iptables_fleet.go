@@ -57,7 +57,7 @@ made; --dry-run prints them as YAML and creates nothing.`,
 	c.Flags().StringVar(&o.NodeNS, "node-namespace", "default", "Namespace for the node pods")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 60*time.Second, "How long to wait for a node's dump")
 	c.Flags().IntVar(&o.Parallel, "parallel", 0, "How many pods of a node the node pod reads at once (0: as many as the node has CPUs); each pod within 20s")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; name (each subject as KIND/NAME, as kubectl get -o name); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	addDryRunFlag(c.Flags(), &o.DryRun, "the node pods that would be created")
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	o.Via = nsexec.ViaNode

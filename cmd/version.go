@@ -65,7 +65,12 @@ first part only, without a connection.`,
 }
 
 // Validate checks the flags.
-func (o *VersionOptions) Validate() error { return validateOutput(o.Output) }
+func (o *VersionOptions) Validate() error {
+	if o.Output == render.Name {
+		return usageErrorf("version has no subjects to name: -o json or yaml")
+	}
+	return validateOutput(o.Output)
+}
 
 // Complete connects, unless only the client's version is asked for.
 func (o *VersionOptions) Complete() error {

@@ -118,7 +118,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Manifest file(s) to explain before they are applied (- for standard input)")
 	c.Flags().StringVarP(&o.Selector, "selector", "l", "", "Explain the pods matching this label selector")
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Explain every pod in the cluster")
-	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; name (each subject as KIND/NAME, as kubectl get -o name); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	c.Flags().BoolVar(&o.All, "all-factors", false, "List every factor, also those with no effect (by default they are counted in one line per kind)")
 	// --all means every resource in kubectl: the old name still works, and says so.
 	c.Flags().BoolVar(&o.All, "all", false, "List every factor (the old name of --all-factors)")

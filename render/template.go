@@ -23,10 +23,13 @@ var NoHeaders bool
 var templatePrefixes = []string{"jsonpath=", "jsonpath-file=", "jsonpath-as-json=", "go-template=", "go-template-file=", "custom-columns=", "custom-columns-file="}
 
 // TemplateFormats names them for help and errors.
-const TemplateFormats = "jsonpath=…, jsonpath-file=…, jsonpath-as-json=…, go-template=…, go-template-file=…, custom-columns=…, custom-columns-file=…"
+const TemplateFormats = "name, jsonpath=…, jsonpath-file=…, jsonpath-as-json=…, go-template=…, go-template-file=…, custom-columns=…, custom-columns-file=…"
 
 // IsTemplate says format is one of them.
 func IsTemplate(format string) bool {
+	if format == Name {
+		return true
+	}
 	for _, p := range templatePrefixes {
 		if strings.HasPrefix(format, p) {
 			return true
@@ -39,6 +42,9 @@ func IsTemplate(format string) bool {
 // cli-runtime's and kubectl's own printers: an error when the template does
 // not parse (or its file cannot be read), before anything is requested.
 func TemplatePrinter(format string) (printers.ResourcePrinter, error) {
+	if format == Name {
+		return namePrinter{}, nil
+	}
 	kind, arg, _ := strings.Cut(format, "=")
 	if strings.HasSuffix(kind, "-file") {
 		b, err := os.ReadFile(arg)
@@ -111,4 +117,55 @@ func printTemplate(w io.Writer, format string, doc []byte) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// Name is -o name: each subject as KIND/NAME, one a line (as kubectl get
+// -o name prints its objects).
+const Name = "name"
+
+// namePrinter prints a report's subject, or each of a list's, as
+// kind/name: the workload's kind (a pod's when the report is of a pod),
+// lower-cased.
+type namePrinter struct{}
+
+func (namePrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	var items []map[string]any
+	switch o := obj.(type) {
+	case *unstructured.UnstructuredList:
+		for i := range o.Items {
+			items = append(items, o.Items[i].Object)
+		}
+	case *unstructured.Unstructured:
+		items = append(items, o.Object)
+	}
+	for _, it := range items {
+		if line := subjectName(it); line != "" {
+			if _, err := fmt.Fprintln(w, line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// subjectName is an item's kind/name: its workloadKind, or the kind of an
+// item that is not itself a report (a plan's workload), else a pod; the
+// name from name, or pod.
+func subjectName(it map[string]any) string {
+	str := func(k string) string { s, _ := it[k].(string); return s }
+	name := str("name")
+	if name == "" {
+		name = str("pod")
+	}
+	if name == "" {
+		return ""
+	}
+	kind := str("workloadKind")
+	if kind == "" && str("apiVersion") == "" {
+		kind = str("kind")
+	}
+	if kind == "" {
+		kind = "Pod"
+	}
+	return strings.ToLower(kind) + "/" + name
 }
