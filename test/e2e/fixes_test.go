@@ -124,6 +124,8 @@ var fixCases = []fixCase{
 			s := catStatus(p, "istio-proxy")
 			return p.Status.Phase == corev1.PodPending && s != nil && s.State.Waiting != nil
 		}))},
+	// The red team's tenth round (its user volume), replanted.
+	{nn: "37", object: "web", code: "KM-INIT-010", fixStarts: `kubectl patch configmap proxy-extra -n kmfix-37 --type=merge -p '{"data":{"tls.conf":"VALUE"}}'`, injected: true, mesh: true, state: podEvent("FailedMount")},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
