@@ -415,21 +415,7 @@ func (p *Printer) Command(prefix, cmd string) {
 		fmt.Fprintln(p.Out, prefix+cmd)
 		return
 	}
-	// Words and whether the space before each is inside quotes.
-	var words []string
-	var quoted []bool
-	inQuote, start := false, 0
-	for i, r := range cmd {
-		switch {
-		case r == '\'':
-			inQuote = !inQuote
-		case r == ' ':
-			words = append(words, cmd[start:i])
-			quoted = append(quoted, inQuote)
-			start = i + 1
-		}
-	}
-	words = append(words, cmd[start:])
+	words, quoted, glued := commandWords(cmd)
 	line := words[0]
 	first := true
 	emit := func(s string) {
@@ -442,9 +428,13 @@ func (p *Printer) Command(prefix, cmd string) {
 	}
 	for i, w := range words[1:] {
 		inside := quoted[i]
+		sep := " "
+		if glued[i] {
+			sep = ""
+		}
 		room := avail - 2 // the continuation's indent, or " \\"
-		if lipgloss.Width(line)+1+lipgloss.Width(w) <= room {
-			line += " " + w
+		if lipgloss.Width(line)+len(sep)+lipgloss.Width(w) <= room {
+			line += sep + w
 			continue
 		}
 		if !inside {
@@ -454,6 +444,47 @@ func (p *Printer) Command(prefix, cmd string) {
 		line = w
 	}
 	emit(line)
+}
+
+// commandWords splits a command where it may be wrapped: at its spaces
+// outside quotes, and inside a quoted JSON patch (after -p, --patch or
+// <<<) at its spaces and after each comma, colon and opening bracket
+// between its tokens (quoted: no backslash there; glued: no space between
+// the two words), where a line break is JSON's whitespace, so the patch is
+// the same. Other quoted words (a shell script, a JSONPath) are not broken.
+func commandWords(cmd string) (words []string, quoted, glued []bool) {
+	inQuote, inJSON, inString, escaped, start := false, false, false, false, 0
+	cut := func(end, next int, q, g bool) {
+		words = append(words, cmd[start:end])
+		quoted = append(quoted, q)
+		glued = append(glued, g)
+		start = next
+	}
+	for i, r := range cmd {
+		switch {
+		case inJSON && inString:
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\':
+				escaped = true
+			case r == '"':
+				inString = false
+			}
+		case r == '\'':
+			inQuote = !inQuote
+			inJSON = inQuote && strings.HasPrefix(cmd[i+1:], "{") || inQuote && strings.HasPrefix(cmd[i+1:], "[")
+			inJSON = inJSON && (strings.HasSuffix(cmd[:i], "-p ") || strings.HasSuffix(cmd[:i], "--patch ") || strings.HasSuffix(cmd[:i], "<<<"))
+		case inJSON && r == '"':
+			inString = true
+		case inJSON && (r == ',' || r == '{' || r == '[' || r == ':') && i+1 < len(cmd) && cmd[i+1] != '\'':
+			cut(i+1, i+1, true, true)
+		case r == ' ' && (!inQuote || inJSON):
+			cut(i, i+1, inQuote, false)
+		}
+	}
+	words = append(words, cmd[start:])
+	return words, quoted, glued
 }
 
 // cellBreaks are where a table cell may wrap besides spaces and hyphens:
