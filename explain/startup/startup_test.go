@@ -100,18 +100,6 @@ func TestStartup(t *testing.T) {
 		failure string // substring of the istio-init/validation failure explanation
 		check   func(*testing.T, *StartupReport)
 	}{
-		{name: "classic sidecar after an app whose postStart hook holds the kubelet: the proxy never starts",
-			pod: podShape{inits: []corev1.Container{c("istio-init")}, phase: corev1.PodPending,
-				containers: []corev1.Container{{Name: "worker", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc -z 127.0.0.1 15021; do sleep 1; done"}}}}}, c("istio-proxy")},
-				initSt:     []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
-				st: []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
-					{Name: "istio-proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}},
-			hazards: "poststart-holds-proxy@worker", init: "completed", order: "istio-init",
-			check: func(t *testing.T, r *StartupReport) {
-				if r.OrderVerdict != "poststart-holds-proxy" || !strings.Contains(r.Hazards[0].Fix, "sidecar.istio.io/nativeSidecar") {
-					t.Errorf("verdict %q, hazards %+v", r.OrderVerdict, r.Hazards)
-				}
-			}},
 		{name: "classic sidecar, app first, proxy slow: app before proxy ready",
 			pod: podShape{inits: []corev1.Container{c("istio-init")}, containers: []corev1.Container{c("app"), c("istio-proxy")},
 				initSt: []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
@@ -553,5 +541,26 @@ func TestNativeProxyWaitingIsNotStuckUnready(t *testing.T) {
 		if h.ID == "stuck-in-init" {
 			t.Errorf("a proxy waiting for its image is said to be stuck unready: %+v", h)
 		}
+	}
+}
+
+// A classic istio-proxy after an app container whose postStart hook holds
+// the kubelet: the proxy never started, and the order is a hazard, not
+// "ok" (diagnose's KM-START-012 reads the same condition).
+func TestPostStartHoldsTheProxy(t *testing.T) {
+	hook := &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "until nc -z 127.0.0.1 15021; do sleep 1; done"}}}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	pod := shape(podShape{inits: []corev1.Container{c("istio-init")}, phase: corev1.PodPending,
+		containers: []corev1.Container{{Name: "worker", Lifecycle: hook}, c("istio-proxy")},
+		initSt:     []corev1.ContainerStatus{done("istio-init", 1, 2, 0, "")},
+		st:         []corev1.ContainerStatus{{Name: "worker", State: waiting}, {Name: "istio-proxy", State: waiting}}})
+	r := AnalyzeStartup(StartupFacts{Pod: pod, Now: t0.Add(3 * time.Minute)})
+	if got := hazardIDs(r); got != "poststart-holds-proxy@worker" || r.OrderVerdict != "poststart-holds-proxy" || !strings.Contains(r.Hazards[0].Fix, "sidecar.istio.io/nativeSidecar") {
+		t.Errorf("hazards %q, verdict %q: %+v", got, r.OrderVerdict, r.Hazards)
+	}
+	// The proxy started: no hazard.
+	pod.Status.ContainerStatuses[1].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}
+	if r := AnalyzeStartup(StartupFacts{Pod: pod, Now: t0.Add(3 * time.Minute)}); strings.Contains(hazardIDs(r), "poststart") {
+		t.Errorf("the proxy started, yet: %+v", r.Hazards)
 	}
 }
