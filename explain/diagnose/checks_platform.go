@@ -742,7 +742,9 @@ func (in *Input) refineFailing(f *Finding) {
 	if evs := warningEventsBut(in.Startup, st.Name, "", 2); len(evs) > 0 && !strings.Contains(f.Evidence, "events:") {
 		f.Evidence += "; events: " + strings.Join(evs, "; ")
 	}
-	oom := strings.Contains(st.LastFailure, "OOMKilled") || st.Reason == "OOMKilled"
+	// The run before counts too: a kill the runtime reported as exit 137
+	// without its reason follows one it reported as OOMKilled.
+	oom := strings.Contains(st.LastFailure, "OOMKilled") || st.Reason == "OOMKilled" || st.LastTermination != nil && st.LastTermination.Reason == "OOMKilled"
 	liveness := false
 	for _, e := range in.Startup.Events {
 		liveness = liveness || e.Container == st.Name && strings.Contains(e.Message, "Liveness probe failed")
