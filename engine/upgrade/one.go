@@ -486,11 +486,17 @@ func notReadyNow(p *corev1.Pod) string {
 func hazards(p *corev1.Pod, c candidate) []diagnose.Finding {
 	fs := diagnose.Hazards(p, c.kind)
 	for i := range fs {
+		native := "true"
+		set := map[string]*string{"sidecar.istio.io/nativeSidecar": &native}
+		if fs[i].Code == diagnose.CodeInitWaitsClassicProxy && c.kind != "" && c.kind != "Pod" && !strings.HasPrefix(fs[i].Fix, "# init container ") {
+			// The predicted pod has no owner to patch: its workload's template.
+			_, why, _ := strings.Cut(fs[i].Fix, "   # ")
+			fs[i].Fix = injection.SetTemplateAnnotations(c.kind, c.name, c.namespace, set) + why
+			continue
+		}
 		if fs[i].Code != "KM-START-007" {
 			continue
 		}
-		native := "true"
-		set := map[string]*string{"sidecar.istio.io/nativeSidecar": &native}
 		switch c.kind {
 		case "CronJob":
 			fs[i].Fix = injection.SetTemplateAnnotations("CronJob", c.name, c.namespace, set) + "a native sidecar (Kubernetes 1.29+) ends with the Job's own containers"

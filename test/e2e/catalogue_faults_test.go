@@ -164,6 +164,22 @@ func (b *catBed) faultsInit() []*catFault {
 					Command: []string{"/bin/sh", "-c", "for v in nft legacy; do iptables-$v -t nat -N ISTIO_INBOUND && iptables-$v -t nat -A PREROUTING -p tcp -j ISTIO_INBOUND; done"}}}
 				return failedAgain(ctx, f, inj, p, "istio-init")
 			}},
+		{code: "KM-INIT-011", ns: inj, name: "waits-for-proxy", how: "a classic sidecar (nativeSidecar \"false\") and an app init container looping until 127.0.0.1:15021 answers: a deadlock",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("waits-for-proxy", nil, catLean("sidecar.istio.io/nativeSidecar", "false"))
+				p.Spec.InitContainers = []corev1.Container{{Name: "wait-for-mesh", Image: testImage, ImagePullPolicy: corev1.PullNever,
+					Command: []string{"/bin/sh", "-c", "until nc -z 127.0.0.1 15021; do sleep 1; done"}}}
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod = p.Name
+				f.state = "wait-for-mesh running, istio-proxy not started"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					s := catStatus(p, "wait-for-mesh")
+					return p.Status.Phase == corev1.PodPending && s != nil && s.State.Running != nil
+				})
+				return err
+			}},
 		{code: "KM-INIT-004", ns: cni, name: "no-cni", how: "a pod the cni revision injects (istio-validation): Istio's CNI plugin is not in the node's chain, nothing redirects",
 			plant: func(ctx context.Context, f *catFault) error {
 				return failedAgain(ctx, f, cni, appPod("no-cni", nil, catLean()), "istio-validation")
