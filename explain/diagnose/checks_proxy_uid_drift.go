@@ -19,10 +19,10 @@ func init() {
 		Reads: []Fact{FactPod, FactMesh},
 		Means: "istio-init writes rules that let the proxy's own traffic out uncaptured, by its uid (istio-iptables -u, 1337 unless the injector was told otherwise). " +
 			"When istio-proxy then runs as another uid — an admission mutator after the injector assigned one (OpenShift-style uid ranges, a policy engine's mutation) — the proxy's own connections to upstreams are captured again and sent back to itself: every outbound request loops, and the pod's probes and calls fail.",
-		Detects: "On an injected pod: the uid istio-init's arguments exempt (-u or --proxy-uid) against istio-proxy's effective runAsUser (its own, else the pod's); the admission mutators other than Istio's whose rules and selectors match the pod.",
+		Detects: "On an injected pod: the uid istio-init's arguments exempt (-u or --proxy-uid) against istio-proxy's effective runAsUser (its own, else the pod's), unless its effective runAsGroup is the gid they exempt too (-g or --proxy-gid, else the uid's value): the injector's own root proxies (TPROXY, capNetBindService, iptables trace logging) run as uid 0 in group 1337 and are let out by the group; the admission mutators other than Istio's whose rules and selectors match the pod.",
 		Fixes:   "Exempt the pod's namespace from the mutator that sets it (the patch of its namespaceSelector), then re-create the pod; or have the mutator leave istio-proxy alone.",
 		Source:  "istio/istio#52614, #52613 (a uid assigned after injection: the proxy's traffic captured again); Istio docs, application requirements (uid 1337)",
-		Planted: "a MutatingAdmissionPolicy, reinvoked after the injector, setting every container's runAsUser to 1000680000 in an injection-enabled namespace",
+		Planted: "a MutatingAdmissionPolicy, reinvoked after the injector, setting istio-proxy's runAsUser and runAsGroup to 1000680000 in an injection-enabled namespace",
 		run:     proxyUIDDrift})
 }
 
@@ -76,6 +76,24 @@ func proxyUIDDrift(in *Input) []Finding {
 	if uid == "" || uid == exempt {
 		return nil
 	}
+	// The rules exempt the proxy's group too (-g, the uid's value when not
+	// given): a proxy that runs as another uid in that group is let out by
+	// it, as the injector's own root proxies (TPROXY, capNetBindService,
+	// iptables trace logging: uid 0, group 1337) are.
+	gidExempt := initArg(init, "-g", "--proxy-gid")
+	if gidExempt == "" {
+		gidExempt = exempt
+	}
+	gid := ""
+	if sc := p.Spec.SecurityContext; sc != nil && sc.RunAsGroup != nil {
+		gid = strconv.FormatInt(*sc.RunAsGroup, 10)
+	}
+	if sc := proxy.SecurityContext; sc != nil && sc.RunAsGroup != nil {
+		gid = strconv.FormatInt(*sc.RunAsGroup, 10)
+	}
+	if gid == gidExempt {
+		return nil
+	}
 	if t, _ := in.podTemplate(); t != nil {
 		for _, c := range t.Spec.Containers {
 			if c.Name == istio.ProxyContainer && c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
@@ -83,7 +101,11 @@ func proxyUIDDrift(in *Input) []Finding {
 			}
 		}
 	}
-	ev := fmt.Sprintf("istio-proxy runs as uid %s, but istio-init's rules exempt uid %s (its -u): the proxy's own connections to upstreams are captured again and sent back to itself, so its outbound requests loop", uid, exempt)
+	group := "an unset group"
+	if gid != "" {
+		group = "group " + gid
+	}
+	ev := fmt.Sprintf("istio-proxy runs as uid %s, but istio-init's rules exempt uid %s (its -u) and group %s (in %s): the proxy's own connections to upstreams are captured again and sent back to itself, so its outbound requests loop", uid, exempt, gidExempt, group)
 	f := Finding{Evidence: ev, Mesh: "istio-proxy's uid, changed after the injector wrote the capture rules"}
 	ms := in.otherMutators()
 	switch {

@@ -21,7 +21,7 @@ func uidAssigned(p *corev1.Pod) {
 	}
 	for i := range p.Spec.Containers {
 		if p.Spec.Containers[i].Name == "istio-proxy" {
-			p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{RunAsUser: &assigned}
+			p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{RunAsUser: &assigned, RunAsGroup: &assigned}
 		}
 	}
 }
@@ -37,8 +37,9 @@ func init() {
 }
 
 // The proxy's uid against the one capture exempts: the same, unset, or
-// set by the template's own istio-proxy (KM-CAP-010's): no finding; another
-// uid set after injection: a failure, put down to the mutators.
+// set by the template's own istio-proxy (KM-CAP-010's), or another uid in
+// the group the rules exempt too: no finding; another uid set after
+// injection: a failure, put down to the mutators.
 func TestProxyUIDDrift(t *testing.T) {
 	same := int64(1337)
 	for _, tc := range []struct {
@@ -57,6 +58,25 @@ func TestProxyUIDDrift(t *testing.T) {
 				}
 			}
 		}},
+		{name: "root in the proxy's group (TPROXY, capNetBindService, trace logging)", change: func(p *corev1.Pod) {
+			uidAssigned(p)
+			root, group := int64(0), int64(1337)
+			for i := range p.Spec.Containers {
+				if p.Spec.Containers[i].Name == "istio-proxy" {
+					p.Spec.Containers[i].SecurityContext.RunAsUser, p.Spec.Containers[i].SecurityContext.RunAsGroup = &root, &group
+				}
+			}
+		}},
+		{name: "root in another group than -g exempts", change: func(p *corev1.Pod) {
+			uidAssigned(p)
+			p.Spec.InitContainers[0].Args = append(p.Spec.InitContainers[0].Args, "-g", "2000")
+			root, group := int64(0), int64(1337)
+			for i := range p.Spec.Containers {
+				if p.Spec.Containers[i].Name == "istio-proxy" {
+					p.Spec.Containers[i].SecurityContext.RunAsUser, p.Spec.Containers[i].SecurityContext.RunAsGroup = &root, &group
+				}
+			}
+		}, want: "kubectl mesh why-injected"},
 		{name: "istio-init without -u", change: func(p *corev1.Pod) {
 			uidAssigned(p)
 			p.Spec.InitContainers[0].Args = nil

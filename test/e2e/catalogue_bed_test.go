@@ -139,7 +139,7 @@ func (b *catBed) faults() []*catFault {
 			plant: func(ctx context.Context, f *catFault) error {
 				return catOptedOut(ctx, b.t, b.c, f, b.mapNS)
 			}},
-			&catFault{code: "KM-CAP-013", ns: b.mapNS, name: "uid-assigned", how: "a MutatingAdmissionPolicy bound to this namespace, reinvoked after the injector, gives the istio-proxy container of Deployment uid-assigned's pods uid 1000680000: istio-init still exempts 1337",
+			&catFault{code: "KM-CAP-013", ns: b.mapNS, name: "uid-assigned", how: "a MutatingAdmissionPolicy bound to this namespace, reinvoked after the injector, gives the istio-proxy container of Deployment uid-assigned's pods uid and gid 1000680000: istio-init still exempts 1337",
 				plant: func(ctx context.Context, f *catFault) error {
 					return catUIDAssigned(ctx, b.t, b.c, f, b.mapNS)
 				}})

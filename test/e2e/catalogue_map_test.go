@@ -59,12 +59,13 @@ func catOptedOut(ctx context.Context, t *testing.T, c *testcluster.Cluster, f *c
 
 // catUIDAssigned plants KM-CAP-013: a MutatingAdmissionPolicy, bound to ns
 // only and reinvoked after the injector, that gives the istio-proxy
-// container of app=NAME's pods another uid (as OpenShift-style uid ranges
-// do), then the Deployment: istio-init still exempts uid 1337. The policy
+// container of app=NAME's pods another uid and gid (as uid and group
+// ranges assigned by a platform do), then the Deployment: istio-init still
+// exempts uid and gid 1337 (a proxy left in group 1337 is let out by it). The policy
 // and its binding are deleted at the end.
 func catUIDAssigned(ctx context.Context, t *testing.T, c *testcluster.Cluster, f *catFault, ns string) error {
 	name := "cat-uid-" + f.name
-	set := `.filter(c, c.name == "istio-proxy").map(c, %s{name: c.name, securityContext: %s.securityContext{runAsUser: 1000680000}})`
+	set := `.filter(c, c.name == "istio-proxy").map(c, %s{name: c.name, securityContext: %s.securityContext{runAsUser: 1000680000, runAsGroup: 1000680000}})`
 	expr := `Object{spec: Object.spec{initContainers: object.spec.?initContainers.orValue([])` + fmt.Sprintf(set, "Object.spec.initContainers", "Object.spec.initContainers") +
 		`, containers: object.spec.containers` + fmt.Sprintf(set, "Object.spec.containers", "Object.spec.containers") + `}}`
 	if err := catBindMAP(ctx, t, c, name, ns, f.name, "IfNeeded", expr); err != nil {
@@ -98,7 +99,7 @@ func catUIDAssigned(ctx context.Context, t *testing.T, c *testcluster.Cluster, f
 	if err != nil {
 		return err
 	}
-	f.pod, f.state = pod, "istio-proxy running as uid 1000680000, istio-init exempting 1337"
+	f.pod, f.state = pod, "istio-proxy running as uid and gid 1000680000, istio-init exempting 1337"
 	_, err = catWaitPod(ctx, c, ns, pod, "its istio-proxy given uid 1000680000", func(p *corev1.Pod) bool { return proxyUID(p) == 1000680000 })
 	return err
 }
