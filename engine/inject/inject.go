@@ -297,7 +297,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		w.Events = pastCompleted(w.Events, jobs)
 	}
 	tr := e.Mesh.Explain(facts, w)
-	if tr.RefusedBy != nil && !tr.CreationBlocked {
+	if tr.RefusedBy != nil {
 		// Refused now by something else: whether it is what the injector
 		// adds that it refuses, the dry runs say (as diagnose's).
 		e.ProveWithoutSidecar(ctx, tr, tmpl)

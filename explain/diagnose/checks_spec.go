@@ -141,6 +141,12 @@ func namespaceBlocks(in *Input) bool {
 	return false
 }
 
+// templateReads are the annotations Istio's injection template reads that
+// its API (istio.io/api's annotation package, the table) does not
+// declare: they have their effect (capNetBindService gives istio-proxy
+// NET_BIND_SERVICE and uid 0), whatever istioctl analyze says of them.
+var templateReads = map[string]bool{"sidecar.istio.io/capNetBindService": true}
+
 func unknownAnnotations(in *Input) []Finding {
 	p := in.Pod
 	if p == nil {
@@ -153,7 +159,7 @@ func unknownAnnotations(in *Input) []Finding {
 	sort.Strings(names)
 	var out []Finding
 	for _, k := range names {
-		if !istio.IsIstioAnnotation(k) || istio.IsExemptAnnotation(k) {
+		if !istio.IsIstioAnnotation(k) || istio.IsExemptAnnotation(k) || templateReads[k] {
 			continue
 		}
 		a, known := istio.LookupAnnotation(k)

@@ -206,6 +206,20 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, "ambient mode enrolls it (no sidecar, none expected)"
 	case r.CreationBlocked:
 		c.Status, c.Evidence, c.Fix, c.Code = Fail, r.Verdict, r.Fix, blockedCode(r.BlockedBy)
+		if rb := r.RefusedBy; rb != nil && rb.MeshSide != nil && rb.WithoutSidecar == "admitted" {
+			// The dry runs proved which part it refuses, and the mesh's
+			// knob it admits: that is the fix, the exemption the other way.
+			w := &WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+			if rb.OwnerKind != "" && rb.OwnerKind != "Pod" {
+				w.Kind, w.Name = rb.OwnerKind, rb.OwnerName
+			}
+			if in.Workload != nil {
+				w = in.Workload
+			}
+			c.Evidence += "; " + ProvedMeshSide(rb.MeshSide)
+			c.Fix = MeshSideFix(w, rb.MeshSide, r.Fix)
+			refusedMesh = rb.MeshSide.What
+		}
 	case r.RefusedBy != nil && in.Workload == nil && in.Pod == nil && r.Kind != "Pod" && len(in.Files) == 0:
 		// A live template whose pods admission refuses now, read without
 		// its workload's state (why-injected): diagnose's answer for the

@@ -553,6 +553,12 @@ func (x *explainer) outcome() *InjectionReport {
 	if x.policy != nil && r.BlockedBy == BlockedPolicy {
 		r.Reason = "pod creation rejected by " + x.policy.by + " (it refuses what the injector adds)"
 		r.Fix = policyFix(*x.policy, w) + retryNow(w)
+		if r.RefusedBy == nil && !x.policy.down {
+			// For the dry runs that prove which of the injection's parts
+			// it refuses, and the mesh's knob it admits (the engine's).
+			r.RefusedBy = &Refusal{By: x.policy.by, Fix: r.Fix, Message: x.blocked}
+			r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName = templateOwnerOf(w)
+		}
 	}
 	if x.injecting != nil && !x.injecting.e.failClosed && x.blocked == "" {
 		r.FailOpenWebhook, r.FailOpenFix = x.injecting.e.fullName(), webhookDownFix(w, x.nsLabels, x.evals, x.injecting.e)

@@ -22,7 +22,8 @@ func MeshSideCandidates(a map[string]string) []MeshSide {
 	if mem == "" {
 		mem = "128Mi"
 	}
-	var out []MeshSide
+	first, last := privilegeCandidates(a)
+	out := first
 	if a[annMergeMetrics] != "false" {
 		out = append(out, MeshSide{Set: map[string]string{annMergeMetrics: "false"},
 			What: "the prometheus.io/* scrape annotations the injector adds for metrics merging (left out with " + annMergeMetrics + "=false)"})
@@ -53,7 +54,7 @@ func MeshSideCandidates(a map[string]string) []MeshSide {
 		}
 		out = append(out, MeshSide{Set: both, What: "the prometheus.io/* scrape annotations and the sidecar's resource limits"})
 	}
-	return out
+	return append(out, last...)
 }
 
 // Apply is a copy of annotations changed as m says (a value "" removes

@@ -1,6 +1,7 @@
 package injection
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -16,11 +17,17 @@ func TestMeshSideCandidates(t *testing.T) {
 		n     int
 		none  string // a key no candidate sets to what it is
 	}{
-		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 6, ""},
+		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 7, ""},
 		{"merging off already", map[string]string{annMergeMetrics: "false"},
-			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 4, annMergeMetrics},
+			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 5, annMergeMetrics},
 		{"requests only already, native off", map[string]string{annMergeMetrics: "false", annProxyCPU: "10m", annProxyMem: "32Mi", istio.AnnotationNativeSidecar: "false"},
-			map[string]string{annProxyCPU: "10m", annProxyMem: "32Mi", annProxyCPULimit: "10m", annProxyMemLimit: "32Mi"}, 2, annMergeMetrics},
+			map[string]string{annProxyCPU: "10m", annProxyMem: "32Mi", annProxyCPULimit: "10m", annProxyMemLimit: "32Mi"}, 3, annMergeMetrics},
+		// What gives istio-proxy privileges, asked for by the template:
+		// taken away first.
+		{"TPROXY", map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, map[string]string{istio.AnnotationInterceptionMode: ""}, 8, ""},
+		{"capNetBindService", map[string]string{annCapNetBind: "true"}, map[string]string{annCapNetBind: ""}, 8, ""},
+		{"trace logging in the pod's config", map[string]string{istio.AnnotationProxyConfig: "proxyMetadata:\n  IPTABLES_TRACE_LOGGING: \"true\"\n  OTHER: x\n"},
+			map[string]string{istio.AnnotationProxyConfig: `{"proxyMetadata":{"IPTABLES_TRACE_LOGGING":"false","OTHER":"x"}}`}, 7, ""},
 	}
 	checks := 0
 	for _, tc := range cases {
@@ -48,6 +55,7 @@ func TestMeshSideCandidates(t *testing.T) {
 		}
 		last := got[len(got)-1]
 		if tc.ann[istio.AnnotationNativeSidecar] == "false" {
+			last = got[len(got)-2] // the trace logging's override is last of all
 			checks++
 			if last.Set[istio.AnnotationNativeSidecar] != "true" {
 				t.Errorf("%s: a classic template's flip is not to native: %v", tc.name, last.Set)
@@ -55,4 +63,30 @@ func TestMeshSideCandidates(t *testing.T) {
 		}
 	}
 	t.Logf("%d checks", checks)
+}
+
+// A refusal of privileges on a template that gives istio-proxy some (TPROXY,
+// capNetBindService, trace logging) is put down to istio-proxy and the
+// setting, even where the policy's message names istio-init (its
+// exemption); on a template without them, the message decides as before.
+func TestProxyPrivilegePart(t *testing.T) {
+	msg := "NET_ADMIN/NET_RAW may only be added to the istio-init container"
+	cases := []struct {
+		ann  map[string]string
+		msg  string
+		want string
+	}{
+		{map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, msg, "for sidecar.istio.io/interceptionMode=TPROXY"},
+		{map[string]string{annCapNetBind: "true"}, "containers must run as non-root (istio-init exempted)", "for sidecar.istio.io/capNetBindService=true"},
+		{map[string]string{istio.AnnotationProxyConfig: `{"proxyMetadata":{"IPTABLES_TRACE_LOGGING":"true"}}`}, "privileged containers are not allowed", "IPTABLES_TRACE_LOGGING"},
+		{nil, msg, "container istio-init, which the injector adds"},
+		{map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, "image registry not allowed", ""},
+	}
+	for _, tc := range cases {
+		got := injectedPart(tc.msg, &Workload{Annotations: tc.ann})
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%v, %q: %q, want %q", tc.ann, tc.msg, got, tc.want)
+		}
+	}
+	t.Logf("%d checks", len(cases))
 }

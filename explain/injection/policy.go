@@ -83,6 +83,9 @@ var vapDenied = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with bin
 // no container of the pod's own asks for them; the proxy's image. "" when
 // the message is about nothing the injector added.
 func injectedPart(msg string, w *Workload) string {
+	if part := proxyPrivilegePart(msg, w); part != "" {
+		return part
+	}
 	for _, c := range []string{istio.InitContainer, istio.ProxyContainer, istio.ValidationContainer} {
 		if strings.Contains(msg, c) {
 			return "container " + c + ", which the injector adds"
