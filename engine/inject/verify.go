@@ -224,6 +224,12 @@ func (e *Engine) attributeRefusal(ctx context.Context, v *injection.Verification
 	switch a := e.Mesh.Explain(e.facts, w); {
 	case a.CreationBlocked:
 		v.BlockedBy, v.Fix = a.BlockedBy, a.Fix
+		if a.RefusedBy != nil {
+			// A policy refusing what the injector adds: which part, and
+			// the mesh's knob it admits.
+			e.ProveWithoutSidecar(ctx, a, tmpl)
+			v.WithoutSidecar, v.MeshSide = a.RefusedBy.WithoutSidecar, a.RefusedBy.MeshSide
+		}
 	case a.RefusedBy != nil:
 		v.RefusedBy, v.Fix = a.RefusedBy.By, a.RefusedBy.Fix
 		e.ProveWithoutSidecar(ctx, a, tmpl)

@@ -336,6 +336,12 @@ func proof(c *Check, r *injection.InjectionReport) {
 					c.Fix = MeshSideFix(w, ms, v.Fix)
 				}
 			}
+			if ms := v.MeshSide; v.BlockedBy != "" && ms != nil && v.WithoutSidecar == "admitted" {
+				// A policy refusing a part the injector adds: the knob the
+				// dry runs proved admitted.
+				c.Evidence += "; " + ProvedMeshSide(ms)
+				c.Fix = MeshSideFix(&WorkloadState{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, ms, v.Fix)
+			}
 		} else if kind := injection.RefusalOf(v.Summary()); kind != "" {
 			c.Code = blockedCode(kind)
 		} else if c.Code == "" || c.Code == CodeSidecarMissing {

@@ -580,6 +580,9 @@ func (x *explainer) outcome() *InjectionReport {
 		if r.Fix == "" {
 			r.Fix = "remove or correct the annotation " + strings.Join(keys, " and ") + " in the pod's manifest (istiod's injection template cannot read its value), then re-create the pod"
 		}
+	} else if reason, fix, ok := templateFailure(x.blocked, w); ok && r.BlockedBy == BlockedWebhook {
+		// istiod's templates failed on a setting the message does not name.
+		r.BlockedBy, r.Reason, r.Fix = BlockedAnnotation, reason, fix
 	} else if m := deniedAnnotation.FindStringSubmatch(x.blocked); m != nil && (r.BlockedBy == BlockedAnnotation || r.BlockedBy == BlockedWebhook && strings.Contains(x.blocked, "denied the request")) {
 		// istiod's own refusal, read off the controller's events: the
 		// webhook was called, and refused the annotation's value.
