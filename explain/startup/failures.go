@@ -2,6 +2,7 @@ package startup
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -286,11 +287,13 @@ func LogEnd(c ContainerStartup) string {
 	return "its log is empty"
 }
 
-// lastLine is the last line of a log that is not blank, cut short; "" for
-// none.
+// lastLine is the last line of a log that is not blank, cut short, past a
+// program's closing pointer to its help (iptables-restore's "Try
+// `iptables-restore -h' for more information.": the line before says what
+// was wrong); "" for none.
 func lastLine(lines []string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
+		if l := strings.TrimSpace(lines[i]); l != "" && !(usageHint.MatchString(l) && i > 0) {
 			if r := []rune(l); len(r) > 200 {
 				l = string(r[:199]) + "…"
 			}
@@ -343,3 +346,6 @@ func PreviousFlag(c ContainerStartup) string {
 	}
 	return ""
 }
+
+// usageHint is a program's last word after a usage error: where its help is.
+var usageHint = regexp.MustCompile("(?i)^try [`'\"]?\\S+ (-h|--help)|for more information\\.?$")

@@ -564,3 +564,19 @@ func TestPostStartHoldsTheProxy(t *testing.T) {
 		t.Errorf("the proxy started, yet: %+v", r.Hazards)
 	}
 }
+
+// A failed run's log is quoted by the line that says what was wrong, not
+// by the program's pointer to its help after it.
+func TestLogEndSkipsTheUsageHint(t *testing.T) {
+	cases := map[string][]string{
+		`Bad value for option "--gid-owner": "2000;3000"`: {"iptables-restore v1.8.9 (nf_tables): ", `Bad value for option "--gid-owner": "2000;3000"`, "Try `iptables-restore -h' for more information."},
+		"boom": {"boom"},
+		"Try 'x --help' for more information.": {"Try 'x --help' for more information."}, // nothing before it
+	}
+	for want, lines := range cases {
+		got := LogEnd(ContainerStartup{State: "terminated", Log: &LogTail{Current: lines}})
+		if got != "its log ends: "+want {
+			t.Errorf("%q: %q", lines, got)
+		}
+	}
+}
