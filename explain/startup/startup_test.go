@@ -570,7 +570,7 @@ func TestPostStartHoldsTheProxy(t *testing.T) {
 func TestLogEndSkipsTheUsageHint(t *testing.T) {
 	cases := map[string][]string{
 		`Bad value for option "--gid-owner": "2000;3000"`: {"iptables-restore v1.8.9 (nf_tables): ", `Bad value for option "--gid-owner": "2000;3000"`, "Try `iptables-restore -h' for more information."},
-		"boom": {"boom"},
+		"boom":                                 {"boom"},
 		"Try 'x --help' for more information.": {"Try 'x --help' for more information."}, // nothing before it
 	}
 	for want, lines := range cases {
