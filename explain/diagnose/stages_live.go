@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/capture"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // The capture and connections families: the live rules and flows, and
@@ -75,7 +76,11 @@ func captureCheck(f Facts, target string) Check {
 	case len(r.Drift.Missing)+len(r.Drift.Extra)+len(r.Drift.Reordered) > 0:
 		c.Status, c.Code = Fail, CodeRulesDrift
 		c.Evidence = fmt.Sprintf("%d rules missing, %d extra, %d chains reordered against %s%s", len(r.Drift.Missing), len(r.Drift.Extra), len(r.Drift.Reordered), r.Expected, releaseOf(r))
-		c.Fix = "re-create the pod so that its rules are written again: kubectl delete pod " + target
+		c.Fix = "kubectl delete pod " + target + "   # re-created, the pod's rules are written again"
+		if said, fix := ownerGroups(f.Pod); said != "" {
+			c.Evidence += "; " + said
+			c.Fix = fix
+		}
 	default:
 		c.Status, c.Evidence = Pass, "the rules are exactly those "+r.Expected+" call for"+releaseOf(r)
 	}
@@ -128,7 +133,11 @@ func connectionsCheck(f Facts, target string) Check {
 			c.Evidence += " (let through by: " + rule + ")"
 		}
 		c.Fix = "if this traffic must go through the proxy (mTLS, policy, telemetry), take its port or address out of the pod's traffic.sidecar.istio.io/exclude* annotations and re-create the pod; the rules and each flow: " + c.Detail + " --via node (without --via node, an ephemeral container is added to the pod, which cannot be removed)"
-		if m := ownerMatch.FindStringSubmatch(rule); m != nil {
+		if said, fix := ownerGroups(f.Pod); said != "" && ownerMatch.MatchString(rule) {
+			// A group istio-init's environment lets out.
+			c.Evidence += "; " + said
+			c.Fix = fix
+		} else if m := ownerMatch.FindStringSubmatch(rule); m != nil && m[2] == istio.ProxyUID {
 			// The rule that lets the proxy's own traffic out let this flow
 			// out: its socket is the proxy's user's (or group's).
 			who := "uid"
