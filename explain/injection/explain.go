@@ -593,6 +593,9 @@ func (x *explainer) outcome() *InjectionReport {
 			r.Fix = "remove the annotation " + m[2] + " from the pod's manifest (istiod refuses its value " + truncate(m[1], 80) + "; or correct it), then re-create the pod"
 		}
 	}
+	if r.CreationBlocked && w.Kind == "CronJob" && strings.HasPrefix(r.Fix, "kubectl patch cronjob/") {
+		r.Fix += staleJobs(w)
+	}
 	if !r.CreationBlocked && w.Pod == nil && r.IsExpected() {
 		// A template's pods will fail in istio-init; a live pod's failure is
 		// its own (startup reads it).

@@ -78,3 +78,24 @@ func quotedMetadata(cfg string) (keys []string, kept string, ok bool) {
 	}
 	return keys, string(b), true
 }
+
+// staleJobs is, after the fix of a CronJob's template, the deletion of
+// the Jobs its refusals are about: made from the old template (a Job's
+// cannot change), they never get their pod, and while they are active a
+// CronJob with concurrencyPolicy Forbid starts no other run. "" when the
+// events name none.
+func staleJobs(w *Workload) string {
+	seen := map[string]bool{}
+	var jobs []string
+	for _, e := range w.Events {
+		if e.InvolvedObject.Kind == "Job" && e.InvolvedObject.Name != "" && !seen[e.InvolvedObject.Name] {
+			seen[e.InvolvedObject.Name] = true
+			jobs = append(jobs, e.InvolvedObject.Name)
+		}
+	}
+	if len(jobs) == 0 {
+		return ""
+	}
+	sort.Strings(jobs)
+	return "\nkubectl delete job " + strings.Join(jobs, " ") + " -n " + w.Namespace + " --ignore-not-found   # made from the old template, they never get their pod; while one is active, concurrencyPolicy Forbid starts no other run"
+}

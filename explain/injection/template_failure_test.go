@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -45,4 +47,19 @@ func TestTemplateFailure(t *testing.T) {
 		}
 	}
 	t.Logf("%d checks", len(cases))
+}
+
+// A CronJob's fixed template leaves the Jobs made from the old one: they
+// are deleted, each named once.
+func TestStaleJobs(t *testing.T) {
+	ev := func(kind, name string) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}}
+	}
+	w := &Workload{Kind: "CronJob", Namespace: "ops", Name: "report", Events: []corev1.Event{ev("Job", "report-2"), ev("Job", "report-1"), ev("Job", "report-2"), ev("CronJob", "report")}}
+	if got := staleJobs(w); !strings.HasPrefix(got, "\nkubectl delete job report-1 report-2 -n ops --ignore-not-found   # ") {
+		t.Errorf("%q", got)
+	}
+	if got := staleJobs(&Workload{Kind: "CronJob"}); got != "" {
+		t.Errorf("no events: %q", got)
+	}
 }
