@@ -226,9 +226,11 @@ func reservedPorts(in *Input) []Finding {
 			cs = append(cs, c)
 		}
 	}
+	hbone := true // every port hit is the tunnel's (15008, 15009)
 	for _, c := range cs {
 		for _, port := range c.Ports {
 			if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
+				hbone = hbone && (port.ContainerPort == istio.PortHBONE || port.ContainerPort == istio.PortHBONE+1)
 				hits = append(hits, fmt.Sprintf("container %s port %d", c.Name, port.ContainerPort))
 				if len(hit) == 0 || hit[len(hit)-1].Name != c.Name {
 					hit = append(hit, c)
@@ -243,7 +245,11 @@ func reservedPorts(in *Input) []Finding {
 	if cmd := in.movePortsFix(hit); cmd != "" {
 		fix = cmd
 	}
-	return []Finding{{Evidence: quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090): the two cannot both bind it, and the one that starts second fails (\"address already in use\")",
+	ev := quoteList(hits) + ": a port the proxy or its agent listens on (Istio uses 15000-15090): the two cannot both bind it, and the one that starts second fails (\"address already in use\")"
+	if hbone {
+		ev = quoteList(hits) + ": the mesh's tunnel (HBONE) port, which the capture rules leave alone: connections to it reach the app without the proxy (no mTLS, no policy, no telemetry), and a proxy that serves HBONE binds it too"
+	}
+	return []Finding{{Evidence: ev,
 		Mesh:     "the proxy's ports (" + quoteList(hits) + ")",
 		Fix:      fix,
 		explains: []string{CodeAppFailing, CodeInitContainerFailed, CodeProxyFailing, CodeProxyNotReady}}}
