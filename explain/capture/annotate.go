@@ -233,8 +233,10 @@ func istioMeaning(table string, r *Rule) string {
 		return "the proxy calling the pod's own address (app → service → back to this pod) goes through inbound capture"
 	case r.Chain == "ISTIO_OUTPUT" && r.Target == "RETURN" && m.Out == "lo" && m.NotUID:
 		return "the app talking to itself over loopback is left alone"
-	case r.Chain == "ISTIO_OUTPUT" && r.Target == "RETURN" && (m.UID != "" || m.GID != "") && !m.NotUID && !m.NotGID && m.Out == "":
+	case r.Chain == "ISTIO_OUTPUT" && r.Target == "RETURN" && (m.UID != "" || m.GID != "") && !m.NotUID && !m.NotGID && m.Out == "" && (m.UID == "1337" || m.GID == "1337"):
 		return "the proxy's own traffic is never captured (no loop)"
+	case r.Chain == "ISTIO_OUTPUT" && r.Target == "RETURN" && (m.UID != "" || m.GID != "") && !m.NotUID && !m.NotGID && m.Out == "":
+		return "the traffic of this uid or gid leaves uncaptured: the proxy's own when istio-init was given it (-u, -g), else a group an owner-group setting lets out (ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE): it bypasses the proxy"
 	case r.Chain == "ISTIO_INBOUND" && r.Target == "RETURN" && len(m.DPorts) == 1 && m.DPorts[0].lo == 15008:
 		return "the HBONE tunnel port is never captured"
 	case r.Chain == "ISTIO_OUTPUT" && r.Target == "ISTIO_REDIRECT" && m.Dst == nil && len(m.DPorts) == 0:
