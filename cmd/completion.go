@@ -14,7 +14,7 @@ import (
 )
 
 // workloadTypes are the TYPE/ prefixes completion offers, as kubectl spells them.
-var workloadTypes = []string{"deployment/", "statefulset/", "daemonset/", "replicaset/", "job/", "cronjob/", "replicationcontroller/", "pod/"}
+var workloadTypes = []string{"deployment/", "statefulset/", "daemonset/", "replicaset/", "job/", "cronjob/", "replicationcontroller/", "service/", "pod/"}
 
 // completePodsAndWorkloads completes a POD or TYPE/NAME argument from the
 // cluster: pod names and workload types, then names of the chosen type.
@@ -78,6 +78,7 @@ func init() {
 		{schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, []string{"job", "jobs"}},
 		{schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, []string{"cronjob", "cronjobs", "cj"}},
 		{schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, []string{"replicationcontroller", "replicationcontrollers", "rc"}},
+		{schema.GroupVersionResource{Version: "v1", Resource: "services"}, []string{"service", "services", "svc"}},
 	} {
 		for _, n := range r.names {
 			completionResources[n] = r.gvr

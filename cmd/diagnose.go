@@ -100,7 +100,7 @@ controllers' reasons and messages) is a finding of its own, put down to the
 mesh where the mesh caused it, and said to be the platform's where no mesh
 check explains it.
 
-For many pods (a workload, -n, -l, -A): one row per pod, and one per
+For many pods (a workload, a Service's pods as service/NAME, -n, -l, -A): one row per pod, and one per
 Deployment, StatefulSet, DaemonSet or Job short of its pods, worst first,
 grouped by the first failing check, and a count per check. --rules then
 reads every pod of a node with one short-lived node pod (never an ephemeral
@@ -119,6 +119,9 @@ unknown; 1 error; 2 usage error.`,
 
   # ... or print what that would create, as YAML, and create nothing
   kubectl mesh diagnose reviews-v1-5f4d8b7c9-x2x8z -n bookinfo --connections --via node --dry-run
+
+  # Every pod a Service sends to (one outside the mesh among them is named)
+  kubectl mesh diagnose service/reviews -n bookinfo
 
   # Every pod of the cluster, worst first
   kubectl mesh diagnose -A

@@ -122,6 +122,8 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		svcs.ranges = e.clusterRanges(ctx)
 		svcs.policies = readPolicies(ctx, e.Client, podReports[0].Namespace)
 		svcs.quotas = e.quotas(ctx)
+		ns := podReports[0].Namespace
+		svcs.list = func() ([]corev1.Pod, error) { return e.namespacePods(ctx, ns) }
 		for i, r := range podReports {
 			it := &item{pod: pods[i], facts: diagnose.Facts{Injection: r}}
 			if pods[i] == nil {
@@ -132,6 +134,7 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 				// so that the finding names the cause.
 				it.facts.Startup = e.Starts.Analyze(ctx, pods[i], events, evIncomplete, true)
 				svcs.quotas.of(&it.facts, pods[i])
+				svcs.peersOf(&it.facts)
 			}
 			items = append(items, it)
 		}
@@ -258,6 +261,19 @@ func (e *Engine) podsOf(ctx context.Context, reports []*injection.InjectionRepor
 	return out, nil
 }
 
+// namespacePods lists the pods of a namespace.
+func (e *Engine) namespacePods(ctx context.Context, ns string) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	err := e.Client.EachPodPage(ctx, ns, "", func(page []corev1.Pod) error {
+		out = append(out, page...)
+		return nil
+	})
+	if err != nil {
+		return nil, inspect.ExplainAPIError(err, "list pods")
+	}
+	return out, nil
+}
+
 // Sweep diagnoses every pod of the namespace (-n, -l) or the cluster (-A)
 // and gives each diagnosis to keep, in no order: one list of the pods
 // shared by both subjects, the FailedCreate events (injection) and the
@@ -311,10 +327,13 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			}
 			it.facts.Startup = e.Starts.Analyze(ctx, p, events, evIncomplete, false)
 			svcs.of(&it.facts, p)
+			svcs.seen(p, it.facts.Services)
 			svcs.quotas.of(&it.facts, p)
 			failures.add(p, it.facts.Startup)
 		}
-		hold := workloads != nil && ownerWanted(r, p)
+		// A pod outside the mesh that a Service selects waits for the
+		// sweep's other pods: whether that Service's are in the mesh.
+		hold := workloads != nil && ownerWanted(r, p) || diagnose.MixedCandidate(p, len(it.facts.Services))
 		if keepFacts || hold {
 			if p != nil {
 				pod := *p
@@ -351,11 +370,6 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 				setOwner(it, it.facts.Pod, index)
 			}
 		}
-		for _, it := range held {
-			if err := keep(diagnose.Diagnose(it.facts)); err != nil {
-				return nil, err
-			}
-		}
 		unread := ""
 		if why, ok := facts.Unknown[injection.FactEvents]; ok {
 			unread = why
@@ -370,6 +384,12 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			} else if err := keep(diagnose.Diagnose(it.facts)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, it := range held {
+		svcs.peersOf(&it.facts)
+		if err := keep(diagnose.Diagnose(it.facts)); err != nil {
+			return nil, err
 		}
 	}
 	if e.Verify {
@@ -387,6 +407,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		}
 	}
 	for _, it := range items {
+		svcs.peersOf(&it.facts)
 		if err := keep(diagnose.Diagnose(it.facts)); err != nil {
 			return nil, err
 		}

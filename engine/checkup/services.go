@@ -21,6 +21,71 @@ type services struct {
 	policies *policies
 	// quotas are the ResourceQuotas of the namespaces that need them.
 	quotas *quotas
+	// members are the pods in the mesh each Service selects, by namespace:
+	// a sweep's pods as they come (seen), or, for named targets, one LIST
+	// of the namespace's pods (list), read the first time a pod outside
+	// the mesh needs them.
+	members  map[string]diagnose.ServiceMembers
+	list     func() ([]corev1.Pod, error)
+	listOnce sync.Once
+	listErr  string
+}
+
+// seen records a sweep's pod in the members of the Services that select it.
+func (s *services) seen(p *corev1.Pod, svcs []corev1.Service) {
+	if s == nil || p == nil {
+		return
+	}
+	if s.members == nil {
+		s.members = map[string]diagnose.ServiceMembers{}
+	}
+	m := s.members[p.Namespace]
+	if m == nil {
+		m = diagnose.ServiceMembers{}
+		s.members[p.Namespace] = m
+	}
+	m.Add(p, svcs)
+}
+
+// peersOf puts into the facts of a running pod outside the mesh the pods
+// in the mesh that its Services also select.
+func (s *services) peersOf(f *diagnose.Facts) {
+	p := f.Pod
+	if s == nil || !diagnose.MixedCandidate(p, len(f.Services)) {
+		return
+	}
+	if s.list != nil {
+		s.listOnce.Do(func() {
+			pods, err := s.list()
+			if err != nil {
+				s.listErr = err.Error()
+				return
+			}
+			for i := range pods {
+				s.seen(&pods[i], s.byNSServices(pods[i].Namespace))
+			}
+		})
+		if s.listErr != "" {
+			f.ServiceMeshedUnknown = s.listErr
+			return
+		}
+	}
+	m := s.members[p.Namespace]
+	f.ServiceMeshed = diagnose.ServiceMembers{}
+	for _, sv := range f.Services {
+		if peers := m[sv.Name]; len(peers) > 0 {
+			f.ServiceMeshed[sv.Name] = peers
+		}
+	}
+}
+
+// byNSServices are the Services of a namespace.
+func (s *services) byNSServices(ns string) []corev1.Service {
+	out := make([]corev1.Service, 0, len(s.byNS[ns]))
+	for _, sv := range s.byNS[ns] {
+		out = append(out, sv.svc)
+	}
+	return out
 }
 
 // clusterRanges are the cluster's pod and Service ranges, read once per

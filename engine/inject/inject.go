@@ -241,6 +241,22 @@ func (e *Engine) FromArgs(ctx context.Context, facts *injection.ClusterFacts) ([
 	return reports, nil
 }
 
+// servicePods explains the pods a Service selects.
+func (e *Engine) servicePods(ctx context.Context, facts *injection.ClusterFacts, svc *corev1.Service) ([]*injection.InjectionReport, error) {
+	pods, err := target.ServicePods(ctx, e.Client, svc)
+	if err != nil {
+		return nil, err
+	}
+	reports := make([]*injection.InjectionReport, 0, len(pods))
+	for i := range pods {
+		r := e.Mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
+		e.recordLive(r, &pods[i])
+		e.keepLive(r, &pods[i])
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
 // explainObject explains one object given as unstructured content: a pod,
 // or a workload's template (and, when live, its pods).
 func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFacts, content map[string]any, namespace, nsSource string, nsLabels map[string]string, live bool) ([]*injection.InjectionReport, error) {
@@ -268,6 +284,9 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 			template:  &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
 			nsMissing: nsSource != injection.NamespaceFromCluster})
 		return []*injection.InjectionReport{r}, nil
+	}
+	if svc, ok := typed.(*corev1.Service); ok && live {
+		return e.servicePods(ctx, facts, svc)
 	}
 	kind, name, ns, tmpl, selector, ok := target.PodTemplate(typed)
 	if !ok {

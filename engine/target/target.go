@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,6 +69,12 @@ func Pods(ctx context.Context, flags *genericclioptions.ConfigFlags, client *ins
 			pods = append(pods, *p)
 			continue
 		}
+		if svc, ok := typed.(*corev1.Service); ok {
+			if pods, err = ServicePods(ctx, client, svc); err != nil {
+				return nil, false, err
+			}
+			return pods, false, nil
+		}
 		kind, name, _, _, selector, ok := PodTemplate(typed)
 		if !ok {
 			return nil, false, &engine.InputError{Err: fmt.Errorf("%s creates no pods: give a pod or a workload with a pod template", Describe(u.Object))}
@@ -92,6 +99,27 @@ func Pods(ctx context.Context, flags *genericclioptions.ConfigFlags, client *ins
 		return pods, false, nil
 	}
 	return pods, len(pods) == 1, nil
+}
+
+// ServicePods are the pods a Service selects (its selector, in its
+// namespace): an error when it has no selector or selects no pod.
+func ServicePods(ctx context.Context, client *inspect.Client, svc *corev1.Service) ([]corev1.Pod, error) {
+	if len(svc.Spec.Selector) == 0 {
+		return nil, &engine.InputError{Err: fmt.Errorf("service/%s has no selector: its endpoints are set by hand, so it has no pods of its own; name the pods", svc.Name)}
+	}
+	sel := labels.SelectorFromSet(svc.Spec.Selector).String()
+	var pods []corev1.Pod
+	err := client.EachPodPage(ctx, svc.Namespace, sel, func(page []corev1.Pod) error {
+		pods = append(pods, page...)
+		return nil
+	})
+	if err != nil {
+		return nil, inspect.ExplainAPIError(err, "list pods")
+	}
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("service/%s selects no pods (selector %s) in namespace %q", svc.Name, sel, svc.Namespace)
+	}
+	return pods, nil
 }
 
 // Pick picks the pod of a workload a one-pod command looks at, as

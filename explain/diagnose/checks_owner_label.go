@@ -15,9 +15,9 @@ const CodeInjectLabelOnWorkload = "KM-INJ-015"
 const InjectLabel = "sidecar.istio.io/inject"
 
 func init() {
-	register(&Spec{Code: CodeInjectLabelOnWorkload, Title: "inject label on the workload, not its pod template", Stage: CheckInjection, Kind: Static, Status: Warning,
+	register(&Spec{Code: CodeInjectLabelOnWorkload, Title: "inject label on the workload, not its pod template", Stage: CheckInjection, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactOwner},
-		Means:   "sidecar.istio.io/inject (or istio.io/rev) is set on a Deployment's, StatefulSet's, DaemonSet's, Job's or CronJob's own metadata.labels: the injection webhooks select pods by their labels, which come from the pod template, so no pod of it is ever injected (or injected by that revision).",
+		Means:   "sidecar.istio.io/inject (or istio.io/rev) is set on a Deployment's, StatefulSet's, DaemonSet's, Job's or CronJob's own metadata.labels: the injection webhooks select pods by their labels, which come from the pod template, so no pod of it is ever injected (or injected by that revision). sidecar.istio.io/inject asks for a sidecar the pods never get: a failure; istio.io/rev alone (some tools label their own workloads with it) is a warning.",
 		Detects: "The labels of the workload that made the pod (a ReplicaSet's Deployment, a Job's CronJob: its jobTemplate's labels reach the Job) have sidecar.istio.io/inject (not \"false\") or istio.io/rev, the pod's own labels do not, and the pod has no sidecar and is not in ambient mode.",
 		Fixes:   "kubectl patch the workload: the same label, with the same value, in its pod template (spec.template.metadata.labels; a CronJob's spec.jobTemplate.spec.template): the rollout re-creates its pods, and a webhook that selects the label (the default revision's object selector) injects them. A Job's template cannot be changed: its CronJob, or a new Job.",
 		Source:  "istio/istio issues and questions on sidecar.istio.io/inject put on the Deployment's labels instead of the template's",
@@ -51,7 +51,11 @@ func InjectLabelOnWorkload(in *Input) []Finding {
 		return fmt.Sprintf(`--type merge -p '{"spec":%s}'`, strings.Replace(path, "LABELS", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, v), 1))
 	}
 	tmpl := patch(`{"template":LABELS}`)
-	f := Finding{Status: Warning, Evidence: ev, Mesh: where}
+	status := Warning
+	if key == InjectLabel {
+		status = Fail // it asks for a sidecar, and its pods run without one
+	}
+	f := Finding{Status: status, Evidence: ev, Mesh: where}
 	switch cron, isCron := strings.CutPrefix(o.Controller, "CronJob/"); {
 	case o.Kind == "CronJob":
 		f.Fix = fmt.Sprintf("kubectl patch cronjob %s -n %s %s   # its next Jobs' pods carry the label", name, o.Namespace, patch(`{"jobTemplate":{"spec":{"template":LABELS}}}`))

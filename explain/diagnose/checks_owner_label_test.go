@@ -30,7 +30,7 @@ func labelled(kind, name, value, controller string) *WorkloadState {
 
 func init() {
 	checkCases = append(checkCases, checkCase{code: CodeInjectLabelOnWorkload, pod: notInjected, inj: notExpected, owner: labelled("Deployment", "web", "true", ""),
-		status: Warning, evidence: "deployment/web has sidecar.istio.io/inject=true on its own metadata.labels",
+		status: Fail, evidence: "deployment/web has sidecar.istio.io/inject=true on its own metadata.labels",
 		fix: `kubectl patch deployment web -n shop --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'`})
 }
 
@@ -76,13 +76,19 @@ func TestInjectLabelOnWorkload(t *testing.T) {
 				c.inj = tc.inj
 			}
 			fs := only(Diagnose(c.facts()).Findings, CodeInjectLabelOnWorkload)
+			// The inject label asks for a sidecar: a failure; istio.io/rev
+			// alone, a warning.
+			want := Fail
+			if tc.owner != nil && tc.owner.Labels[InjectLabel] == "" {
+				want = Warning
+			}
 			switch {
 			case tc.fix == "" && len(fs) != 0:
 				t.Errorf("want no finding, got %+v", fs)
 			case tc.fix == "":
 			case len(fs) != 1:
 				t.Errorf("want one finding, got %+v", fs)
-			case fs[0].Status != Warning || !strings.Contains(fs[0].Evidence, tc.evidence) || !strings.Contains(fs[0].Fix, tc.fix):
+			case fs[0].Status != want || !strings.Contains(fs[0].Evidence, tc.evidence) || !strings.Contains(fs[0].Fix, tc.fix):
 				t.Errorf("got %s %q fix %q; want evidence with %q, fix with %q", fs[0].Status, fs[0].Evidence, fs[0].Fix, tc.evidence, tc.fix)
 			}
 		})

@@ -28,6 +28,8 @@ type checkCase struct {
 	events   []corev1.Event
 	logs     map[string]startup.LogTail
 	services []corev1.Service
+	// meshed are the pods in the mesh each Service also selects.
+	meshed   ServiceMembers
 	policies []networkingv1.NetworkPolicy
 	capture  *capture.CaptureReport
 	noPod    string
@@ -597,7 +599,7 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, ServiceMeshed: tc.meshed, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
 	if f.ClusterRanges == nil {
 		f.ClusterRanges = kindRanges()
 	}

@@ -113,6 +113,11 @@ type Facts struct {
 	// ServicesUnknown says why they could not be read.
 	Services        []corev1.Service
 	ServicesUnknown string
+	// ServiceMeshed are, for a running pod outside the mesh, the pods in
+	// the mesh that each Service selecting it also selects, by Service
+	// name; ServiceMeshedUnknown says why they could not be read.
+	ServiceMeshed        ServiceMembers
+	ServiceMeshedUnknown string
 	// NetworkPolicies are the NetworkPolicies of the pod's namespace whose
 	// podSelector matches it; NetworkPoliciesUnknown says why they could
 	// not be read.

@@ -679,6 +679,16 @@ func (b *catBed) faultsConnections() []*catFault {
 				}
 				return runningReady(ctx, f, inj, appPod("unnamed-target", nil, catLean()))
 			}},
+		{code: "KM-CONN-009", ns: inj, name: "mixed-debug", how: "a Service selecting app=mixed over an injected pod and a pod with the same label and sidecar.istio.io/inject=false (a debug pod): part of the Service's traffic skips the mesh",
+			plant: func(ctx context.Context, f *catFault) error {
+				if err := createService(ctx, inj, catService("mixed", "mixed", corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})); err != nil {
+					return err
+				}
+				if err := runningReady(ctx, f, inj, appPod("mixed", map[string]string{"app": "mixed"}, catLean())); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod(f.name, map[string]string{"app": "mixed", "sidecar.istio.io/inject": "false"}, nil))
+			}},
 		{code: "KM-CONN-008", ns: amb, name: "hbone-blocked", how: "an ambient pod and a NetworkPolicy selecting it (app=hbone-blocked) that admits ingress on TCP 8080 only, not HBONE's 15008",
 			plant: func(ctx context.Context, f *catFault) error {
 				if err := createPolicy(ctx, amb, catPolicy(f.name, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},

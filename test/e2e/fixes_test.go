@@ -126,6 +126,10 @@ var fixCases = []fixCase{
 		}))},
 	// The red team's tenth round (its user volume), replanted.
 	{nn: "37", object: "web", code: "KM-INIT-010", fixStarts: `kubectl patch configmap proxy-extra -n kmfix-37 --type=merge -p '{"data":{"tls.conf":"VALUE"}}'`, injected: true, mesh: true, state: podEvent("FailedMount")},
+	// The red team's twelfth round (its 11), replanted: the pod stays out
+	// of the mesh, out of the Service.
+	{nn: "38", object: "pod/pay-debug", code: "KM-CONN-009", fixStarts: "kubectl label pod pay-debug -n kmfix-38 app-", mesh: true,
+		state: anyPod("pay", "pay-debug ready beside a meshed pay pod", func(p *corev1.Pod) bool { return p.Name == "pay-debug" && podReadyNow(p) })},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the

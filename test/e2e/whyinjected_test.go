@@ -423,7 +423,8 @@ func TestWhyInjectedBadInput(t *testing.T) {
 		{"unknown namespace", []string{"why-injected", "-n", "no-such-namespace"}, 1, `namespace "no-such-namespace" not found`},
 		{"invalid YAML", []string{"why-injected", "-f", write("bad.yaml", "kind: Pod\n  metadata: [oops")}, 2, "is not valid YAML or JSON"},
 		{"no pod-bearing kind", []string{"why-injected", "-f", write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")}, 2, "no pod or workload with a pod template found"},
-		{"not a workload", []string{"why-injected", "svc/kubernetes", "-n", "default"}, 2, "creates no pods"},
+		{"not a workload", []string{"why-injected", "configmap/kube-root-ca.crt", "-n", "default"}, 2, "creates no pods"},
+		{"a Service without a selector", []string{"why-injected", "svc/kubernetes", "-n", "default"}, 2, "service/kubernetes has no selector"},
 		{"bad output", []string{"why-injected", "-A", "-o", "wide"}, 2, "unsupported output format"},
 		{"target and -A", []string{"why-injected", "x", "-A"}, 2, "takes no POD"},
 	} {
