@@ -439,6 +439,14 @@ func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) (
 		if err != nil {
 			return nil, err
 		}
+		if l, inFile := fileNamespaces[ns]; inFile {
+			for _, r := range rs {
+				r.FileNamespaceLabels = l
+				if r.FileNamespaceLabels == nil {
+					r.FileNamespaceLabels = map[string]string{}
+				}
+			}
+		}
 		reports = append(reports, rs...)
 	}
 	if len(reports) == 0 {

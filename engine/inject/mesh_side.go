@@ -16,7 +16,21 @@ import (
 // kept in r.RefusedBy.MeshSide. None admitted (or none could be asked)
 // leaves it nil.
 func (e *Engine) proveMeshSide(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec) {
-	for _, c := range injection.MeshSideCandidates(tmpl.Annotations) {
+	e.proveFirst(ctx, r, tmpl, injection.MeshSideCandidates(tmpl.Annotations))
+}
+
+// proveOwnSettings asks admission, for a template refused with or without
+// its sidecar, whether it admits the template without its own Istio
+// annotations, sidecar and all (a dry-run create of each candidate in
+// turn): the first admitted is kept in r.RefusedBy.MeshSide.
+func (e *Engine) proveOwnSettings(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec) {
+	e.proveFirst(ctx, r, tmpl, injection.OwnSettingsCandidates(tmpl.Annotations))
+}
+
+// proveFirst keeps in r.RefusedBy.MeshSide the first candidate admission
+// admits injected.
+func (e *Engine) proveFirst(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec, candidates []injection.MeshSide) {
+	for _, c := range candidates {
 		t := tmpl.DeepCopy()
 		t.Annotations = c.Apply(t.Annotations)
 		pr := e.dryRun(ctx, r.Namespace, strings.ToLower(r.Name), t)

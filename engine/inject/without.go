@@ -31,6 +31,7 @@ func (e *Engine) ProveWithoutSidecar(ctx context.Context, r *injection.Injection
 	case pr.v == nil:
 	case pr.v.Refused:
 		r.RefusedBy.WithoutSidecar = "refused: " + pr.v.Summary()
+		e.proveOwnSettings(ctx, r, tmpl)
 	default:
 		r.RefusedBy.WithoutSidecar = "admitted"
 		e.proveMeshSide(ctx, r, tmpl)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // CodeWorkloadShort: a workload that wants pods and lacks some;
@@ -175,7 +176,7 @@ func workloadShort(in *Input) []Finding {
 		f.Fix = r.Fix // the injection check names what refuses the pods, and its fix
 	}
 	if r := in.Injection; r != nil && r.RefusedBy != nil && len(said) > 0 {
-		ev, mesh, fix := refusalAnswer(w, r.RefusedBy, text)
+		ev, mesh, fix := refusalAnswer(w, r, text)
 		f.Evidence += ev
 		if mesh != "" {
 			f.Mesh = mesh
@@ -215,8 +216,14 @@ func workloadShort(in *Input) []Finding {
 // acted on them (text, the controller's words), adds to its finding: the
 // evidence (from "; refused by …"), what of the mesh it refuses when the
 // dry runs proved that, and the fix ("" keeps the finding's).
-func refusalAnswer(w *WorkloadState, rb *injection.Refusal, text string) (ev, mesh, fix string) {
+func refusalAnswer(w *WorkloadState, r *injection.InjectionReport, text string) (ev, mesh, fix string) {
+	rb := r.RefusedBy
 	ev, fix = "; refused by "+rb.By, rb.Fix
+	if ms := rb.MeshSide; ms != nil && rb.WithoutSidecar != "admitted" {
+		// Its own Istio settings are what the policy refuses: the dry runs
+		// admitted the template without them, sidecar and all.
+		return ev + "; " + ProvedMeshSide(ms), ms.What, meshSideThen(w, r, ms)
+	}
 	if rb.WithoutSidecar != "admitted" {
 		return ev, "", fix
 	}
@@ -225,13 +232,45 @@ func refusalAnswer(w *WorkloadState, rb *injection.Refusal, text string) (ev, me
 	mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
 	ev += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + mesh + " that " + rb.By + " refuses"
 	if rb.Fix != "" {
-		fix = rb.Fix + "\n" + meshSideOfRefusal(w, text)
+		fix = rb.Fix + classicRunAfter(w, r) + "\n" + meshSideOfRefusal(w, text)
 	}
 	if ms := rb.MeshSide; ms != nil {
 		mesh, ev = ms.What, ev+"; "+ProvedMeshSide(ms)
-		fix = MeshSideFix(w, ms, rb.Fix)
+		fix = meshSideThen(w, r, ms)
 	}
 	return ev, mesh, fix
+}
+
+// meshSideThen is the proved mesh-side fix, with the native sidecar a
+// run-to-completion workload needs next (unless the change is the sidecar's
+// kind itself).
+func meshSideThen(w *WorkloadState, r *injection.InjectionReport, ms *injection.MeshSide) string {
+	fix := MeshSideFix(w, ms, r.RefusedBy.Fix)
+	if _, kind := ms.Set[istio.AnnotationNativeSidecar]; kind {
+		return fix
+	}
+	then := classicRunAfter(w, r)
+	if then == "" {
+		return fix
+	}
+	first, rest, _ := strings.Cut(fix, "\n# or,")
+	if rest != "" {
+		rest = "\n# or," + rest
+	}
+	return first + then + rest
+}
+
+// classicRunAfter is the line a fix that admits a run-to-completion
+// workload's pods (a Job, a CronJob's) needs next when they would get a
+// classic sidecar: its istio-proxy keeps running after the pod's own
+// containers end, and the Job never completes (KM-START-007); a native
+// sidecar ends with them. "" for any other workload or sidecar.
+func classicRunAfter(w *WorkloadState, r *injection.InjectionReport) string {
+	if r.Sidecar != "classic" || w.Kind != "Job" && w.Kind != "CronJob" || w.Template != nil && w.Template.Annotations[istio.AnnotationNativeSidecar] == "false" {
+		return ""
+	}
+	return "\n" + templateAnnotationsFix(w, map[string]string{istio.AnnotationNativeSidecar: "true"},
+		"its pods get a native sidecar: admitted as they are, they would get a classic one, which keeps running after the Job's own containers end, and the Job would never complete")
 }
 
 // RefusalCause puts an admission refusal of a workload's pods (text, the

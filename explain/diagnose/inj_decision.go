@@ -228,7 +228,7 @@ func (in *Input) injection() *stageAnswer {
 		if r.RefusedBy.OwnerKind != "" && r.RefusedBy.OwnerKind != "Pod" {
 			w.Kind, w.Name = r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName
 		}
-		ev, mesh, fix := refusalAnswer(w, r.RefusedBy, r.RefusedBy.Message)
+		ev, mesh, fix := refusalAnswer(w, r, r.RefusedBy.Message)
 		c.Status, c.Code, c.Fix = Fail, CodeWorkloadShort, fix
 		c.Evidence = "its pods are refused at admission: " + oneLine(r.RefusedBy.Message, 300) + ev
 		if fix == "" {
@@ -274,6 +274,9 @@ func (in *Input) injection() *stageAnswer {
 		lines := strings.Split(c.Fix, "\n")
 		apply := "kubectl apply -f " + strings.Join(in.Files, " -f ") + " -n " + r.Namespace
 		fix := []string{lines[0], "sleep 3; " + apply + "   # then create it (admission reads the change within seconds)"}
+		if relabel := fileRelabel(lines[0], r, in.Files); relabel != nil {
+			fix = relabel
+		}
 		if self := strings.ToLower(r.Kind) + "/" + r.Name; strings.HasPrefix(lines[0], "kubectl patch "+self+" ") || strings.HasPrefix(lines[0], "kubectl get "+strings.ToLower(r.Kind)+" "+r.Name+" ") {
 			// The fix changes the object the manifest makes: made first,
 			// then changed (change the file too).

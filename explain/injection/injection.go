@@ -182,6 +182,11 @@ type InjectionReport struct {
 	// captured" for a template; "unknown" when what decides it could not be
 	// read.
 	AmbientCapture string `json:"ambientCapture,omitempty"`
+	// FileNamespaceLabels are the labels a manifest (-f) gives the
+	// namespace it declares for the report's object (nil when it declares
+	// none): a fix that relabels the namespace must not be undone by
+	// applying the file.
+	FileNamespaceLabels map[string]string `json:"-"`
 	// CreationBlocked is set when the pod cannot be created at all (a webhook
 	// with failurePolicy Fail cannot be reached, or rejects it).
 	CreationBlocked bool `json:"creationBlocked,omitempty"`

@@ -1,6 +1,10 @@
 package injection
 
-import "github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
 
 // Annotations of the injection a policy most often refuses a part of.
 const (
@@ -53,6 +57,16 @@ func MeshSideCandidates(a map[string]string) []MeshSide {
 			both[k] = v
 		}
 		out = append(out, MeshSide{Set: both, What: "the prometheus.io/* scrape annotations and the sidecar's resource limits"})
+	}
+	// The sidecar's requests at their least (a policy that caps a
+	// container's request): istio-proxy and istio-init are sized alike.
+	if q, err := resource.ParseQuantity(cpu); err == nil && q.MilliValue() > 10 {
+		out = append(out, MeshSide{Set: map[string]string{annProxyCPU: "10m"},
+			What: "the sidecar's CPU request (" + cpu + "; 10m instead, or any value up to what the policy admits: istio-proxy and istio-init are sized alike)"})
+	}
+	if q, err := resource.ParseQuantity(mem); err == nil && q.Value() > 40<<20 {
+		out = append(out, MeshSide{Set: map[string]string{annProxyMem: "40Mi"},
+			What: "the sidecar's memory request (" + mem + "; 40Mi instead, or any value up to what the policy admits: istio-proxy and istio-init are sized alike)"})
 	}
 	return append(out, last...)
 }

@@ -17,19 +17,31 @@ func TestMeshSideCandidates(t *testing.T) {
 		n     int
 		none  string // a key no candidate sets to what it is
 	}{
-		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 7, ""},
+		{"plain template", nil, map[string]string{annMergeMetrics: "false"}, 9, ""},
 		{"merging off already", map[string]string{annMergeMetrics: "false"},
-			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 5, annMergeMetrics},
+			map[string]string{annProxyCPU: "100m", annProxyMem: "128Mi", annProxyCPULimit: "", annProxyMemLimit: ""}, 7, annMergeMetrics},
 		{"requests only already, native off", map[string]string{annMergeMetrics: "false", annProxyCPU: "10m", annProxyMem: "32Mi", istio.AnnotationNativeSidecar: "false"},
 			map[string]string{annProxyCPU: "10m", annProxyMem: "32Mi", annProxyCPULimit: "10m", annProxyMemLimit: "32Mi"}, 3, annMergeMetrics},
 		// What gives istio-proxy privileges, asked for by the template:
 		// taken away first.
-		{"TPROXY", map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, map[string]string{istio.AnnotationInterceptionMode: ""}, 8, ""},
-		{"capNetBindService", map[string]string{annCapNetBind: "true"}, map[string]string{annCapNetBind: ""}, 8, ""},
+		{"TPROXY", map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, map[string]string{istio.AnnotationInterceptionMode: ""}, 10, ""},
+		{"capNetBindService", map[string]string{annCapNetBind: "true"}, map[string]string{annCapNetBind: ""}, 10, ""},
 		{"trace logging in the pod's config", map[string]string{istio.AnnotationProxyConfig: "proxyMetadata:\n  IPTABLES_TRACE_LOGGING: \"true\"\n  OTHER: x\n"},
-			map[string]string{istio.AnnotationProxyConfig: `{"proxyMetadata":{"IPTABLES_TRACE_LOGGING":"false","OTHER":"x"}}`}, 7, ""},
+			map[string]string{istio.AnnotationProxyConfig: `{"proxyMetadata":{"IPTABLES_TRACE_LOGGING":"false","OTHER":"x"}}`}, 9, ""},
 	}
 	checks := 0
+	// A template whose sidecar requests are above the least: the lowered
+	// ones are asked too (a policy capping a container's request).
+	lowered := 0
+	for _, c := range MeshSideCandidates(map[string]string{annProxyCPU: "200m"}) {
+		if c.Set[annProxyCPU] == "10m" && len(c.Set) == 1 || c.Set[annProxyMem] == "40Mi" && len(c.Set) == 1 {
+			lowered++
+		}
+	}
+	checks++
+	if lowered != 2 {
+		t.Errorf("%d lowered-request candidates, want 2 (CPU, memory)", lowered)
+	}
 	for _, tc := range cases {
 		got := MeshSideCandidates(tc.ann)
 		checks++
@@ -89,4 +101,21 @@ func TestProxyPrivilegePart(t *testing.T) {
 		}
 	}
 	t.Logf("%d checks", len(cases))
+}
+
+// A template's own Istio annotations are taken away one at a time (at most
+// four), then all together; other annotations are never touched.
+func TestOwnSettingsCandidates(t *testing.T) {
+	got := OwnSettingsCandidates(map[string]string{annProxyCPU: "10m", annProxyMem: "32Mi", "example.com/owner": "team-a"})
+	if len(got) != 3 || len(got[0].Set) != 1 || len(got[2].Set) != 2 {
+		t.Fatalf("candidates %+v, want each of the two, then both", got)
+	}
+	for _, c := range got {
+		if _, ok := c.Set["example.com/owner"]; ok || c.What == "" {
+			t.Errorf("candidate %+v", c)
+		}
+	}
+	if n := len(OwnSettingsCandidates(map[string]string{"example.com/owner": "team-a"})); n != 0 {
+		t.Errorf("no Istio annotation: %d candidates", n)
+	}
 }

@@ -130,6 +130,13 @@ var fixCases = []fixCase{
 	// of the mesh, out of the Service.
 	{nn: "38", object: "pod/pay-debug", code: "KM-CONN-009", fixStarts: "kubectl label pod pay-debug -n kmfix-38 app-", mesh: true,
 		state: anyPod("pay", "pay-debug ready beside a meshed pay pod", func(p *corev1.Pod) bool { return p.Name == "pay-debug" && podReadyNow(p) })},
+	// Its 04: the exemption, and the native sidecar the Job then needs.
+	{nn: "39", object: "job/migrate", code: "KM-INJ-013", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-init --type=json", completes: true, mesh: true, state: podEvent("FailedCreate")},
+	// Its 08: the template's own proxy annotations are what the policy refuses.
+	{nn: "40", object: "statefulset/cache", code: "KM-INJ-013", fixStarts: `kubectl patch statefulset/cache -n kmfix-40 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":null,"sidecar.istio.io/proxyMemory":null}}}}}'`,
+		injected: true, mesh: true, state: podEvent("FailedCreate")},
+	// Its 06: the sidecar's CPU request over the policy's cap, sized down.
+	{nn: "41", object: "job/report", code: "KM-INJ-013", fixStarts: "kubectl get job report -n kmfix-41 -o json | kubectl patch --local -f - --type=merge", completes: true, mesh: true, state: podEvent("FailedCreate")},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the

@@ -1,0 +1,69 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// A policy's refusal of a workload's pods, as the dry runs proved it:
+// exempting a Job whose pods would get a classic sidecar also gives it a
+// native one (else, admitted, it never completes), and a template whose own
+// Istio annotations are what the policy refuses is fixed by removing them.
+func TestRefusalAnswer(t *testing.T) {
+	const exempt = "kubectl patch validatingadmissionpolicybinding no-init --type=json -p '[]'"
+	tmpl := func(ann map[string]string) *corev1.PodTemplateSpec {
+		t := &corev1.PodTemplateSpec{}
+		t.Annotations = ann
+		return t
+	}
+	cases := []struct {
+		name             string
+		kind, controller string
+		sidecar          string
+		without          string
+		ms               *injection.MeshSide
+		ann              map[string]string
+		evidence, fix    string
+		notIn            string
+	}{
+		{name: "a Job, classic: exempted, then re-created native", kind: "Job", sidecar: "classic", without: "admitted",
+			fix: exempt + "\nkubectl get job migrate -n shop -o json | kubectl patch --local -f - --type=merge"},
+		{name: "a CronJob, classic: its jobTemplate made native", kind: "CronJob", sidecar: "classic", without: "admitted",
+			fix: `kubectl patch cronjob/migrate -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}}}'`},
+		{name: "a Job, native: the exemption alone", kind: "Job", sidecar: "native", without: "admitted", fix: exempt, notIn: "nativeSidecar"},
+		{name: "a Deployment, classic: the exemption alone", kind: "Deployment", sidecar: "classic", without: "admitted", fix: exempt, notIn: "nativeSidecar"},
+		{name: "a Job whose template asks for classic: left so", kind: "Job", sidecar: "classic", without: "admitted",
+			ann: map[string]string{"sidecar.istio.io/nativeSidecar": "false"}, fix: exempt, notIn: `"sidecar.istio.io/nativeSidecar":"true"`},
+		{name: "its own annotations refused: removed", kind: "StatefulSet", sidecar: "native", without: "refused: denied",
+			ms:       &injection.MeshSide{Set: map[string]string{"sidecar.istio.io/proxyCPU": ""}, What: "the template's own Istio annotations (sidecar.istio.io/proxyCPU)"},
+			evidence: "what it refuses is the template's own Istio annotations (sidecar.istio.io/proxyCPU): the same template with no sidecar.istio.io/proxyCPU is admitted",
+			fix:      `kubectl patch statefulset/migrate -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":null}}}}}'`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &WorkloadState{Kind: tc.kind, Namespace: "shop", Name: "migrate", Controller: tc.controller, Template: tmpl(tc.ann)}
+			r := &injection.InjectionReport{Sidecar: tc.sidecar, RefusedBy: &injection.Refusal{By: "ValidatingAdmissionPolicy no-init (binding no-init)", Fix: exempt, WithoutSidecar: tc.without, MeshSide: tc.ms}}
+			ev, _, fix := refusalAnswer(w, r, "denied request: init containers are not allowed")
+			if !strings.Contains(ev, tc.evidence) || !strings.Contains(fix, tc.fix) || tc.notIn != "" && strings.Contains(fix, tc.notIn) {
+				t.Errorf("evidence %q\nfix %q\nwant evidence with %q, fix with %q, not %q", ev, fix, tc.evidence, tc.fix, tc.notIn)
+			}
+		})
+	}
+}
+
+// A proved mesh-side change on a classic Job: the change, then the native
+// sidecar, then the exemption as the other way.
+func TestRefusalAnswerMeshSideThenNative(t *testing.T) {
+	w := &WorkloadState{Kind: "CronJob", Namespace: "shop", Name: "report", Template: &corev1.PodTemplateSpec{}}
+	ms := &injection.MeshSide{Set: map[string]string{"sidecar.istio.io/proxyCPU": "10m"}, What: "the sidecar's CPU request"}
+	r := &injection.InjectionReport{Sidecar: "classic", RefusedBy: &injection.Refusal{By: "ValidatingAdmissionPolicy cap", Fix: "kubectl patch validatingadmissionpolicybinding cap", WithoutSidecar: "admitted", MeshSide: ms}}
+	_, _, fix := refusalAnswer(w, r, "at most 50m")
+	lines := strings.Split(fix, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], `"sidecar.istio.io/proxyCPU":"10m"`) || !strings.Contains(lines[1], `"sidecar.istio.io/nativeSidecar":"true"`) || !strings.HasPrefix(lines[2], "# or,") {
+		t.Errorf("fix %q", fix)
+	}
+}

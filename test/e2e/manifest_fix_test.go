@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testcluster"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/testreport"
+)
+
+// A manifest that declares its namespace with PodSecurity restricted and a
+// pod the injector gives istio-init (red team round 12's 05): applied, the
+// pod is refused. diagnose -f --verify names PodSecurity, and its fix,
+// pasted in the file's directory as printed, relabels the namespace from
+// the file and applies the rest without re-applying the old label: the pod
+// then runs with its sidecar.
+func TestManifestFixKeepsItsNamespaceLabel(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	if c.KubectlPath == "" {
+		t.Fatal("no kubectl: hack/cluster/build-kube.sh builds it")
+	}
+	const ns = "kmfile-psa"
+	ctx := context.Background()
+	checks := 0
+	defer func() { testreport.Count(t, "a manifest's PodSecurity fix pasted as printed: %d checks", checks) }()
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	dir := t.TempDir()
+	manifest := `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + ns + `
+  labels: {istio-injection: enabled, pod-security.kubernetes.io/enforce: restricted}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: api
+  namespace: ` + ns + `
+  annotations: {sidecar.istio.io/proxyCPU: "10m"}
+spec:
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: ` + testImage + `
+    imagePullPolicy: Never
+    command: ["/bin/sh","-c","mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := meshBinary(t, c)
+	pathDir := t.TempDir()
+	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
+		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shell := func(line string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", line)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+		return cmd.CombinedOutput()
+	}
+	// Applied as the user did: the namespace is made, the pod refused.
+	out, err := shell("kubectl apply -f api.yaml")
+	checks++
+	if err == nil || !strings.Contains(string(out), "PodSecurity") {
+		t.Fatalf("kubectl apply: want the pod refused by PodSecurity, got %v\n%s", err, out)
+	}
+	r := mesh(t, c, "", "diagnose", "-f", filepath.Join(dir, "api.yaml"), "--verify", "-o", "json")
+	checks++
+	if r.code != 4 {
+		t.Fatalf("diagnose -f --verify: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var d catDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	var fix string
+	for _, it := range d.all() {
+		for _, f := range it.Findings {
+			if f.Code == "KM-INJ-012" {
+				fix = f.Fix
+			}
+		}
+	}
+	checks++
+	if !strings.Contains(fix, "-l 'pod-security.kubernetes.io/enforce=restricted'") || !strings.Contains(fix, "-l 'pod-security.kubernetes.io/enforce!=restricted'") {
+		t.Fatalf("no KM-INJ-012 whose fix keeps the file's namespace label out; fix %q\n%s", fix, r.stdout)
+	}
+	// Pasted as printed, from the file's directory (the fix names it as
+	// it was given, an absolute path here).
+	if out, err := shell(fix); err != nil {
+		t.Fatalf("the pasted fix: %v\n%s", err, out)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	checks++
+	if err := catPoll(waitCtx, "pod api running with istio-proxy", func(ctx context.Context) (bool, string) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning && catStatus(p, "istio-proxy") != nil, catPodState(p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	checks++
+	if err != nil || n.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace %s after the fix: %v %v", ns, n.Labels, err)
+	}
+}
