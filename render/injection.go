@@ -30,12 +30,20 @@ func FactorTable(p *Printer, r *injection.InjectionReport, all bool) {
 		}
 	}
 	Proof(p, r)
-	if r.Verified == nil && r.NotVerified == "" && len(r.UnverifiedAdmission) > 0 {
+	if r.NotVerified == "" && len(r.UnverifiedAdmission) > 0 {
 		var by []string
+		file := false
 		for _, m := range r.UnverifiedAdmission {
 			by = append(by, m.By)
+			file = file || strings.Contains(m.By, "not applied yet")
 		}
-		p.Para(p.Effect(injection.EffectUnknown)+": ", Escape("validating admission kubectl-mesh does not evaluate takes in its pods ("+strings.Join(by, ", ")+"): --verify asks admission whether it admits them (KM-INJ-018)"))
+		how := "--verify asks admission whether it admits them"
+		if file {
+			how = "a dry run (--verify) evaluates a policy only once the cluster has it: apply the file, then diagnose the workload"
+		}
+		if r.Verified == nil || file {
+			p.Para(p.Effect(injection.EffectUnknown)+": ", Escape("validating admission kubectl-mesh does not evaluate takes in its pods ("+strings.Join(by, ", ")+"): "+how+" (KM-INJ-018)"))
+		}
 	}
 	for _, w := range r.Warnings {
 		p.Para(p.Effect(injection.EffectWarning)+": ", Escape(w))

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/engine/target"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Engine explains injection for what it is given.
@@ -241,6 +242,24 @@ func (e *Engine) FromArgs(ctx context.Context, facts *injection.ClusterFacts) ([
 	return reports, nil
 }
 
+// workloadOnlyLabels are the injection labels on a manifest object's own
+// metadata that its pod template lacks.
+func workloadOnlyLabels(content map[string]any, tmpl map[string]string) map[string]string {
+	own := (&unstructured.Unstructured{Object: content}).GetLabels()
+	var out map[string]string
+	for _, k := range []string{istio.KeyInject, "istio.io/rev"} {
+		if v, ok := own[k]; ok {
+			if _, set := tmpl[k]; !set {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
 // servicePods explains the pods a Service selects.
 func (e *Engine) servicePods(ctx context.Context, facts *injection.ClusterFacts, svc *corev1.Service) ([]*injection.InjectionReport, error) {
 	pods, err := target.ServicePods(ctx, e.Client, svc)
@@ -300,6 +319,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 	if !live {
 		w.Manifest = true
 		r := e.Mesh.Explain(facts, w)
+		r.WorkloadOnlyLabels = workloadOnlyLabels(content, tmpl.Labels)
 		e.record(r, verifySource{namespace: ns, base: name, template: tmpl, nsMissing: nsSource != injection.NamespaceFromCluster})
 		return []*injection.InjectionReport{r}, nil
 	}
@@ -351,6 +371,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 // FromFiles explains manifests before they are applied.
 func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) ([]*injection.InjectionReport, error) {
 	var objs []map[string]any
+	var fileOf []string // the file of each of objs
 	fileNamespaces := map[string]map[string]string{}
 	for _, name := range e.Filenames {
 		var data []byte
@@ -389,6 +410,7 @@ func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) (
 					fileNamespaces[it.GetName()] = it.GetLabels()
 				}
 				objs = append(objs, it.Object)
+				fileOf = append(fileOf, name)
 			}
 		}
 	}
@@ -408,6 +430,7 @@ func (e *Engine) FromFiles(ctx context.Context, facts *injection.ClusterFacts) (
 	}
 	// Which bindings act on a manifest's pods is the policies' to say.
 	e.Client.ValidatingPolicies(ctx, facts)
+	fileAdmission(facts, objs, fileOf)
 	var reports []*injection.InjectionReport
 	skipped := 0
 	for _, obj := range objs {

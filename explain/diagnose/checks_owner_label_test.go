@@ -94,3 +94,43 @@ func TestInjectLabelOnWorkload(t *testing.T) {
 		})
 	}
 }
+
+// A manifest's workload (-f) with the inject label on its own metadata:
+// a failure with the apply-then-patch fix (a Job's: the file to change);
+// istio.io/rev alone warns; a template that would be injected, or a label
+// "false", has no finding.
+func TestManifestLabelOnWorkload(t *testing.T) {
+	no, yes := false, true
+	cases := []struct {
+		name, kind string
+		labels     map[string]string
+		expected   *bool
+		status     string
+		fix        string
+	}{
+		{"deployment", "Deployment", map[string]string{InjectLabel: "true"}, &no, Fail,
+			`kubectl apply -f app.yaml -n shop && kubectl patch deployment web -n shop --type merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'`},
+		{"cronjob", "CronJob", map[string]string{InjectLabel: "true"}, &no, Fail, `-p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":`},
+		{"job: the file", "Job", map[string]string{InjectLabel: "true"}, &no, Fail, "in app.yaml, put sidecar.istio.io/inject: \"true\" under the Job's spec.template.metadata.labels"},
+		{"istio.io/rev: a warning", "StatefulSet", map[string]string{"istio.io/rev": "canary"}, &no, Warning, "kubectl patch statefulset web"},
+		{"injected anyway", "Deployment", map[string]string{InjectLabel: "true"}, &yes, "", ""},
+		{"false", "Deployment", map[string]string{InjectLabel: "false"}, &no, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := checkCase{inj: func(r *injection.InjectionReport) {
+				r.Kind, r.Name, r.Injected, r.Expected, r.Mismatch, r.WorkloadOnlyLabels = tc.kind, "web", nil, tc.expected, nil, tc.labels
+			}, files: []string{"app.yaml"}}
+			fs := only(Diagnose(c.facts()).Findings, CodeInjectLabelOnWorkload)
+			if tc.status == "" {
+				if len(fs) != 0 {
+					t.Fatalf("fired: %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Status != tc.status || !strings.Contains(fs[0].Fix, tc.fix) {
+				t.Fatalf("got %+v, want %s with fix %q", fs, tc.status, tc.fix)
+			}
+		})
+	}
+}

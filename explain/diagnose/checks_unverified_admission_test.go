@@ -38,6 +38,15 @@ func TestAdmissionUnverified(t *testing.T) {
 			termPolicy(r)
 			r.Verified = &injection.Verification{}
 		}},
+		// A policy the file itself declares: no dry run sees it before it
+		// is applied, --verify's admitted or not.
+		{name: "the file's own policy", inj: func(r *injection.InjectionReport) {
+			r.UnverifiedAdmission = []injection.Mutator{{By: "ValidatingAdmissionPolicyBinding no-host-ip (policy no-host-ip), declared in web.yaml and not applied yet"}}
+		}, want: "a dry run only once the cluster has the policy"},
+		{name: "the file's own policy, --verify admitted", inj: func(r *injection.InjectionReport) {
+			r.UnverifiedAdmission = []injection.Mutator{{By: "ValidatingAdmissionPolicyBinding no-host-ip (policy no-host-ip), declared in web.yaml and not applied yet"}}
+			r.Verified = &injection.Verification{}
+		}, want: "declared in web.yaml"},
 		{name: "--verify could not ask", inj: func(r *injection.InjectionReport) {
 			termPolicy(r)
 			r.NotVerified = "namespace shop does not exist yet"

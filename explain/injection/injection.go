@@ -43,6 +43,11 @@ type ClusterFacts struct {
 	// PolicyBindings are the ValidatingAdmissionPolicyBindings, read to
 	// exempt a namespace from the one a refusal names.
 	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// FileAdmission names the manifest (-f) each of PolicyBindings and
+	// ValidatingPolicies comes from, by kind/name, when the manifest
+	// declares it and the cluster does not have it yet: a dry run cannot
+	// evaluate it before it is applied.
+	FileAdmission map[string]string
 	// ValidatingPolicies are the ValidatingAdmissionPolicies, read (for a
 	// manifest, when a binding exists) to tell which bindings act on its
 	// pods; nil when not read, ValidatingPoliciesUnknown says why they
@@ -182,6 +187,10 @@ type InjectionReport struct {
 	// captured" for a template; "unknown" when what decides it could not be
 	// read.
 	AmbientCapture string `json:"ambientCapture,omitempty"`
+	// WorkloadOnlyLabels are, for a manifest's workload, the injection
+	// labels (sidecar.istio.io/inject, istio.io/rev) on its own metadata
+	// that its pod template lacks: no webhook reads them there.
+	WorkloadOnlyLabels map[string]string `json:"-"`
 	// FileNamespaceLabels are the labels a manifest (-f) gives the
 	// namespace it declares for the report's object (nil when it declares
 	// none): a fix that relabels the namespace must not be undone by

@@ -54,6 +54,9 @@ func unverifiedAdmission(f *ClusterFacts, w *Workload, nsLabels map[string]strin
 		if m != nil {
 			nsSel = m.NamespaceSelector
 		}
+		if file := f.FileAdmission["ValidatingAdmissionPolicyBinding/"+b.Name]; file != "" {
+			by += ", declared in " + file + " and not applied yet"
+		}
 		out = append(out, Mutator{By: by, Exempt: exemptCommand("validatingadmissionpolicybinding "+b.Name, "/spec/matchResources", m == nil, nsSel, w.Namespace)})
 	}
 	// Validating webhooks that could not be read leave the answer as it is

@@ -62,19 +62,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := meshBinary(t, c)
-	pathDir := t.TempDir()
-	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
-		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shell := func(line string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "sh", "-c", line)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
-		return cmd.CombinedOutput()
-	}
+	shell := pasteShell(ctx, t, c, dir)
 	// Applied as the user did: the namespace is made, the pod refused.
 	out, err := shell("kubectl apply -f api.yaml")
 	checks++
@@ -86,18 +74,7 @@ spec:
 	if r.code != 4 {
 		t.Fatalf("diagnose -f --verify: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	var d catDoc
-	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
-		t.Fatal(err)
-	}
-	var fix string
-	for _, it := range d.all() {
-		for _, f := range it.Findings {
-			if f.Code == "KM-INJ-012" {
-				fix = f.Fix
-			}
-		}
-	}
+	fix := findingFix(t, r, "KM-INJ-012")
 	checks++
 	if !strings.Contains(fix, "-l 'pod-security.kubernetes.io/enforce=restricted'") || !strings.Contains(fix, "-l 'pod-security.kubernetes.io/enforce!=restricted'") {
 		t.Fatalf("no KM-INJ-012 whose fix keeps the file's namespace label out; fix %q\n%s", fix, r.stdout)
@@ -123,5 +100,86 @@ spec:
 	checks++
 	if err != nil || n.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
 		t.Errorf("namespace %s after the fix: %v %v", ns, n.Labels, err)
+	}
+}
+
+// pasteShell runs a line through a shell in dir, with kubectl and this
+// build as kubectl-mesh on PATH, as a user pastes a fix.
+func pasteShell(ctx context.Context, t *testing.T, c *testcluster.Cluster, dir string) func(string) ([]byte, error) {
+	t.Helper()
+	bin := meshBinary(t, c)
+	pathDir := t.TempDir()
+	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
+		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(line string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", line)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+		return cmd.CombinedOutput()
+	}
+}
+
+// findingFix is the fix of the first finding with code in a diagnose -o
+// json answer ("" when there is none).
+func findingFix(t *testing.T, r result, code string) string {
+	t.Helper()
+	var d catDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range d.all() {
+		for _, f := range it.Findings {
+			if f.Code == code {
+				return f.Fix
+			}
+		}
+	}
+	return ""
+}
+
+// A manifest whose Deployment carries sidecar.istio.io/inject=true on its
+// own metadata, not its template's (red team round 12's 10): diagnose -f
+// fails it before it is applied, and its fix, pasted as printed, creates it
+// with the label where the webhooks read it: its pod runs with a sidecar.
+func TestManifestFixMovesTheInjectLabel(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	if c.KubectlPath == "" {
+		t.Fatal("no kubectl: hack/cluster/build-kube.sh builds it")
+	}
+	const ns = "kmfile-label"
+	ctx := context.Background()
+	checks := 0
+	defer func() { testreport.Count(t, "a manifest's workload-label fix pasted as printed: %d checks", checks) }()
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	dir := t.TempDir()
+	d := appDeployment(ns, "api", 1, catLean())
+	d.Labels = map[string]string{"sidecar.istio.io/inject": "true"}
+	file := writeManifest(t, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns}}, d)
+	r := mesh(t, c, "", "diagnose", "-f", file, "-o", "json")
+	checks++
+	if r.code != 4 {
+		t.Fatalf("diagnose -f: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	fix := findingFix(t, r, "KM-INJ-015")
+	checks++
+	if !strings.HasPrefix(fix, "kubectl apply -f "+file+" -n "+ns+" && kubectl patch deployment api") {
+		t.Fatalf("no KM-INJ-015 with the apply-then-patch fix: %q\n%s", fix, r.stdout)
+	}
+	if out, err := pasteShell(ctx, t, c, dir)(fix); err != nil {
+		t.Fatalf("the pasted fix: %v\n%s", err, out)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	checks++
+	if _, err := catWaitPodSelector(waitCtx, c, ns, "app=api", func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp == nil && podReadyNow(p) && catStatus(p, "istio-proxy") != nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
