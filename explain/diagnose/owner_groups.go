@@ -1,13 +1,12 @@
 package diagnose
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -44,31 +43,18 @@ func ownerGroups(p *corev1.Pod) (said, fix string) {
 	}
 	sort.Strings(set)
 	said = "istio-init's environment sets " + strings.Join(set, ", ") + " (from proxyMetadata), so its rules capture or let out outbound traffic by the socket's group: the extra rules are those, and a group they let out bypasses the proxy"
-	cfg := p.Annotations[istio.AnnotationProxyConfig]
-	m := map[string]any{}
-	if cfg != "" && yaml.Unmarshal([]byte(cfg), &m) == nil {
-		if md, _ := m["proxyMetadata"].(map[string]any); md != nil {
-			found := false
-			for _, v := range ownerGroupVars {
-				_, ok := md[v]
-				found = found || ok
-				delete(md, v)
-			}
-			if found {
-				if len(md) == 0 {
-					delete(m, "proxyMetadata")
-				}
-				value := ""
-				if len(m) > 0 {
-					b, _ := json.Marshal(m)
-					value = string(b)
-				}
-				if !strings.Contains(value, "'") {
-					if fix = setTemplateAnnotations(p, map[string]string{istio.AnnotationProxyConfig: value}); !strings.HasPrefix(fix, "in the pod's manifest") {
-						return said, fix + "   # a choice: the pod's proxy.istio.io/config without the owner-group settings, so every group's traffic is captured again (the rollout re-creates the pods)"
-					}
-				}
-			}
+	value, found := injection.EditProxyMetadata(p.Annotations[istio.AnnotationProxyConfig], func(md map[string]any) bool {
+		found := false
+		for _, v := range ownerGroupVars {
+			_, ok := md[v]
+			found = found || ok
+			delete(md, v)
+		}
+		return found
+	})
+	if found && p.Annotations[istio.AnnotationProxyConfig] != "" {
+		if fix = setTemplateAnnotations(p, map[string]string{istio.AnnotationProxyConfig: value}); !strings.HasPrefix(fix, "in the pod's manifest") {
+			return said, fix + "   # a choice: the pod's proxy.istio.io/config without the owner-group settings, so every group's traffic is captured again (the rollout re-creates the pods)"
 		}
 	}
 	return said, "kubectl get proxyconfigs.networking.istio.io -n " + p.Namespace + " -o yaml   # a choice: the namespace's (or the mesh's, in istio-system) ProxyConfig sets them in environmentVariables: remove them there, then re-create the pod"

@@ -1,10 +1,8 @@
 package injection
 
 import (
-	"encoding/json"
+	"regexp"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -52,30 +50,18 @@ func privilegeCandidates(a map[string]string) (first, last []MeshSide) {
 // annotation takes as it takes YAML); false when the value does not parse
 // or already turns it off.
 func traceLoggingOff(cfg string) (string, bool) {
-	m := map[string]any{}
-	if strings.TrimSpace(cfg) != "" {
-		if err := yaml.Unmarshal([]byte(cfg), &m); err != nil || m == nil {
-			return "", false
+	return EditProxyMetadata(cfg, func(md map[string]any) bool {
+		if v, ok := md[traceLogging]; ok && v == "false" {
+			return false
 		}
-	}
-	md, _ := m["proxyMetadata"].(map[string]any)
-	if md == nil {
-		md = map[string]any{}
-	}
-	if v, ok := md[traceLogging]; ok && v == "false" {
-		return "", false
-	}
-	md[traceLogging] = "false"
-	m["proxyMetadata"] = md
-	b, err := json.Marshal(m)
-	if err != nil || strings.Contains(string(b), "'") {
-		return "", false // the patch is quoted in single quotes
-	}
-	return string(b), true
+		md[traceLogging] = "false"
+		return true
+	})
 }
 
-// privilegeWords are what a refusal of a container's privileges says.
-var privilegeWords = []string{"net_admin", "net_bind_service", "capabilit", "privileged", "privilege escalation", "allowprivilegeescalation", "root", "runasuser"}
+// privilegeWords are what a refusal of a container's privileges says,
+// as whole words ("root" is not "readOnlyRootFilesystem" or "rootfs").
+var privilegeWords = regexp.MustCompile(`(?i)(^|[^a-z_])(net_admin|net_bind_service|capabilit(y|ies)|privileged|privilege escalation|allowprivilegeescalation|root|runasuser|runasnonroot)([^a-z_]|$)`)
 
 // proxyPrivilegePart is istio-proxy's privileges and the template's
 // setting that gives them, when the refusal is about privileges and the
@@ -86,12 +72,7 @@ func proxyPrivilegePart(msg string, w *Workload) string {
 	if w == nil {
 		return ""
 	}
-	lower := strings.ToLower(msg)
-	about := false
-	for _, p := range privilegeWords {
-		about = about || strings.Contains(lower, p)
-	}
-	if !about {
+	if !privilegeWords.MatchString(msg) {
 		return ""
 	}
 	first, _ := privilegeCandidates(w.Annotations)

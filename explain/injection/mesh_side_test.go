@@ -93,6 +93,9 @@ func TestProxyPrivilegePart(t *testing.T) {
 		{map[string]string{istio.AnnotationProxyConfig: `{"proxyMetadata":{"IPTABLES_TRACE_LOGGING":"true"}}`}, "privileged containers are not allowed", "IPTABLES_TRACE_LOGGING"},
 		{nil, msg, "container istio-init, which the injector adds"},
 		{map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, "image registry not allowed", ""},
+		// "root" as a part of another word is not about privileges.
+		{map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, "every container must set readOnlyRootFilesystem", ""},
+		{map[string]string{istio.AnnotationInterceptionMode: "TPROXY"}, "containers must not run as root", "for sidecar.istio.io/interceptionMode=TPROXY"},
 	}
 	for _, tc := range cases {
 		got := injectedPart(tc.msg, &Workload{Annotations: tc.ann})

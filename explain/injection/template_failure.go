@@ -1,11 +1,8 @@
 package injection
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -54,29 +51,26 @@ func templateFailure(msg string, w *Workload) (reason, fix string, ok bool) {
 // value whose values hold a double quote, and the config without them (as
 // JSON); ok is false when there is none, or the value does not parse.
 func quotedMetadata(cfg string) (keys []string, kept string, ok bool) {
-	m := map[string]any{}
-	if strings.TrimSpace(cfg) == "" || yaml.Unmarshal([]byte(cfg), &m) != nil {
+	if strings.TrimSpace(cfg) == "" {
 		return nil, "", false
 	}
-	md, _ := m["proxyMetadata"].(map[string]any)
-	for k, v := range md {
-		if s, isString := v.(string); isString && strings.Contains(s, `"`) {
-			keys = append(keys, k)
-			delete(md, k)
+	kept, ok = EditProxyMetadata(cfg, func(md map[string]any) bool {
+		for k, v := range md {
+			if s, isString := v.(string); isString && strings.Contains(s, `"`) {
+				keys = append(keys, k)
+				delete(md, k)
+			}
 		}
-	}
-	if len(keys) == 0 {
+		return len(keys) > 0
+	})
+	if !ok {
 		return nil, "", false
 	}
 	sort.Strings(keys)
-	if len(md) == 0 {
-		delete(m, "proxyMetadata")
+	if kept == "" {
+		kept = "{}"
 	}
-	b, err := json.Marshal(m)
-	if err != nil || strings.Contains(string(b), "'") {
-		return nil, "", false
-	}
-	return keys, string(b), true
+	return keys, kept, true
 }
 
 // staleJobs is, after the fix of a CronJob's template, the deletion of

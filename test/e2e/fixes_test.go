@@ -213,19 +213,9 @@ func TestFixesRecover(t *testing.T) {
 	defer func() {
 		testreport.Count(t, "pasted fixes: %d of %d planted faults named and recovered after their printed fix was run; %d checks (%s)", recovered.Load(), len(planted), checks.Load(), time.Since(start).Round(time.Second))
 	}()
-	// A PATH where `kubectl` is the cluster's and `kubectl mesh` this build.
-	pathDir := t.TempDir()
-	for name, target := range map[string]string{"kubectl": c.KubectlPath, "kubectl-mesh": bin} {
-		if err := os.Symlink(target, filepath.Join(pathDir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// A shell where `kubectl` is the cluster's and `kubectl mesh` this build.
+	shell := pasteShell(ctx, t, c, "")
 	plantFixes(ctx, t, c, planted)
-	shell := func(line string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "sh", "-c", line)
-		cmd.Env = append(os.Environ(), "PATH="+pathDir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
-		return cmd.CombinedOutput()
-	}
 	for _, fc := range fixCases {
 		if fc.applied != "" && planted[fc.nn] {
 			if out, err := shell("kubectl apply -f testdata/fixes/applied/" + fc.applied); err != nil {
