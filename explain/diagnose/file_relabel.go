@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -37,4 +38,40 @@ func fileRelabel(first string, r *injection.InjectionReport, files []string) []s
 			fs, key, old, key, value, r.Namespace, key, value, old, why),
 		fmt.Sprintf("sleep 3; kubectl apply %s -n %s -l '%s!=%s'   # then the rest of the file, its namespace left out (as the file has it, it would undo the line above)", fs, r.Namespace, key, old),
 	}
+}
+
+// fileMeshSideFix is, for a pod of a manifest that admission refuses and
+// admits with its annotations changed (the dry runs' proof), the file
+// applied with that change: kubectl annotate --local over the file (every
+// object of it gets the change, harmless on any but the pod), then apply.
+// "" when no change was proved.
+func fileMeshSideFix(files []string, r *injection.InjectionReport) string {
+	var ms *injection.MeshSide
+	switch {
+	case r.Verified != nil && r.Verified.MeshSide != nil:
+		ms = r.Verified.MeshSide
+	case r.RefusedBy != nil && r.RefusedBy.MeshSide != nil:
+		ms = r.RefusedBy.MeshSide
+	default:
+		return ""
+	}
+	keys := make([]string, 0, len(ms.Set))
+	for k := range ms.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var args []string
+	for _, k := range keys {
+		v := ms.Set[k]
+		if strings.Contains(v, "'") {
+			return ""
+		}
+		if v == "" {
+			args = append(args, k+"-")
+			continue
+		}
+		args = append(args, "'"+k+"="+v+"'")
+	}
+	return fmt.Sprintf("kubectl annotate --local -f %s %s --overwrite -o json | kubectl apply -n %s -f -   # the file applied with the pod's annotations so changed (a dry-run create of it so changed was admitted, sidecar and all; the file's other objects get them too, to no effect): change the file the same way",
+		strings.Join(files, " -f "), strings.Join(args, " "), r.Namespace)
 }

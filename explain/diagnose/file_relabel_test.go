@@ -51,3 +51,18 @@ func TestFileRelabel(t *testing.T) {
 		})
 	}
 }
+
+// A manifest's pod that admission admits with its annotations changed: the
+// file is applied with them (a removal as KEY-, a value quoted).
+func TestFileMeshSideFix(t *testing.T) {
+	r := &injection.InjectionReport{Namespace: "shop", Verified: &injection.Verification{MeshSide: &injection.MeshSide{
+		Set: map[string]string{"sidecar.istio.io/nativeSidecar": "true", "sidecar.istio.io/proxyCPU": ""}}}}
+	got := fileMeshSideFix([]string{"api.yaml"}, r)
+	want := "kubectl annotate --local -f api.yaml 'sidecar.istio.io/nativeSidecar=true' sidecar.istio.io/proxyCPU- --overwrite -o json | kubectl apply -n shop -f -"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := fileMeshSideFix([]string{"api.yaml"}, &injection.InjectionReport{}); got != "" {
+		t.Errorf("nothing proved: %q", got)
+	}
+}

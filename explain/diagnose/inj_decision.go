@@ -267,7 +267,14 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
 	proof(&c, r)
-	if len(in.Files) > 0 && c.Status == Fail && strings.HasPrefix(c.Fix, "kubectl ") {
+	if len(in.Files) > 0 && r.Kind == "Pod" && strings.HasPrefix(c.Fix, "in the pod's manifest, set ") {
+		// A pod of a manifest: the file applied with the proved change.
+		if fix := fileMeshSideFix(in.Files, r); fix != "" {
+			_, rest, _ := strings.Cut(c.Fix, "\n")
+			c.Fix = strings.TrimSuffix(fix+"\n"+rest, "\n")
+		}
+	}
+	if len(in.Files) > 0 && c.Status == Fail && strings.HasPrefix(c.Fix, "kubectl ") && !strings.HasPrefix(c.Fix, "kubectl annotate --local") {
 		// A manifest: once admission lets it in, it is created.
 		// A workload not created yet has no pods to re-create: its
 		// retries' lines go.

@@ -269,6 +269,13 @@ func (b *catBed) faultsInit() []*catFault {
 				f.state = "FailedMount: " + catShort(msg)
 				return err
 			}},
+	}
+}
+
+// faultsPlatform are the faults of the platform's own states on meshed pods (the rest).
+func (b *catBed) faultsPlatform() []*catFault {
+	c, inj, plain, amb, ambAgents, createPod, runningReady, classic := b.c, b.inj, b.plain, b.amb, b.ambAgents, b.createPod, b.runningReady, catClassic
+	return []*catFault{
 		{code: "KM-START-015", ns: inj, name: "job-fails", workload: true, how: "a Job (native sidecar) whose container exits 2, backoffLimit 0: Failed (BackoffLimitExceeded)",
 			plant: func(ctx context.Context, f *catFault) error {
 				zero := int32(0)
@@ -294,13 +301,6 @@ func (b *catBed) faultsInit() []*catFault {
 					return false, fmt.Sprintf("%+v", got.Status.Conditions)
 				})
 			}},
-	}
-}
-
-// faultsPlatform are the faults of the platform's own states on meshed pods (the rest).
-func (b *catBed) faultsPlatform() []*catFault {
-	c, inj, plain, amb, ambAgents, createPod, runningReady, classic := b.c, b.inj, b.plain, b.amb, b.ambAgents, b.createPod, b.runningReady, catClassic
-	return []*catFault{
 		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("app-never-ready", nil, catLean())

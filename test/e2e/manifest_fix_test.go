@@ -183,3 +183,82 @@ func TestManifestFixMovesTheInjectLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A bare pod's manifest refused by a policy that admits it with a native
+// sidecar (the policy reads only spec.containers): diagnose -f --verify
+// proves the change with dry runs, and its fix, pasted as printed, applies
+// the file so changed: the pod runs with its sidecar, the policy kept.
+func TestManifestFixAppliesTheProvedChange(t *testing.T) {
+	c := testcluster.Get(t)
+	c.InstallMesh(t)
+	if c.KubectlPath == "" {
+		t.Fatal("no kubectl: hack/cluster/build-kube.sh builds it")
+	}
+	const ns = "kmfile-names"
+	ctx := context.Background()
+	checks := 0
+	defer func() {
+		testreport.Count(t, "a manifest pod's proved mesh-side fix pasted as printed: %d checks", checks)
+	}()
+	dir := t.TempDir()
+	shell := pasteShell(ctx, t, c, dir)
+	policy := `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: kmfile-names}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "object.spec.containers.all(c, c.name.startsWith('app'))"
+    message: "container names must start with app"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: kmfile-names}
+spec:
+  policyName: kmfile-names
+  validationActions: [Deny]
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ` + ns + `}}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ` + ns + `, labels: {istio.io/rev: canary}}
+`
+	t.Cleanup(func() {
+		_, _ = shell("kubectl delete validatingadmissionpolicybinding kmfile-names --ignore-not-found; kubectl delete validatingadmissionpolicy kmfile-names --ignore-not-found")
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := shell("kubectl apply -f policy.yaml && sleep 3"); err != nil {
+		t.Fatalf("the policy: %v\n%s", err, out)
+	}
+	p := appPod("api", map[string]string{"app": "api"}, catLean())
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	p.Namespace = ns
+	p.Spec.Containers[0].Name = "app"
+	file := writeManifest(t, p)
+	r := mesh(t, c, "", "diagnose", "-f", file, "--verify", "-o", "json")
+	checks++
+	if r.code != 4 {
+		t.Fatalf("diagnose -f --verify: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	fix := findingFix(t, r, "KM-INJ-014")
+	checks++
+	if !strings.HasPrefix(fix, "kubectl annotate --local -f "+file+" 'sidecar.istio.io/nativeSidecar=true' --overwrite -o json | kubectl apply -n "+ns+" -f -") {
+		t.Fatalf("no KM-INJ-014 applying the file with a native sidecar: %q\n%s", fix, r.stdout)
+	}
+	if out, err := shell(fix); err != nil {
+		t.Fatalf("the pasted fix: %v\n%s", err, out)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	checks++
+	if _, err := catWaitPodSelector(waitCtx, c, ns, "app=api", func(p *corev1.Pod) bool {
+		return podReadyNow(p) && catStatus(p, "istio-proxy") != nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
