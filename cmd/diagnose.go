@@ -52,6 +52,9 @@ type DiagnoseOptions struct {
 	// Watch re-prints a sweep's rows whose answer changes (-w), as
 	// kubectl get -w does.
 	Watch bool
+	// SortBy orders a sweep's list (--sort-by, a JSONPath), sortBy parsed.
+	SortBy string
+	sortBy *sortBy
 
 	namespace  string
 	explicitNS bool
@@ -182,6 +185,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().BoolVar(&o.ListChecks, "list-checks", false, "Print the catalogue of checks (code, stage, what each reads, the istioctl analyze code) and exit")
 	addDryRunFlag(c.Flags(), &o.DryRun, "what --rules or --connections would create (the ephemeral container, or the node pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too)")
+	c.Flags().StringVar(&o.SortBy, "sort-by", "", sortByHelp)
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML, "wide"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{nsexec.ViaEphemeral, nsexec.ViaNode}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
@@ -287,6 +291,9 @@ func (o *DiagnoseOptions) Validate() error {
 	}
 	if o.Watch && (len(o.Filenames) > 0 || len(o.Args) > 0 || o.Rules || o.Verify || o.DryRun == dryRunClient) {
 		return usageErrorf("--watch follows a sweep (-n, -l or -A): not with a POD, -f, --rules, --connections, --verify or --dry-run")
+	}
+	if err := o.parseSortBy(); err != nil {
+		return err
 	}
 	if o.DryRun == dryRunClient && !o.Rules && !o.Connections {
 		return usageErrorf("--dry-run prints what --rules or --connections would create; without them diagnose creates nothing")

@@ -59,17 +59,21 @@ func (s *diagnoseSweep) add(d *diagnose.Diagnosis) error {
 	}
 	// Its status's rank, then its first check's (none: last).
 	class := render.StatusRank[d.Status]*(len(diagnose.Order)+1) + render.CheckRank(d.First)
+	render.EmptyLists(d)
+	class, ns, name, err := s.o.sortBy.place(class, d, d.Namespace, d.Name)
+	if err != nil {
+		return err
+	}
 	if s.o.structured() {
-		render.EmptyLists(d)
 		b, err := json.Marshal(d)
 		if err != nil {
 			return err
 		}
-		return s.list.Add(class, d.Namespace, d.Name, b)
+		return s.list.Add(class, ns, name, b)
 	}
 	render.Sanitize(d)
 	s.buf = render.AppendRow(s.buf[:0], render.DiagnosisRow(s.p, d, s.o.wide())...)
-	return s.list.Add(class, d.Namespace, d.Name, s.buf)
+	return s.list.Add(class, ns, name, s.buf)
 }
 
 // print writes the kept diagnoses worst first, as print writes a list.

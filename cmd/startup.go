@@ -30,6 +30,9 @@ type StartupOptions struct {
 	// FailOn is the status that exits 4, as diagnose's --fail-on.
 	FailOn string
 	Args   []string
+	// SortBy orders a sweep's list (--sort-by, a JSONPath), sortBy parsed.
+	SortBy string
+	sortBy *sortBy
 
 	namespace string
 	client    *inspect.Client
@@ -79,6 +82,7 @@ failed but an answer is unknown; 1 error; 2 usage error.`,
 	c.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show every pod in the cluster")
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml; name (each subject as KIND/NAME, as kubectl get -o name); or a template, as kubectl get takes it: jsonpath=…, go-template=…, custom-columns=… (and their -file forms)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
+	c.Flags().StringVar(&o.SortBy, "sort-by", "", sortByHelp)
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -100,6 +104,10 @@ func (o *StartupOptions) Validate() error {
 	}
 	if o.FailOn != diagnose.Fail && o.FailOn != diagnose.Warning {
 		return usageErrorf("--fail-on must be fail or warning, not %q", o.FailOn)
+	}
+	var err error
+	if o.sortBy, err = sweepSortBy(o.SortBy, o.Args, nil); err != nil {
+		return err
 	}
 	switch {
 	case len(o.Args) > 0 && (o.AllNamespaces || o.Selector != ""):

@@ -58,17 +58,22 @@ func (s *startupSweep) add(r *startup.StartupReport, pod *corev1.Pod, extra diag
 		}
 	}
 	class := startupClasses - 1 - startup.StartupSeverity(r)
+	render.EmptyLists(r)
+	render.EmptyLists(d)
+	item := render.StartupItem{StartupReport: r, Diagnosis: d}
+	class, ns, name, err := s.o.sortBy.place(class, item, r.Namespace, r.Name)
+	if err != nil {
+		return err
+	}
 	if s.o.Output != "" {
-		render.EmptyLists(r)
-		render.EmptyLists(d)
-		b, err := json.Marshal(render.StartupItem{StartupReport: r, Diagnosis: d})
+		b, err := json.Marshal(item)
 		if err != nil {
 			return err
 		}
-		return s.list.Add(class, r.Namespace, r.Name, b)
+		return s.list.Add(class, ns, name, b)
 	}
 	s.buf = render.AppendRow(s.buf[:0], render.StartupRow(s.p, r, d)...)
-	return s.list.Add(class, r.Namespace, r.Name, s.buf)
+	return s.list.Add(class, ns, name, s.buf)
 }
 
 // print writes the kept reports worst first, as print writes a sweep's reports.

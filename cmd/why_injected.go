@@ -39,6 +39,9 @@ type WhyInjectedOptions struct {
 
 	// Watch re-prints a sweep's rows whose answer changes (-w).
 	Watch bool
+	// SortBy orders a sweep's list (--sort-by, a JSONPath), sortBy parsed.
+	SortBy string
+	sortBy *sortBy
 
 	namespace  string
 	explicitNS bool
@@ -126,6 +129,7 @@ unknown; 1 error; 2 usage error.`,
 	c.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the sweep (-n, -l, -A), watch its pods and events and print each row whose answer changes, as kubectl get -w (Ctrl-C stops)")
 	c.Flags().BoolVar(&o.Verify, "verify", false, "Prove each answer: create the pod as a server-side dry run (nothing is persisted) and show what admission did beside the prediction (needs create pods)")
 	c.Flags().StringVar(&o.FailOn, "fail-on", diagnose.Fail, "The status that exits 4: fail, or warning (warnings fail too), as diagnose's")
+	c.Flags().StringVar(&o.SortBy, "sort-by", "", sortByHelp)
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{render.JSON, render.YAML}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{diagnose.Fail, diagnose.Warning}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
@@ -169,6 +173,10 @@ func (o *WhyInjectedOptions) Validate() error {
 	}
 	if o.Watch && (len(o.Filenames) > 0 || len(o.Args) > 0 || o.Verify) {
 		return usageErrorf("--watch follows a sweep (-n, -l or -A): not with a POD, -f or --verify")
+	}
+	var err error
+	if o.sortBy, err = sweepSortBy(o.SortBy, o.Args, o.Filenames); err != nil {
+		return err
 	}
 	return validateTargets(o.Filenames, o.Args, o.Selector, o.AllNamespaces)
 }

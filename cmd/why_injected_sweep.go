@@ -110,7 +110,10 @@ const (
 
 // add keeps what is printed of r.
 func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis) error {
-	rank := injection.Rank(r)
+	rank, ns, key, err := s.o.sortBy.place(injection.Rank(r), r, r.Namespace, r.Name)
+	if err != nil {
+		return err
+	}
 	if s.o.Watch {
 		if s.sigs == nil {
 			s.sigs = map[string]string{}
@@ -134,7 +137,7 @@ func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis
 			}
 			s.buf = append(append(s.buf[:0], itemJSON), b...)
 		}
-		return s.list.Add(rank, r.Namespace, r.Name, s.buf)
+		return s.list.Add(rank, ns, key, s.buf)
 	}
 	render.Sanitize(r)
 	s.summaries.Add(r)
@@ -175,7 +178,7 @@ func (s *injectionSweep) add(r *injection.InjectionReport, d *diagnose.Diagnosis
 	s.buf = render.AppendRow(s.buf[:0], cells...)
 	s.buf = render.AppendRow(s.buf, fix, who, disagreement)
 	s.buf = render.AppendRow(s.buf, r.Needs...)
-	return s.list.Add(rank, r.Namespace, r.Name, s.buf)
+	return s.list.Add(rank, ns, key, s.buf)
 }
 
 // print prints a sweep's kept reports: for -o json|yaml a list with the

@@ -94,6 +94,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"diagnose", "target", "--rules", "-o", "xml"},
 		{"diagnose", "target", "--rules", "--fail-on", "bogus"},
 		{"diagnose", "target", "--via", "bogus"},
+		{"diagnose", "target", "--rules", "--sort-by", ".name"},
+		{"diagnose", "-A", "--rules", "--sort-by", "{.name"},
 		{"diagnose", "target", "--rules", "--timeout", "0s"},
 		{"diagnose", "target", "--rules", "-A"},
 		{"diagnose", "deploy/pair", "--via", "ephemeral", "--verify"},
