@@ -192,12 +192,32 @@ func (x *explainer) labelFactors() {
 		}
 		return nil
 	}
+	// A webhook the namespace's labels select, whether or not the pod's
+	// labels then meet its object selector (a pod label that opts out is
+	// its own row): the namespace's label does its part.
+	nsSelects := func(want string) (e *webhookEval, podOut bool) {
+		if e := hasSelector(want, false); e != nil {
+			return e, false
+		}
+		for _, e := range x.evals {
+			if !e.deactivated && e.rulesMatch && e.nsMatch && !e.nsUnknown && !e.objMatch && strings.Contains(e.nsSelector, want) {
+				return e, true
+			}
+		}
+		return nil, false
+	}
+	podOut := func(out bool) string {
+		if out {
+			return ", whose object selector the pod's labels do not meet"
+		}
+		return ""
+	}
 	if x.nsKnown { // unknown labels get no rows: the "namespace labels" row says so
 		if v, ok := x.nsLabels[istio.LabelInjection]; !ok {
 			x.add("namespace label istio-injection", "(not set)", EffectNone, x.nsSource)
 		} else if v == "enabled" {
-			if e := hasSelector("istio-injection in (enabled)", false); e != nil {
-				x.add("namespace label istio-injection", quote(v), EffectInject, x.nsSource+"; selects webhook "+e.fullName())
+			if e, out := nsSelects("istio-injection in (enabled)"); e != nil {
+				x.add("namespace label istio-injection", quote(v), EffectInject, x.nsSource+"; selects webhook "+e.fullName()+podOut(out))
 			} else {
 				x.add("namespace label istio-injection", quote(v), EffectWarning, x.nsSource+"; no active Istio webhook selects it (default revision deactivated or not installed)")
 			}
@@ -209,12 +229,12 @@ func (x *explainer) labelFactors() {
 		} else if _, both := x.nsLabels[istio.LabelInjection]; both {
 			x.add("namespace label istio.io/rev", quote(v), EffectNone, x.nsSource+"; istio-injection takes precedence over it")
 			r.Warn(WarnConflictingLabels, fmt.Sprintf("namespace %s has both istio-injection and istio.io/rev; istio.io/rev is ignored", w.Namespace))
-		} else if e := hasSelector("istio.io/rev in", false); e != nil {
+		} else if e, out := nsSelects("istio.io/rev in"); e != nil {
 			via := "revision " + e.revision
 			if e.tag != "" {
 				via = "tag " + e.tag + " → revision " + e.revision
 			}
-			x.add("namespace label istio.io/rev", quote(v), EffectInject, x.nsSource+"; "+via+" (webhook "+e.fullName()+")")
+			x.add("namespace label istio.io/rev", quote(v), EffectInject, x.nsSource+"; "+via+" (webhook "+e.fullName()+podOut(out)+")")
 		} else {
 			x.add("namespace label istio.io/rev", quote(v), EffectWarning, x.nsSource+"; no active Istio webhook serves revision or tag "+quote(v))
 		}

@@ -263,6 +263,10 @@ var templateDecisions = []templateDecision{
 		want: want{expected: true, revision: "canary", webhook: whCanaryNS, factor: "pod label istio.io/rev", effect: EffectNone}},
 	{name: "pod label inject=false opts out", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "false"},
 		want: want{verdict: `sidecar.istio.io/inject="false" excludes it`, factor: "pod label sidecar.istio.io/inject", effect: EffectSkip}},
+	// The namespace's label still selects the webhook: only the pod's own
+	// label keeps it out (never "no active webhook selects it").
+	{name: "pod label inject=false: the namespace label does its part", nsLabels: map[string]string{"istio-injection": "enabled"}, labels: map[string]string{"sidecar.istio.io/inject": "false"},
+		want: want{verdict: `sidecar.istio.io/inject="false" excludes it`, factor: "namespace label istio-injection", effect: EffectInject}},
 	{name: "annotation inject=false: webhook called, istiod skips", nsLabels: map[string]string{"istio-injection": "enabled"}, annotations: map[string]string{"sidecar.istio.io/inject": "false"},
 		want: want{verdict: "istiod skips it", factor: "sidecar.istio.io/inject (injector)", effect: EffectSkip}},
 	{name: "label true wins over annotation false", nsLabels: map[string]string{"istio-injection": "enabled"},
