@@ -135,6 +135,9 @@ var fixCases = []fixCase{
 	// Its 08: the template's own proxy annotations are what the policy refuses.
 	{nn: "40", object: "statefulset/cache", code: "KM-INJ-013", fixStarts: `kubectl patch statefulset/cache -n kmfix-40 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":null,"sidecar.istio.io/proxyMemory":null}}}}}'`,
 		injected: true, mesh: true, state: podEvent("FailedCreate")},
+	// Round 13's 12: the app's own ACCEPT ahead of the capture, taken out.
+	{nn: "42", object: "cache", code: "KM-CAP-012", fixStarts: `kubectl patch statefulset/cache -n kmfix-42 --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/command/2","value":"mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 6379 -h /www"},{"op":"remove","path":"/spec/template/spec/containers/0/securityContext/capabilities/add/0"}]'`,
+		injected: true, state: anyPod("cache", "ready", podReadyNow)},
 	// Its 06: the sidecar's CPU request over the policy's cap, sized down.
 	{nn: "41", object: "job/report", code: "KM-INJ-013", fixStarts: "kubectl get job report -n kmfix-41 -o json | kubectl patch --local -f - --type=merge", completes: true, mesh: true, state: podEvent("FailedCreate")},
 }

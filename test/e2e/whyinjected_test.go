@@ -198,6 +198,23 @@ func TestWhyInjectedTargets(t *testing.T) {
 			}
 		})
 	}
+	t.Run("svc/NAME: the pods it selects", func(t *testing.T) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		if _, err := c.Client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := mesh(t, c, "", "why-injected", "svc/web", "-n", ns, "-o", "json")
+		d := decode[listDoc](t, r)
+		if r.code != 0 || len(d.Items) != 2 || d.Items[0].Kind != "Pod" || d.Items[1].Kind != "Pod" {
+			t.Errorf("why-injected svc/web: exit %d, %d items, want its 2 pods\n%s", r.code, len(d.Items), r.stderr)
+		}
+		r = mesh(t, c, "", "diagnose", "service/web", "-n", ns, "-o", "json")
+		var dd catDoc
+		if err := json.Unmarshal([]byte(r.stdout), &dd); err != nil || r.code != 0 || len(dd.all()) != 2 {
+			t.Errorf("diagnose service/web: exit %d, %d items (%v)\n%s", r.code, len(dd.all()), err, r.stderr)
+		}
+	})
 	t.Run("namespace sweep", func(t *testing.T) {
 		d := decode[listDoc](t, mesh(t, c, "", "why-injected", "-n", ns, "-o", "json"))
 		// 2 web, db, agent (opted out), rs1, rc1, once, bare
