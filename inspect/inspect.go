@@ -101,6 +101,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 		Services:        map[string]*corev1.Service{},
 		EndpointSlices:  map[string][]discoveryv1.EndpointSlice{},
 		KubeletVersions: map[string]string{},
+		NodeAllocatable: map[string]corev1.ResourceList{},
 		Unknown:         map[string]string{},
 	}
 	// Every list that needs nothing else is made at once; the results are
@@ -197,6 +198,7 @@ func (c *Client) MeshFacts(ctx context.Context) (*injection.ClusterFacts, error)
 	} else {
 		for _, n := range nodes.Items {
 			f.KubeletVersions[n.Name] = n.Status.NodeInfo.KubeletVersion
+			f.NodeAllocatable[n.Name] = n.Status.Allocatable
 		}
 	}
 	return f, nil

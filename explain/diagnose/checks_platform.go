@@ -489,6 +489,15 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		if len(ends) > 0 {
 			ev += "; " + strings.Join(ends, "; ")
 		}
+		if strings.HasPrefix(p.Status.Reason, "OutOf") && in.injected() {
+			// The kubelet of the node the pod is bound to (spec.nodeName)
+			// has no room for it: the sidecar's requests count too.
+			ev += "; " + proxyRequests(p)
+			if keys := proxyResourceAnnotations(p.Annotations); len(keys) > 0 {
+				in.notRunningMesh = "the pod's " + quoteAnnotations(p.Annotations, keys)
+				return Fail, ev + ": the sidecar's requests, set by " + in.notRunningMesh + ", count against the node too", removeAnnotations(p, keys) + "   # the sidecar then asks for the mesh's own defaults; or set smaller values"
+			}
+		}
 		if p.Status.Reason == "Evicted" {
 			return Fail, ev, describe + "   # the node evicted it; its controller makes a new pod"
 		}

@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -19,6 +22,9 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 		x.r.Incomplete = append(x.r.Incomplete, k+": "+why)
 	}
 	sort.Strings(x.r.Incomplete)
+	if _, unread := f.Unknown[FactNodes]; !unread {
+		x.r.Nodes = f.NodeAllocatable
+	}
 	x.namespaceAndWebhooks()
 	x.callWebhooks()
 	x.labelFactors()
@@ -27,6 +33,7 @@ func (m Istio) Explain(f *ClusterFacts, w *Workload) *InjectionReport {
 	x.livePod()
 	x.failedCreates()
 	if w.Manifest {
+		x.r.Template = &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: w.Labels, Annotations: w.Annotations}, Spec: w.Spec}
 		x.r.UnverifiedAdmission, x.r.UnverifiedAdmissionUnknown = unverifiedAdmission(f, w, x.nsLabels)
 	}
 	return x.outcome()

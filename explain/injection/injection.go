@@ -84,6 +84,9 @@ type ClusterFacts struct {
 	ControlPlanes []appsv1.Deployment
 	// KubeletVersions of the cluster's nodes.
 	KubeletVersions map[string]string
+	// NodeAllocatable is what each node can give its pods (read with the
+	// kubelet versions, from the same list).
+	NodeAllocatable map[string]corev1.ResourceList
 	// Unknown names the facts that could not be read and why, e.g.
 	// "webhooks" → "forbidden: list mutatingwebhookconfigurations.admissionregistration.k8s.io".
 	Unknown map[string]string
@@ -196,6 +199,12 @@ type InjectionReport struct {
 	// none): a fix that relabels the namespace must not be undone by
 	// applying the file.
 	FileNamespaceLabels map[string]string `json:"-"`
+	// Nodes is what each node can give its pods (ClusterFacts'
+	// NodeAllocatable), nil when the nodes could not be read.
+	Nodes map[string]corev1.ResourceList `json:"-"`
+	// Template is, for a manifest's pod or workload (-f), the pod template
+	// it was explained from.
+	Template *corev1.PodTemplateSpec `json:"-"`
 	// CreationBlocked is set when the pod cannot be created at all (a webhook
 	// with failurePolicy Fail cannot be reached, or rejects it).
 	CreationBlocked bool `json:"creationBlocked,omitempty"`

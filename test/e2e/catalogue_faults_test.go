@@ -136,6 +136,23 @@ func (b *catBed) faultsInjection() []*catFault {
 			plant: func(ctx context.Context, f *catFault) error {
 				return refused(ctx, f, psa, catLean(), nil, "violates PodSecurity")
 			}},
+		{code: "KM-INJ-021", ns: inj, name: "big-proxy", how: "a bare pod bound to the node by spec.nodeName, annotated sidecar.istio.io/proxyCPU: \"64\": its kubelet rejects it (OutOfcpu)",
+			plant: func(ctx context.Context, f *catFault) error {
+				nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "!kmesh.test/no-kubelet"})
+				if err != nil || len(nodes.Items) == 0 {
+					return fmt.Errorf("no node with a kubelet: %v", err)
+				}
+				p := appPod(f.name, nil, map[string]string{"sidecar.istio.io/proxyCPU": "64"})
+				p.Spec.NodeName = nodes.Items[0].Name
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "Failed, rejected by its kubelet (OutOfcpu)"
+				_, err = catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "OutOfcpu"
+				})
+				return err
+			}},
 	}
 }
 

@@ -140,6 +140,12 @@ var fixCases = []fixCase{
 		injected: true, state: anyPod("cache", "ready", podReadyNow)},
 	// Its 06: the sidecar's CPU request over the policy's cap, sized down.
 	{nn: "41", object: "job/report", code: "KM-INJ-013", fixStarts: "kubectl get job report -n kmfix-41 -o json | kubectl patch --local -f - --type=merge", completes: true, mesh: true, state: podEvent("FailedCreate")},
+	// Round 14's: a pinned pod whose sidecar asks for more memory than its
+	// node has, re-created without the annotation.
+	{nn: "43", object: "pod/cache", code: "KM-INJ-021", fixStarts: "kubectl apply view-last-applied pod/cache -n kmfix-43 -o json | kubectl patch --local -f - --type=merge", injected: true, mesh: true,
+		state: func(context.Context, *testcluster.Cluster, string) (bool, string) { return true, "" },
+		then: []string{`sed "s/NODE/$(kubectl get nodes -l '!kmesh.test/no-kubelet' -o jsonpath='{.items[0].metadata.name}')/" testdata/fixes/applied/43-cache.yaml | kubectl apply -f -`,
+			"for i in $(seq 60); do [ \"$(kubectl get pod cache -n kmfix-43 -o jsonpath='{.status.reason}')\" = OutOfmemory ] && exit 0; sleep 2; done; exit 1"}},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
