@@ -83,7 +83,9 @@ func (s *diagnoseSweep) print(incomplete []string) error {
 	}
 	switch s.list.Len() {
 	case 0:
-		fmt.Fprintln(s.o.ErrOut, "No pods found.")
+		// Nothing to diagnose, and nothing left of a pod admission
+		// refused: its manifest is what can be checked.
+		fmt.Fprintln(s.o.ErrOut, "No pods found.\nA pod that admission refused leaves no object and no event behind: kubectl mesh diagnose -f FILE --verify puts its manifest through admission (a dry run) and names what refuses it.")
 	case 1:
 		render.Diagnosis(s.p, s.only)
 	default:

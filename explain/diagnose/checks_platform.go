@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -386,7 +387,7 @@ func podNotReady(in *Input) []Finding {
 		return nil
 	}
 	ready, since, reason := readiness(p)
-	if ready {
+	if ready || finishing(p, s.Now) {
 		return nil
 	}
 	for _, f := range append(append([]Finding(nil), in.initAnswer().findings...), in.startAnswer().findings...) {
@@ -417,6 +418,34 @@ func podNotReady(in *Input) []Finding {
 		f.Evidence += "; it is still within its start (" + g.String() + ")"
 	}
 	return []Finding{f}
+}
+
+// finishing says a running pod's work is done: a run-once pod (a Job's)
+// whose app containers all ended with exit 0 within the last minute, or
+// whose Ready condition turned PodCompleted then; the kubelet is stopping
+// its native sidecars, and it is not ready, as it should be. Longer than
+// that, it is stuck.
+func finishing(p *corev1.Pod, now time.Time) bool {
+	if p.Spec.RestartPolicy != corev1.RestartPolicyNever && p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return false
+	}
+	recent := func(t metav1.Time) bool { return !t.IsZero() && now.Sub(t.Time) < time.Minute }
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Reason == "PodCompleted" && recent(c.LastTransitionTime) {
+			return true
+		}
+	}
+	done := 0
+	for _, cs := range p.Status.ContainerStatuses {
+		if istio.IsIstioContainer(cs.Name) {
+			continue
+		}
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 || !recent(t.FinishedAt) {
+			return false
+		}
+		done++
+	}
+	return done > 0
 }
 
 // isPlatform says a finding reports the platform's state, not a mesh

@@ -426,6 +426,22 @@ func genHealthy(r *rand.Rand) (kind string, f Facts, now time.Time) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: at(9)},
 			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: metav1.NewTime(done.Add(time.Second))},
 			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: metav1.NewTime(done.Add(time.Second))}}
+		if r.IntN(3) == 0 {
+			// Just done: the kubelet is stopping its native sidecar, and
+			// the pod is Running, not Ready, a moment longer.
+			p.Status.Phase = corev1.PodRunning
+			just := metav1.NewTime(now.Add(-time.Duration(1+r.IntN(50)) * time.Second))
+			p.Status.ContainerStatuses[0].State.Terminated.FinishedAt = just
+			for i := 1; i < 3; i++ {
+				p.Status.Conditions[i].LastTransitionTime = just
+			}
+			if r.IntN(2) == 0 {
+				p.Status.InitContainerStatuses[len(p.Status.InitContainerStatuses)-1] = genReady(r, "istio-proxy", from, now, 0)
+			}
+			if r.IntN(2) == 0 {
+				p.Status.Conditions[1].Reason, p.Status.Conditions[2].Reason = "ContainersNotReady", "ContainersNotReady"
+			}
+		}
 		return kind, Facts{Injection: injected(nil), Pod: p}, now
 	}
 	if native {

@@ -131,8 +131,11 @@ func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	if !restarted || cs.runsToCompletion() || cs.Failing && cs.State != "running" {
 		return
 	}
-	if cs.State == "terminated" && cs.ExitCode != nil && *cs.ExitCode == 0 && p.Status.Phase == corev1.PodSucceeded {
-		cs.Recovered = true // it completed after all, and so did its pod
+	if cs.State == "terminated" && cs.ExitCode != nil && *cs.ExitCode == 0 && (p.Status.Phase == corev1.PodSucceeded || restartsOnFailureOnly(p)) {
+		// It completed after all, and so did its pod (or will, once the
+		// kubelet has stopped its native sidecars): a run-once pod's
+		// container that exited 0 is done for good.
+		cs.Recovered = true
 		return
 	}
 	if cs.State != "running" || !cs.Ready || !podReady(p) {
@@ -142,6 +145,12 @@ func classify(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 		return
 	}
 	cs.Failing, cs.Recovered = false, true
+}
+
+// restartsOnFailureOnly says a pod's containers are not restarted once they exit 0
+// (restartPolicy Never or OnFailure: a Job's pods).
+func restartsOnFailureOnly(p *corev1.Pod) bool {
+	return p.Spec.RestartPolicy == corev1.RestartPolicyNever || p.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
 }
 
 // betweenCrashes: a ready container that may only be between two crashes
@@ -179,11 +188,26 @@ func podReady(p *corev1.Pod) bool {
 	return true
 }
 
+// appsDone says a run-once pod's containers have all ended, whatever
+// their exit codes: the kubelet then stops its native sidecars, and the pod
+// is about to end too.
+func appsDone(p *corev1.Pod) bool {
+	if !restartsOnFailureOnly(p) || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.State.Terminated == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // kubeletFailing is classify's reading of the kubelet's states alone.
 func kubeletFailing(cs *ContainerStartup, p *corev1.Pod, now time.Time) {
 	lt := cs.LastTermination
 	stopped := p.DeletionTimestamp != nil ||
-		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && (cs.Role == RoleProxyNative || cs.Role == RoleNativeSidecar)
+		(p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || appsDone(p)) && (cs.Role == RoleProxyNative || cs.Role == RoleNativeSidecar)
 	switch {
 	case cs.State == "terminated" && stopped:
 		// The kubelet stopped it: the pod is being deleted, or it finished

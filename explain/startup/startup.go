@@ -335,8 +335,17 @@ func AnalyzeStartup(f StartupFacts) *StartupReport {
 // readyOrDone is what a pod with a Recovered container is: Ready, or
 // Succeeded.
 func readyOrDone(r *StartupReport) string {
-	if r.Phase == string(corev1.PodSucceeded) {
+	switch r.Phase {
+	case string(corev1.PodSucceeded):
 		return "Succeeded"
+	case string(corev1.PodRunning):
+		done := len(r.Containers) > 0
+		for _, c := range r.Containers {
+			done = done && c.State == "terminated"
+		}
+		if done {
+			return "finishing: its containers are done"
+		}
 	}
 	return "Ready"
 }
