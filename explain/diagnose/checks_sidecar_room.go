@@ -134,41 +134,18 @@ func unplaced(p *corev1.Pod) bool {
 	return false
 }
 
-// podRequests is what a pod asks of its node for cpu and memory: its
-// containers' and native sidecars' requests, or an init container's when
-// that is more; with manifest, the sidecar is not in the spec yet and is
+// podRequests is what a pod asks of its node for cpu and memory
+// (ownRequests); with manifest, the sidecar is not in the spec yet and is
 // added.
 func podRequests(spec *corev1.PodSpec, manifest bool, sidecar corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	add := func(to corev1.ResourceList, l corev1.ResourceList) {
-		for _, r := range roomResources {
-			if q, ok := l[r]; ok {
-				sum := to[r]
-				sum.Add(q)
-				to[r] = sum
-			}
+	t := &corev1.PodTemplateSpec{Spec: *spec}
+	for _, r := range roomResources {
+		q := ownRequests(t, r)
+		if s, ok := sidecar[r]; ok && manifest {
+			q.Add(s)
 		}
-	}
-	for _, c := range spec.Containers {
-		add(out, c.Resources.Requests)
-	}
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(out, c.Resources.Requests)
-		}
-	}
-	if manifest {
-		add(out, sidecar)
-	}
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		for _, r := range roomResources {
-			if q, ok := c.Resources.Requests[r]; ok && q.Cmp(out[r]) > 0 {
-				out[r] = q.DeepCopy()
-			}
-		}
+		out[r] = q
 	}
 	return out
 }
