@@ -232,7 +232,13 @@ func refusalAnswer(w *WorkloadState, r *injection.InjectionReport, text string) 
 	mesh = "what Istio's injector adds to the pod (its containers, volumes or their settings)"
 	ev += "; the same template without the sidecar is admitted (a dry-run create labelled sidecar.istio.io/inject=false): it is " + mesh + " that " + rb.By + " refuses"
 	if rb.Fix != "" {
-		fix = rb.Fix + classicRunAfter(w, r) + "\n" + meshSideOfRefusal(w, text)
+		then := classicRunAfter(w, r)
+		if then == "" && w.Kind == "Job" {
+			// Admitted now, its pods still wait out the Job controller's
+			// back-off: made again, it runs at once.
+			then = "\nsleep 3; " + injection.RecreateJob(w.Name, w.Namespace, nil, nil) + ", which runs it now rather than after the Job controller's back-off"
+		}
+		fix = rb.Fix + then + "\n" + meshSideOfRefusal(w, text)
 	}
 	if ms := rb.MeshSide; ms != nil {
 		mesh, ev = ms.What, ev+"; "+ProvedMeshSide(ms)

@@ -11,7 +11,8 @@ import (
 
 // A policy's refusal of a workload's pods, as the dry runs proved it:
 // exempting a Job whose pods would get a classic sidecar also gives it a
-// native one (else, admitted, it never completes), and a template whose own
+// native one (else, admitted, it never completes), and any other Job is made
+// again (it would wait out its controller's back-off), and a template whose own
 // Istio annotations are what the policy refuses is fixed by removing them.
 func TestRefusalAnswer(t *testing.T) {
 	const exempt = "kubectl patch validatingadmissionpolicybinding no-init --type=json -p '[]'"
@@ -34,7 +35,8 @@ func TestRefusalAnswer(t *testing.T) {
 			fix: exempt + "\nkubectl get job migrate -n shop -o json | kubectl patch --local -f - --type=merge"},
 		{name: "a CronJob, classic: its jobTemplate made native", kind: "CronJob", sidecar: "classic", without: "admitted",
 			fix: `kubectl patch cronjob/migrate -n shop --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}}}'`},
-		{name: "a Job, native: the exemption alone", kind: "Job", sidecar: "native", without: "admitted", fix: exempt, notIn: "nativeSidecar"},
+		{name: "a Job, native: the exemption, then run again at once", kind: "Job", sidecar: "native", without: "admitted", notIn: "nativeSidecar",
+			fix: exempt + "\nsleep 3; kubectl get job migrate -n shop -o json | kubectl patch --local -f - --type=merge -p '{\"metadata\":{\"creationTimestamp\":null,\"labels\":{\"batch.kubernetes.io/controller-uid\":null,\"controller-uid\":null}"},
 		{name: "a Deployment, classic: the exemption alone", kind: "Deployment", sidecar: "classic", without: "admitted", fix: exempt, notIn: "nativeSidecar"},
 		{name: "a Job whose template asks for classic: left so", kind: "Job", sidecar: "classic", without: "admitted",
 			ann: map[string]string{"sidecar.istio.io/nativeSidecar": "false"}, fix: exempt, notIn: `"sidecar.istio.io/nativeSidecar":"true"`},
