@@ -160,11 +160,17 @@ func fits(want, alloc corev1.ResourceList) bool {
 	return true
 }
 
-// roomSay is "cpu 64, memory 128Mi".
+// roomSay is "cpu 64, memory 128Mi" (memory from 1Gi on that is not in
+// whole Mi, Gi or Ti shown in Gi, to a tenth; nothing of what is zero).
 func roomSay(l corev1.ResourceList) string {
 	var parts []string
 	for _, r := range roomResources {
-		if q, ok := l[r]; ok {
+		q, ok := l[r]
+		switch {
+		case !ok || q.IsZero():
+		case r == corev1.ResourceMemory && q.Value() >= 1<<30 && (strings.HasSuffix(q.String(), "Ki") || !strings.HasSuffix(q.String(), "i")):
+			parts = append(parts, fmt.Sprintf("memory %.1fGi", float64(q.Value())/(1<<30)))
+		default:
 			parts = append(parts, string(r)+" "+q.String())
 		}
 	}
