@@ -184,7 +184,19 @@ func roomSay(l corev1.ResourceList) string {
 // template, its applied manifest, or the file (-f) before it is applied.
 func (in *Input) roomFix(keys []string) string {
 	if p := in.Pod; p != nil {
-		return removeAnnotations(p, keys) + "   # the sidecar then asks for the mesh's defaults; or set values a node can give"
+		fix := removeAnnotations(p, keys) + "   # the sidecar then asks for the mesh's defaults; or set values a node can give"
+		if o := in.Owner; o != nil && o.Kind == "Job" && strings.HasPrefix(o.Controller, "CronJob/") {
+			// The CronJob makes its Jobs from its jobTemplate: that is
+			// changed. A Job it scheduled is deleted after it (its next
+			// run is made new); one made from it by hand is made again.
+			cron := strings.TrimPrefix(o.Controller, "CronJob/")
+			patch := templatePatch("cronjob/"+cron, p.Namespace, keys) + "   # the CronJob's next Jobs are made without them"
+			if strings.HasPrefix(o.Name, cron+"-") {
+				return patch
+			}
+			return patch + "\n" + fix
+		}
+		return fix
 	}
 	r := in.Injection
 	apply := "kubectl apply -f " + strings.Join(in.Files, " -f ") + " -n " + r.Namespace

@@ -30,6 +30,19 @@ func init() {
 		fix:      "kubectl apply view-last-applied pod/web-1 -n shop -o json | kubectl patch --local -f - --type=merge -p '{\"metadata\":{\"annotations\":{\"sidecar.istio.io/proxyCPU\":null}}}'"})
 }
 
+// cronJobPod is the pod of a CronJob's Job, job, unscheduled for want of
+// cpu.
+func cronJobPod(job string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: job, Controller: &yes}}
+		p.Annotations = map[string]string{"sidecar.istio.io/proxyCPU": "64"}
+		p.Spec.NodeName, p.Spec.RestartPolicy = "", corev1.RestartPolicyNever
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}}
+	}
+}
+
 // The sidecar's annotated requests fire where they make a pod that is not
 // placed too big for its node or every node, and never for a running pod,
 // one too big without them, an unannotated sidecar or unread nodes; the
@@ -39,7 +52,9 @@ func TestSidecarNoRoom(t *testing.T) {
 		name     string
 		pod      func(p *corev1.Pod)
 		inj      func(r *injection.InjectionReport)
+		owner    *WorkloadState
 		files    []string
+		start    string // "-": the start row is another check's
 		evidence string // "" for no finding
 		fix      string
 	}{
@@ -68,6 +83,11 @@ func TestSidecarNoRoom(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Gi")}
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}}
 		}, inj: oneNode, evidence: "more than any node can give", fix: `kubectl patch deployment/web -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/sidecar.istio.io~1proxyMemory"}]'`},
+		{name: "a CronJob's scheduled Job's pod", pod: cronJobPod("nightly-29170"), owner: &WorkloadState{Kind: "Job", Namespace: "shop", Name: "nightly-29170", Controller: "CronJob/nightly"}, inj: oneNode,
+			evidence: "requests cpu 64", fix: `kubectl patch cronjob/nightly -n shop --type=json -p '[{"op":"remove","path":"/spec/jobTemplate/spec/template/metadata/annotations/sidecar.istio.io~1proxyCPU"}]'   # the CronJob's next Jobs are made without them` +
+				"\nkubectl delete job nightly-29170 -n shop", start: "-"},
+		{name: "a Job made by hand from a CronJob", pod: cronJobPod("rerun"), owner: &WorkloadState{Kind: "Job", Namespace: "shop", Name: "rerun", Controller: "CronJob/nightly"}, inj: oneNode,
+			evidence: "requests cpu 64", fix: "# the CronJob's next Jobs are made without them\nkubectl get job rerun -n shop -o json | kubectl patch --local", start: "-"},
 		{name: "a manifest's Deployment", files: []string{"web.yaml"}, inj: func(r *injection.InjectionReport) {
 			oneNode(r)
 			r.Kind, r.Name, r.Injected = "Deployment", "web", nil
@@ -90,7 +110,7 @@ func TestSidecarNoRoom(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Diagnose(checkCase{pod: tc.pod, inj: tc.inj, files: tc.files}.facts())
+			d := Diagnose(checkCase{pod: tc.pod, inj: tc.inj, files: tc.files, owner: tc.owner}.facts())
 			fs := only(d.Findings, CodeSidecarNoRoom)
 			if tc.evidence == "" {
 				if len(fs) != 0 {
@@ -104,11 +124,11 @@ func TestSidecarNoRoom(t *testing.T) {
 			if d.First != CheckInjection || d.Checks[0].Code != CodeSidecarNoRoom || d.Checks[0].Status != Fail {
 				t.Errorf("first %s, its row %+v; want the injection row, %s", d.First, d.Checks[0], CodeSidecarNoRoom)
 			}
-			if tc.pod != nil {
+			if tc.pod != nil && tc.start == "" {
 				// The start row puts the pod's state down to the mesh too.
 				nr := only(d.Findings, CodeNotRunning)
 				if len(nr) != 1 || nr[0].Mesh == "" {
-					t.Errorf("%s: %+v, want it put down to the mesh", CodeNotRunning, nr)
+					t.Errorf("%s: %+v, want it put down to the mesh; findings %+v", CodeNotRunning, nr, d.Findings)
 				}
 			}
 		})
