@@ -12,7 +12,8 @@
 // through cluster DNS and services, which the local cluster does not have.
 // In its place this program runs a stand-in for the proxy: a transparent TCP
 // relay on 15001 (outbound) and 15006 (inbound), readiness on 15021, stats on
-// 15090/15020 and an admin port on 15000. It is a test fixture, not Istio.
+// 15090/15020 (with the app's rewritten probes under /app-health/) and an
+// admin port on 15000. It is a test fixture, not Istio.
 package main
 
 import (

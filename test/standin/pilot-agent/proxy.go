@@ -135,6 +135,8 @@ func runProxy(args []string) int {
 	mux.HandleFunc("/stats", statsHandler)
 	// `pilot-agent request --debug-port=15020 POST drain`, the native sidecar's preStop.
 	mux.HandleFunc("/drain", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "draining") })
+	// The app's probes the injector rewrote to the agent's port.
+	mux.HandleFunc("/app-health/", appHealth(appProbers()))
 	servers := []*http.Server{}
 	for _, addr := range []string{":15021", ":15090", ":15020", "127.0.0.1:15000"} {
 		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
