@@ -13,7 +13,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 RELEASE_URL ?= https://github.com/kubectl-mesh/kubectl-mesh/releases/download/$(VERSION)
 KREW_BIN := $(or $(KMESH_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-mesh)/krew
 
-.PHONY: all build test unit fuzz bench demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
+.PHONY: all build test e2e unit fuzz bench demo cluster-up cluster-down cluster-status fmt vet clean dist krew-manifest krew-validate krew-install-test
 
 all: build
 
@@ -24,6 +24,10 @@ build:
 ## test: everything, on a local cluster it starts and stops (what CI runs)
 test:
 	hack/test.sh
+
+## e2e: end-to-end tests on the cluster that is up (make demo or make cluster-up first); RUN=TestCheckCatalogue/KM-CONN-006 runs one, planting only what it needs
+e2e:
+	RUN='$(RUN)' hack/e2e.sh
 
 ## lint: golangci-lint with .golangci.yml's linters (built once from hack/tools/lint)
 lint:
