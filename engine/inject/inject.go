@@ -353,17 +353,19 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: selector: %v", kind, name, err)
 	}
-	err = e.Client.EachPodPage(ctx, ns, sel.String(), func(pods []corev1.Pod) error {
-		for i := range pods {
-			r := e.Mesh.Explain(facts, inspect.PodWorkload(&pods[i], facts))
-			e.recordLive(r, &pods[i])
-			e.keepLive(r, &pods[i])
-			reports = append(reports, r)
-		}
+	var pods []corev1.Pod
+	err = e.Client.EachPodPage(ctx, ns, sel.String(), func(page []corev1.Pod) error {
+		pods = append(pods, page...)
 		return nil
 	})
 	if err != nil {
 		return nil, inspect.ExplainAPIError(err, "list pods")
+	}
+	for _, p := range target.Current(pods) {
+		r := e.Mesh.Explain(facts, inspect.PodWorkload(p, facts))
+		e.recordLive(r, p)
+		e.keepLive(r, p)
+		reports = append(reports, r)
 	}
 	return reports, nil
 }

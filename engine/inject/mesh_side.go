@@ -16,7 +16,11 @@ import (
 // kept in r.RefusedBy.MeshSide. None admitted (or none could be asked)
 // leaves it nil.
 func (e *Engine) proveMeshSide(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec) {
-	e.proveFirst(ctx, r, tmpl, injection.MeshSideCandidates(tmpl.Annotations))
+	var first []injection.MeshSide
+	if r.RefusedBy != nil {
+		first = injection.MinimumCandidates(r.RefusedBy.Message)
+	}
+	e.proveFirst(ctx, r, tmpl, append(first, injection.MeshSideCandidates(tmpl.Annotations)...))
 }
 
 // proveOwnSettings asks admission, for a template refused with or without

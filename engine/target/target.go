@@ -96,9 +96,32 @@ func Pods(ctx context.Context, flags *genericclioptions.ConfigFlags, client *ins
 		if len(pods) == 0 {
 			return nil, false, fmt.Errorf("%s %s has no pods: nothing of it has started; kubectl mesh diagnose %s/%s -n %s says why", kind, name, strings.ToLower(kind), name, info.Namespace)
 		}
-		return pods, false, nil
+		cur := Current(pods)
+		out := make([]corev1.Pod, 0, len(cur))
+		for _, p := range cur {
+			out = append(out, *p)
+		}
+		return out, false, nil
 	}
 	return pods, len(pods) == 1, nil
+}
+
+// Current are a workload's pods but those being deleted, a rollout's old
+// ones on their way out, unless every pod is (then they are all there is
+// to say).
+func Current(pods []corev1.Pod) []*corev1.Pod {
+	var live, going []*corev1.Pod
+	for i := range pods {
+		if pods[i].DeletionTimestamp != nil {
+			going = append(going, &pods[i])
+		} else {
+			live = append(live, &pods[i])
+		}
+	}
+	if len(live) == 0 {
+		return going
+	}
+	return live
 }
 
 // ServicePods are the pods a Service selects (its selector, in its

@@ -230,6 +230,12 @@ func (in *Input) startAnswer() *stageAnswer {
 	a, ok := fromHazards(in, CheckStart, s, startFailures, startWarnings)
 	in.start = a
 	for i := range a.findings {
+		if f := &a.findings[i]; f.Code == CodeProxyNotReady {
+			in.refineProxyNotReady(f)
+			if a.row.Code == f.Code && a.row.Status == f.Status {
+				a.row.Evidence, a.row.Fix = f.Evidence, f.Fix
+			}
+		}
 		if f := &a.findings[i]; f.Code == CodeAppFailing || f.Code == CodeProxyFailing {
 			in.refineFailing(f)
 			if a.row.Code == f.Code && a.row.Status == f.Status {

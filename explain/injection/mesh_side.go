@@ -1,6 +1,10 @@
 package injection
 
 import (
+	"regexp"
+	"sort"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -69,6 +73,35 @@ func MeshSideCandidates(a map[string]string) []MeshSide {
 			What: "the sidecar's memory request (" + mem + "; 40Mi instead, or any value up to what the policy admits: istio-proxy and istio-init are sized alike)"})
 	}
 	return append(out, last...)
+}
+
+// underMinimum is a LimitRange's refusal of a container's request below
+// its minimum ("minimum cpu usage per Container is 150m, but request is
+// 100m").
+var underMinimum = regexp.MustCompile(`minimum (cpu|memory) usage per Container is ([0-9][0-9.]*[a-zA-Z]*), but request is`)
+
+// MinimumCandidates are, for a refusal of requests under a LimitRange's
+// minimum, the sidecar's requests raised to it (tried before the others:
+// the change the refusal itself names); none for any other refusal.
+func MinimumCandidates(refusal string) []MeshSide {
+	set := map[string]string{}
+	var said []string
+	for _, m := range underMinimum.FindAllStringSubmatch(refusal, -1) {
+		key := annProxyCPU
+		if m[1] == "memory" {
+			key = annProxyMem
+		}
+		if _, err := resource.ParseQuantity(m[2]); err != nil || set[key] != "" {
+			continue
+		}
+		set[key] = m[2]
+		said = append(said, m[1]+" "+m[2])
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	sort.Strings(said)
+	return []MeshSide{{Set: set, What: "the sidecar's requests, under the LimitRange's minimum per container (" + strings.Join(said, ", ") + " instead: istio-proxy and istio-init are sized alike)"}}
 }
 
 // Apply is a copy of annotations changed as m says (a value "" removes

@@ -122,3 +122,15 @@ func TestOwnSettingsCandidates(t *testing.T) {
 		t.Errorf("no Istio annotation: %d candidates", n)
 	}
 }
+
+// A LimitRange's minimum names the change: the sidecar's requests raised
+// to it, cpu and memory alike; any other refusal has none.
+func TestMinimumCandidates(t *testing.T) {
+	got := MinimumCandidates(`pods "a" is forbidden: [minimum cpu usage per Container is 150m, but request is 100m, minimum memory usage per Container is 256Mi, but request is 128Mi]`)
+	if len(got) != 1 || got[0].Set[annProxyCPU] != "150m" || got[0].Set[annProxyMem] != "256Mi" || !strings.Contains(got[0].What, "cpu 150m, memory 256Mi") {
+		t.Errorf("got %+v", got)
+	}
+	if got := MinimumCandidates("maximum cpu usage per Container is 1, but limit is 2"); got != nil {
+		t.Errorf("a maximum: %+v", got)
+	}
+}

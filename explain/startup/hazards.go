@@ -131,7 +131,7 @@ func startupHazards(r *StartupReport, f StartupFacts, proxy *ContainerStartup) {
 			}
 		}
 		add("proxy-not-ready", proxy.Name, "istio-proxy has been running"+since+" without becoming ready (health check on port 15021)"+last,
-			fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy; check that istiod is reachable and the proxy received its configuration", r.Name, ns))
+			fmt.Sprintf("kubectl logs %s -n %s -c istio-proxy   # why it is not ready: check that istiod is reachable and the proxy received its configuration", r.Name, ns))
 	}
 }
 
