@@ -217,6 +217,9 @@ func workloadShort(in *Input) []Finding {
 // evidence (from "; refused by …"), what of the mesh it refuses when the
 // dry runs proved that, and the fix ("" keeps the finding's).
 func refusalAnswer(w *WorkloadState, r *injection.InjectionReport, text string) (ev, mesh, fix string) {
+	if ev, mesh, fix, ok := injectedTwice(w, r, text); ok {
+		return ev, mesh, fix
+	}
 	rb := r.RefusedBy
 	ev, fix = "; refused by "+rb.By, rb.Fix
 	if ms := rb.MeshSide; ms != nil && rb.WithoutSidecar != "admitted" {

@@ -69,3 +69,23 @@ func TestRefusalAnswerMeshSideThenNative(t *testing.T) {
 		t.Errorf("fix %q", fix)
 	}
 }
+
+// A pod refused for an Istio container twice, under overlapping webhooks,
+// is put down to the one not of the selected revision: deleted, then the
+// workload restarted; without an extra one known, the answer is the
+// refusal's own.
+func TestRefusalInjectedTwice(t *testing.T) {
+	w := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api", Template: &corev1.PodTemplateSpec{}}
+	text := `Pod "api-5b-x" is invalid: spec.initContainers[1].name: Duplicate value: "istio-proxy"`
+	r := &injection.InjectionReport{OverlapExtra: []string{"istio-sidecar-injector-1-30"}, RefusedBy: &injection.Refusal{By: "the apiserver's validation of the pod", WithoutSidecar: "admitted",
+		MeshSide: &injection.MeshSide{Set: map[string]string{"sidecar.istio.io/nativeSidecar": "false"}, What: "the native sidecar"}}}
+	ev, mesh, fix := refusalAnswer(w, r, text)
+	if !strings.Contains(ev, "the second adds istio-proxy again") || !strings.Contains(mesh, "istio-sidecar-injector-1-30") ||
+		!strings.HasPrefix(fix, "kubectl delete mutatingwebhookconfiguration istio-sidecar-injector-1-30   #") || !strings.Contains(fix, "\nsleep 3; kubectl rollout restart deployment/api -n shop") {
+		t.Errorf("evidence %q\nmesh %q\nfix %q", ev, mesh, fix)
+	}
+	r.OverlapExtra = nil
+	if _, _, fix := refusalAnswer(w, r, text); strings.Contains(fix, "mutatingwebhookconfiguration") {
+		t.Errorf("no extra webhook known: %q", fix)
+	}
+}

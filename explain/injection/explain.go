@@ -358,7 +358,39 @@ func (x *explainer) webhookFactors() {
 			names = append(names, e.fullName())
 		}
 		r.Warn(WarnOverlapping, "more than one Istio webhook matches ("+strings.Join(names, ", ")+"): each injects in turn; overlapping webhooks are a misconfiguration")
+		r.OverlapExtra = x.overlapExtra()
 	}
+}
+
+// overlapExtra are the configurations of the webhooks that match the pod
+// but are not of the revision its labels (or its namespace's) select:
+// istio.io/rev's revision or tag, else istio-injection's default
+// revision. None when that revision is not known or none of its webhooks
+// matches (then which one is extra is a choice).
+func (x *explainer) overlapExtra() []string {
+	want := x.w.Labels[istio.LabelRev]
+	if want == "" {
+		want = x.nsLabels[istio.LabelRev]
+	}
+	if want == "" && x.nsLabels[istio.LabelInjection] == "enabled" {
+		want = "default"
+	}
+	if want == "" {
+		return nil
+	}
+	var extra []string
+	wanted := false
+	for _, e := range x.matched {
+		if e.revision == want || e.tag == want {
+			wanted = true
+		} else if !slices.Contains(extra, e.config) {
+			extra = append(extra, e.config)
+		}
+	}
+	if !wanted {
+		return nil
+	}
+	return extra
 }
 
 // injectorFactors are what each revision's injector decides, and the sidecar's kind.

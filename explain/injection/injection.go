@@ -202,6 +202,9 @@ type InjectionReport struct {
 	// Nodes is what each node can give its pods (ClusterFacts'
 	// NodeAllocatable), nil when the nodes could not be read.
 	Nodes map[string]corev1.ResourceList `json:"-"`
+	// OverlapExtra are, when more than one Istio webhook matches, the
+	// configurations of those not of the revision the labels select.
+	OverlapExtra []string `json:"-"`
 	// Template is, for a manifest's pod or workload (-f), the pod template
 	// it was explained from.
 	Template *corev1.PodTemplateSpec `json:"-"`
