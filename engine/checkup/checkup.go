@@ -198,6 +198,10 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 		}
 		ds = append(ds, d)
 	}
+	if !single && len(e.Inject.Filenames) == 0 {
+		// A workload's pods fixed one delete each: one fix for them all.
+		diagnose.MergePodDeletes(ds)
+	}
 	return ds, !single, strs.Dedupe(incomplete), nil
 }
 
