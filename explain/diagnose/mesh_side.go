@@ -8,11 +8,12 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 )
 
-// ProvedMeshSide says which part of the injection a policy refuses, as the
-// dry runs proved it: the template changed so, sidecar and all, is
-// admitted.
+// ProvedMeshSide says which change of the injection admission takes, as
+// the dry runs proved it: the template changed so, sidecar and all, is
+// admitted (proof that the change gets the pod in, not that it is what the
+// policy looks at).
 func ProvedMeshSide(ms *injection.MeshSide) string {
-	return "what it refuses is " + ms.What + ": the same template with " + setAnnotations(ms.Set) + " is admitted with its sidecar (a dry-run create)"
+	return "it is admitted with a change of " + ms.What + ": the same template with " + setAnnotations(ms.Set) + " is admitted with its sidecar (a dry-run create)"
 }
 
 // MeshSideFix is the fix that keeps the policy and the mesh: the template's

@@ -42,7 +42,7 @@ func TestRefusalAnswer(t *testing.T) {
 			ann: map[string]string{"sidecar.istio.io/nativeSidecar": "false"}, fix: exempt, notIn: `"sidecar.istio.io/nativeSidecar":"true"`},
 		{name: "its own annotations refused: removed", kind: "StatefulSet", sidecar: "native", without: "refused: denied",
 			ms:       &injection.MeshSide{Set: map[string]string{"sidecar.istio.io/proxyCPU": ""}, What: "the template's own Istio annotations (sidecar.istio.io/proxyCPU)"},
-			evidence: "what it refuses is the template's own Istio annotations (sidecar.istio.io/proxyCPU): the same template with no sidecar.istio.io/proxyCPU is admitted",
+			evidence: "it is admitted with a change of the template's own Istio annotations (sidecar.istio.io/proxyCPU): the same template with no sidecar.istio.io/proxyCPU is admitted",
 			fix:      `kubectl patch statefulset/migrate -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyCPU":null}}}}}'`},
 	}
 	for _, tc := range cases {
