@@ -104,14 +104,16 @@ func commandsAgree(bin string, c *testcluster.Cluster, ns string) (string, int) 
 	return strings.Join(bad, "; "), compared
 }
 
-// sameChecks: two diagnoses of a pod with the same status and code at
-// every stage.
+// sameChecks: two diagnoses of a pod with the same status, code and fix
+// at every stage (a crash loop between two states changes a fix's words
+// while its code stays: the pod moved, and another command's answer taken
+// meanwhile may be of either state).
 func sameChecks(a, b catItem) bool {
 	if len(a.Checks) != len(b.Checks) {
 		return false
 	}
 	for i := range a.Checks {
-		if a.Checks[i].Name != b.Checks[i].Name || a.Checks[i].Status != b.Checks[i].Status || a.Checks[i].Code != b.Checks[i].Code {
+		if a.Checks[i].Name != b.Checks[i].Name || a.Checks[i].Status != b.Checks[i].Status || a.Checks[i].Code != b.Checks[i].Code || a.Checks[i].Fix != b.Checks[i].Fix {
 			return false
 		}
 	}

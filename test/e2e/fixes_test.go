@@ -146,6 +146,12 @@ var fixCases = []fixCase{
 		state: func(context.Context, *testcluster.Cluster, string) (bool, string) { return true, "" },
 		then: []string{`sed "s/NODE/$(kubectl get nodes -l '!kmesh.test/no-kubelet' -o jsonpath='{.items[0].metadata.name}')/" testdata/fixes/applied/43-cache.yaml | kubectl apply -f -`,
 			"for i in $(seq 60); do [ \"$(kubectl get pod cache -n kmfix-43 -o jsonpath='{.status.reason}')\" = OutOfmemory ] && exit 0; sleep 2; done; exit 1"}},
+	// Round 15's 12: istio-proxy's readiness probe delayed by annotation.
+	{nn: "44", object: "checkout", code: "KM-START-003", fixStarts: `kubectl patch deployment/checkout -n kmfix-44 --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/readiness.status.sidecar.istio.io~1initialDelaySeconds"}]'`,
+		injected: true, mesh: true, state: anyPod("checkout", "istio-proxy running, not ready", func(p *corev1.Pod) bool {
+			s := catStatus(p, "istio-proxy")
+			return s != nil && s.State.Running != nil && !s.Ready
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
