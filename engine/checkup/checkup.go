@@ -304,7 +304,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		workloads = e.startWorkloads(ctx, ns)
 	}
 	counts, failures := podCounts{}, podFailures{}
-	var refused []*injection.InjectionReport
+	var refused, proved []*injection.InjectionReport
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
 	keepFacts := e.Verify || e.Rules
@@ -317,7 +317,9 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		if p == nil && !r.CreationBlocked {
 			// Refused by something else (its dry runs say whether for
 			// what the injector adds): its workload's row says it, read
-			// with the workload's state as a named one is.
+			// with the workload's state as a named one is, and the
+			// proof made for it goes there.
+			proved = append(proved, r)
 			return nil
 		}
 		if p == nil {
@@ -378,7 +380,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 		if why, ok := facts.Unknown[injection.FactEvents]; ok {
 			unread = why
 		}
-		short, err := e.shortItems(ctx, facts, workloads.list, counts, failures, refused, pre.Warnings(), unread)
+		short, err := e.shortItems(ctx, facts, workloads.list, counts, failures, refused, proved, pre.Warnings(), unread)
 		if err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func covers(r *injection.InjectionReport, w *inspect.Workload) bool {
 // reported already as refused by the mesh): their template's injection
 // answer and their controller's account, with no pod.
 func (e *Engine) shortItems(ctx context.Context, facts *injection.ClusterFacts, list []inspect.Workload, counts podCounts, failures podFailures,
-	refused []*injection.InjectionReport, warnings map[string][]corev1.Event, warningsUnread string) ([]*item, error) {
+	refused, proved []*injection.InjectionReport, warnings map[string][]corev1.Event, warningsUnread string) ([]*item, error) {
 	var short []inspect.Workload
 	var namespaces []string
 next:
@@ -117,13 +117,30 @@ next:
 			w.EventsUnknown = warningsUnread
 		}
 		failed := inspect.EventsForOwner(inspect.OnlyReason(events, "FailedCreate"), w.Namespace, w.Kind, w.Name)
-		r := e.Inject.ExplainTemplate(facts, w.Kind, w.Namespace, w.Name, w.Template, failed)
-		e.Inject.ProveWithoutSidecar(ctx, r, w.Template)
+		r := e.Inject.ExplainTemplate(ctx, facts, w.Kind, w.Namespace, w.Name, w.Template, failed)
+		if !reuseProof(r, proved, w) {
+			e.Inject.ProveWithoutSidecar(ctx, r, w.Template)
+		}
 		st := w.WorkloadState
 		it := &item{facts: diagnose.Facts{Injection: r, Workload: &st, NoPod: noPodOf(&st)}}
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// reuseProof gives r the proof made in the sweep for the report of w's
+// refused pods (proved: those reports), and says whether there was one.
+func reuseProof(r *injection.InjectionReport, proved []*injection.InjectionReport, w *inspect.Workload) bool {
+	if r == nil || r.RefusedBy == nil {
+		return false
+	}
+	for _, p := range proved {
+		if covers(p, w) && p.RefusedBy != nil && p.RefusedBy.WithoutSidecar != "" {
+			r.RefusedBy.WithoutSidecar, r.RefusedBy.MeshSide = p.RefusedBy.WithoutSidecar, p.RefusedBy.MeshSide
+			return true
+		}
+	}
+	return false
 }
 
 // newestOnly keeps, of a Deployment whose rollout is stuck on a ReplicaSet
@@ -189,7 +206,7 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 		unread = "forbidden: the user may not list events in namespace " + r.Namespace
 		incomplete = append(incomplete, "events: "+unread)
 	}
-	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, failures, nil, warnings, unread)
+	items, err := e.shortItems(ctx, facts, []inspect.Workload{w}, counts, failures, nil, nil, warnings, unread)
 	if err != nil || len(items) == 0 {
 		if r.Kind == "CronJob" {
 			return nil, "its last Job " + w.Name + " wants no pods now (finished or suspended)", incomplete, err

@@ -335,7 +335,7 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		}
 		w.Events = pastCompleted(w.Events, jobs)
 	}
-	tr := e.Mesh.Explain(facts, w)
+	tr := e.explainRefused(ctx, facts, w)
 	if tr.RefusedBy != nil {
 		// Refused now by something else: whether it is what the injector
 		// adds that it refuses, the dry runs say (as diagnose's).
@@ -524,12 +524,12 @@ func (e *Engine) recordLive(r *injection.InjectionReport, p *corev1.Pod) {
 }
 
 // any template.
-func (e *Engine) ExplainTemplate(facts *injection.ClusterFacts, kind, ns, name string, tmpl *corev1.PodTemplateSpec, events []corev1.Event) *injection.InjectionReport {
+func (e *Engine) ExplainTemplate(ctx context.Context, facts *injection.ClusterFacts, kind, ns, name string, tmpl *corev1.PodTemplateSpec, events []corev1.Event) *injection.InjectionReport {
 	w := &injection.Workload{Kind: kind, Namespace: ns, Name: name, NamespaceSource: injection.NamespaceFromCluster, Events: events}
 	if tmpl != nil {
 		w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
 	}
-	r := e.Mesh.Explain(facts, w)
+	r := e.explainRefused(ctx, facts, w)
 	if tmpl != nil {
 		e.record(r, verifySource{namespace: ns, base: name, template: tmpl})
 	}

@@ -30,7 +30,7 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 	}
 	for _, k := range keys {
 		evs := events[k]
-		if injection.RefusalOf(evs[0].Message) == "" && !injection.MayRefuseInjected(evs[0].Message) && !admissionDenied(evs[0].Message) {
+		if injection.RefusalOf(evs[0].Message) == "" && !injection.MayRefuseInjected(evs[0].Message) && !admissionDenied(evs[0].Message) && !injection.CitesLimitRange(evs[0].Message) {
 			continue // not admission's refusal of the mesh's or of what it adds
 		}
 		parts := strings.SplitN(k, "/", 3)
@@ -48,7 +48,7 @@ func (e *Engine) blockedOwners(ctx context.Context, facts *injection.ClusterFact
 		if err == nil && ok {
 			w.Labels, w.Annotations, w.Spec = tmpl.Labels, tmpl.Annotations, tmpl.Spec
 		}
-		r := e.Mesh.Explain(facts, w)
+		r := e.explainRefused(ctx, facts, w)
 		if !r.CreationBlocked && r.RefusedBy == nil {
 			continue // e.g. a quota refusing pods that get no sidecar
 		}
@@ -95,4 +95,12 @@ func (e *Engine) currentRefusals(ctx context.Context, events []corev1.Event) []c
 // without the sidecar says whose refusal it is).
 func admissionDenied(msg string) bool {
 	return strings.Contains(msg, "denied request") || strings.Contains(msg, "denied the request")
+}
+
+// explainRefused explains a workload whose pods are refused (w.Events),
+// with the LimitRanges of its namespace read first when a refusal cites
+// one: the explanation names the one whose rule it is.
+func (e *Engine) explainRefused(ctx context.Context, facts *injection.ClusterFacts, w *injection.Workload) *injection.InjectionReport {
+	e.Client.ResolveLimitRanges(ctx, facts, w.Namespace, w.Events)
+	return e.Mesh.Explain(facts, w)
 }

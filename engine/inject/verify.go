@@ -221,7 +221,7 @@ func (e *Engine) attributeRefusal(ctx context.Context, v *injection.Verification
 		Labels: tmpl.Labels, Annotations: tmpl.Annotations, Spec: tmpl.Spec,
 		Events: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Message: v.Message,
 			InvolvedObject: corev1.ObjectReference{Kind: "dry run of", Name: r.Name}}}}
-	switch a := e.Mesh.Explain(e.facts, w); {
+	switch a := e.explainRefused(ctx, e.facts, w); {
 	case a.CreationBlocked:
 		v.BlockedBy, v.Fix = a.BlockedBy, a.Fix
 		if a.RefusedBy != nil {

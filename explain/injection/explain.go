@@ -518,7 +518,7 @@ func (x *explainer) failedCreates() {
 		if r.RefusedBy != nil && r.RefusedBy.OwnerKind == "" {
 			r.RefusedBy.OwnerKind, r.RefusedBy.OwnerName = templateOwnerOf(w)
 		}
-		if by := builtInRefusal(ev.Message); by != "" && kind == "" && x.injecting != nil && r.RefusedBy == nil {
+		if by := builtInRefusal(f, w.Namespace, ev.Message); by != "" && kind == "" && x.injecting != nil && r.RefusedBy == nil {
 			// The apiserver's own validation, or a LimitRange: whether it
 			// is what the injector adds that it refuses, the same template
 			// without the sidecar says (ProveWithoutSidecar).
@@ -708,12 +708,12 @@ func RefusalOf(msg string) string {
 // builtInRefusal names what in the apiserver refused a pod when it is not
 // a webhook, a policy or a quota: its validation of the pod ("is
 // invalid"), a LimitRange; "" otherwise.
-func builtInRefusal(msg string) string {
+func builtInRefusal(f *ClusterFacts, ns, msg string) string {
 	switch {
 	case strings.Contains(msg, "is invalid"):
 		return "the apiserver's validation of the pod"
-	case strings.Contains(msg, "per Pod is") || strings.Contains(msg, "per Container is"):
-		return "the namespace's LimitRange"
+	case CitesLimitRange(msg):
+		return limitRangeBy(f, ns, msg)
 	}
 	return ""
 }

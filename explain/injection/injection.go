@@ -87,6 +87,11 @@ type ClusterFacts struct {
 	// NodeAllocatable is what each node can give its pods (read with the
 	// kubelet versions, from the same list).
 	NodeAllocatable map[string]corev1.ResourceList
+	// LimitRanges are the LimitRanges of the namespaces whose refusals
+	// cite one (read then, once per namespace: CitesLimitRange);
+	// LimitRangesUnknown says, by namespace, why they could not be read.
+	LimitRanges        map[string][]corev1.LimitRange
+	LimitRangesUnknown map[string]string
 	// Unknown names the facts that could not be read and why, e.g.
 	// "webhooks" → "forbidden: list mutatingwebhookconfigurations.admissionregistration.k8s.io".
 	Unknown map[string]string
@@ -423,7 +428,8 @@ func (ss *Summaries) Add(r *InjectionReport) {
 		ss.by[r.Namespace] = s
 		ss.names = append(ss.names, r.Namespace)
 	}
-	if r.Kind != "Pod" && r.CreationBlocked {
+	if r.Kind != "Pod" && (r.CreationBlocked || r.RefusedBy != nil) {
+		// Its pods are refused, for the mesh or not: none to count.
 		s.Refused++
 		return
 	}

@@ -54,6 +54,9 @@ type fixCase struct {
 	// rules: diagnose reads the pod's rules (--rules), as the fault's
 	// finding needs.
 	rules bool
+	// names: what the finding's evidence must name (the object that acted
+	// on the pod), when it is not in the refusal it quotes.
+	names string
 }
 
 var fixCases = []fixCase{
@@ -67,7 +70,8 @@ var fixCases = []fixCase{
 	{nn: "05", object: "deployment/web", code: "KM-INJ-013", fixStarts: "kubectl patch validatingwebhookconfiguration kmfix-image-scanner", injected: true, state: rsFailed},
 	{nn: "06", object: "statefulset/db", code: "KM-INJ-014", fixStarts: "kubectl patch validatingadmissionpolicybinding kmfix-no-net-admin-sts", injected: true, state: podEvent("FailedCreate")},
 	{nn: "07", object: "catalog", code: "KM-CONN-007", fixStarts: "kubectl patch service catalog -n kmfix-07", injected: true, state: anyPod("catalog", "ready", podReadyNow)},
-	{nn: "09", object: "deployment/search", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/search -n kmfix-09 --type=merge", injected: true, state: rsFailed},
+	{nn: "09", object: "deployment/search", code: "KM-INJ-013", fixStarts: "kubectl patch deployment/search -n kmfix-09 --type=merge", injected: true, state: rsFailed,
+		names: "LimitRange burst-ratio (its maxLimitRequestRatio cpu per Container, 4)"},
 	{nn: "10", object: "job/migrate", code: "KM-INJ-007", fixStarts: "kubectl get job migrate -n kmfix-10 -o json | kubectl patch --local", completes: true, state: podEvent("FailedCreate")},
 	// The red team's second round (its 02, 16, 11 and 07), replanted.
 	{nn: "11", object: "web", code: "KM-INJ-010", fixStarts: "kubectl patch deployment web -n kmfix-11", injected: true, state: anyPod("web", "ready", podReadyNow)},
@@ -295,6 +299,12 @@ func TestFixesRecover(t *testing.T) {
 				checks.Add(1)
 				if fc.mesh && found.Mesh == "" {
 					t.Errorf("%s is put down to the platform, not to what the mesh added: %s", fc.code, found.Evidence)
+				}
+				if fc.names != "" {
+					checks.Add(1)
+					if !strings.Contains(found.Evidence, fc.names) {
+						t.Errorf("%s does not name %s: %s", fc.code, fc.names, found.Evidence)
+					}
 				}
 				checks.Add(1)
 				if !strings.HasPrefix(found.Fix, fc.fixStarts) {
