@@ -654,12 +654,12 @@ func (in *Input) refineFailing(f *Finding) {
 	case oom && istio.IsIstioContainer(st.Name):
 		limit := spec.Resources.Limits.Memory().String()
 		f.Evidence += fmt.Sprintf("; it was killed at its memory limit (%s)", limit)
-		if v, ok := p.Annotations["sidecar.istio.io/proxyMemoryLimit"]; ok {
+		if v, ok := p.Annotations[istio.AnnotationProxyMemoryLimit]; ok {
 			f.Mesh = fmt.Sprintf("sidecar.istio.io/proxyMemoryLimit=%q", v)
 			f.Evidence += ", set by the pod's " + f.Mesh
-			f.Fix = annotationPatch(p, "sidecar.istio.io/proxyMemoryLimit", "") + "   # the sidecar then gets the mesh's own limit; or set it higher"
+			f.Fix = annotationPatch(p, istio.AnnotationProxyMemoryLimit, "") + "   # the sidecar then gets the mesh's own limit; or set it higher"
 		} else {
-			f.Fix = specFixAnnotation(p, "sidecar.istio.io/proxyMemoryLimit", "1Gi") + "   # the sidecar's memory limit is the mesh's default: give this workload more"
+			f.Fix = specFixAnnotation(p, istio.AnnotationProxyMemoryLimit, "1Gi") + "   # the sidecar's memory limit is the mesh's default: give this workload more"
 		}
 	case oom:
 		limit := spec.Resources.Limits.Memory()

@@ -33,7 +33,7 @@ func init() {
 var roomResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
 // roomKeys are the annotations that set the sidecar's requests, by resource.
-var roomKeys = map[corev1.ResourceName]string{corev1.ResourceCPU: "sidecar.istio.io/proxyCPU", corev1.ResourceMemory: "sidecar.istio.io/proxyMemory"}
+var roomKeys = map[corev1.ResourceName]string{corev1.ResourceCPU: istio.AnnotationProxyCPU, corev1.ResourceMemory: istio.AnnotationProxyMemory}
 
 func sidecarNoRoom(in *Input) []Finding {
 	nodes := in.Injection // its Nodes, and a manifest's Template

@@ -338,9 +338,9 @@ func RefusalCause(w *WorkloadState, text string) (ev, mesh, fix string, ok bool)
 			continue
 		}
 		seen[m[1]] = true
-		key := "sidecar.istio.io/proxyCPULimit"
+		key := istio.AnnotationProxyCPULimit
 		if m[1] == "memory" {
-			key = "sidecar.istio.io/proxyMemoryLimit"
+			key = istio.AnnotationProxyMemoryLimit
 		}
 		set[key] = m[2]
 		said = append(said, m[1]+" "+m[3]+" (maximum "+m[2]+")")
@@ -411,9 +411,9 @@ func sidecarRatio(t *corev1.PodTemplateSpec, text string) (ev, mesh string, set 
 		if err != nil || ratio < 1 || appBreaksRatio(t, res, ratio) {
 			return "", "", nil, false
 		}
-		reqKey, limKey := "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"
+		reqKey, limKey := istio.AnnotationProxyCPU, istio.AnnotationProxyCPULimit
 		if res == "memory" {
-			reqKey, limKey = "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"
+			reqKey, limKey = istio.AnnotationProxyMemory, istio.AnnotationProxyMemoryLimit
 		}
 		req, lim := sidecarDefaults[res][0], sidecarDefaults[res][1]
 		from := "Istio's defaults"
@@ -536,9 +536,9 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 		// A minimum request: the sidecar's request raised to it (istio-init
 		// is sized alike).
 		m := minRequest.FindStringSubmatch(lower)
-		key := "sidecar.istio.io/proxyCPU"
+		key := istio.AnnotationProxyCPU
 		if m[2] == "memory" {
-			key = "sidecar.istio.io/proxyMemory"
+			key = istio.AnnotationProxyMemory
 		}
 		q := m[1]
 		if strings.HasSuffix(q, "mi") || strings.HasSuffix(q, "gi") || strings.HasSuffix(q, "ki") {
@@ -552,14 +552,14 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 		// these annotations: limits equal to requests make both Guaranteed.
 		cpu, mem := "100m", "128Mi"
 		if t := w.Template; t != nil {
-			if v := t.Annotations["sidecar.istio.io/proxyCPU"]; v != "" {
+			if v := t.Annotations[istio.AnnotationProxyCPU]; v != "" {
 				cpu = v
 			}
-			if v := t.Annotations["sidecar.istio.io/proxyMemory"]; v != "" {
+			if v := t.Annotations[istio.AnnotationProxyMemory]; v != "" {
 				mem = v
 			}
 		}
-		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q,%q:%q,%q:%q}}}`, "sidecar.istio.io/proxyCPU", cpu, "sidecar.istio.io/proxyCPULimit", cpu, "sidecar.istio.io/proxyMemory", mem, "sidecar.istio.io/proxyMemoryLimit", mem)
+		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q,%q:%q,%q:%q}}}`, istio.AnnotationProxyCPU, cpu, istio.AnnotationProxyCPULimit, cpu, istio.AnnotationProxyMemory, mem, istio.AnnotationProxyMemoryLimit, mem)
 		return "the sidecar's limits equal to its requests (istio-init and istio-proxy are then Guaranteed; the app's containers must be too):\n" +
 			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, ann))
 	case patchable && (strings.Contains(lower, "poststart") || strings.Contains(lower, "lifecycle")):

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // specFixAnnotation sets an annotation on the pod's template.
@@ -27,7 +28,7 @@ func specFixAnnotation(p *corev1.Pod, key, value string) string {
 }
 
 // proxyResourceKeys are the annotations that size the sidecar.
-var proxyResourceKeys = []string{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit", "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"}
+var proxyResourceKeys = []string{istio.AnnotationProxyCPU, istio.AnnotationProxyCPULimit, istio.AnnotationProxyMemory, istio.AnnotationProxyMemoryLimit}
 
 // proxyResourceAnnotations are those of annotations that size the sidecar.
 func proxyResourceAnnotations(annotations map[string]string) []string {
@@ -101,9 +102,9 @@ var limitRequestOver = regexp.MustCompile(`must be less than or equal to (cpu|me
 func limitsForRequests(annotations map[string]string, text string) map[string]string {
 	set := map[string]string{}
 	for _, m := range limitRequestOver.FindAllStringSubmatch(text, -1) {
-		req, lim := "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"
+		req, lim := istio.AnnotationProxyCPU, istio.AnnotationProxyCPULimit
 		if m[1] == "memory" {
-			req, lim = "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"
+			req, lim = istio.AnnotationProxyMemory, istio.AnnotationProxyMemoryLimit
 		}
 		if v := annotations[req]; v != "" && annotations[lim] == "" {
 			set[lim] = v

@@ -137,7 +137,7 @@ func proxyRequests(p *corev1.Pod) string {
 		req := c.Resources.Requests
 		s := fmt.Sprintf("the sidecar istio-proxy requests cpu %s and memory %s of it too", req.Cpu().String(), req.Memory().String())
 		var set []string
-		for _, k := range []string{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyMemory"} {
+		for _, k := range []string{istio.AnnotationProxyCPU, istio.AnnotationProxyMemory} {
 			if v, ok := p.Annotations[k]; ok {
 				set = append(set, fmt.Sprintf("%s=%q", k, v))
 			}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -41,10 +42,10 @@ func podMaxRefusal(w *WorkloadState, text string) (ev, mesh, fix string, ok bool
 		}
 		room := maxQ.DeepCopy()
 		room.Sub(app)
-		reqKey, limKey := "sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"
+		reqKey, limKey := istio.AnnotationProxyCPU, istio.AnnotationProxyCPULimit
 		lim := fmt.Sprintf("%dm", room.MilliValue())
 		if res == corev1.ResourceMemory {
-			reqKey, limKey = "sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"
+			reqKey, limKey = istio.AnnotationProxyMemory, istio.AnnotationProxyMemoryLimit
 			lim = fmt.Sprintf("%dMi", room.Value()/(1<<20))
 		}
 		limQ := resource.MustParse(lim)

@@ -36,10 +36,10 @@ var annotationChecks = map[string]func(string) error{
 	"traffic.sidecar.istio.io/kubevirtInterfaces":           checkInterfaces,
 	"istio.io/reroute-virtual-interfaces":                   checkInterfaces,
 	"prometheus.istio.io/merge-metrics":                     checkBool,
-	"sidecar.istio.io/proxyCPU":                             checkQuantity,
-	"sidecar.istio.io/proxyMemory":                          checkQuantity,
-	"sidecar.istio.io/proxyCPULimit":                        checkQuantity,
-	"sidecar.istio.io/proxyMemoryLimit":                     checkQuantity,
+	istio.AnnotationProxyCPU:                                checkQuantity,
+	istio.AnnotationProxyMemory:                             checkQuantity,
+	istio.AnnotationProxyCPULimit:                           checkQuantity,
+	istio.AnnotationProxyMemoryLimit:                        checkQuantity,
 }
 
 // UncheckedOutboundPorts is the annotation of the port list istiod passes to istio-iptables

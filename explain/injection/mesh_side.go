@@ -13,10 +13,10 @@ import (
 // Annotations of the injection a policy most often refuses a part of.
 const (
 	annMergeMetrics  = "prometheus.istio.io/merge-metrics"
-	annProxyCPU      = "sidecar.istio.io/proxyCPU"
-	annProxyCPULimit = "sidecar.istio.io/proxyCPULimit"
-	annProxyMem      = "sidecar.istio.io/proxyMemory"
-	annProxyMemLimit = "sidecar.istio.io/proxyMemoryLimit"
+	annProxyCPU      = istio.AnnotationProxyCPU
+	annProxyCPULimit = istio.AnnotationProxyCPULimit
+	annProxyMem      = istio.AnnotationProxyMemory
+	annProxyMemLimit = istio.AnnotationProxyMemoryLimit
 )
 
 // MeshSideCandidates are the changes of a template's annotations that

@@ -23,14 +23,14 @@ var quotaSidecarKey = map[string]struct {
 	limit bool
 	res   corev1.ResourceName
 }{
-	"cpu": {"sidecar.istio.io/proxyCPU", false, corev1.ResourceCPU}, "requests.cpu": {"sidecar.istio.io/proxyCPU", false, corev1.ResourceCPU},
-	"memory": {"sidecar.istio.io/proxyMemory", false, corev1.ResourceMemory}, "requests.memory": {"sidecar.istio.io/proxyMemory", false, corev1.ResourceMemory},
-	"limits.cpu": {"sidecar.istio.io/proxyCPULimit", true, corev1.ResourceCPU}, "limits.memory": {"sidecar.istio.io/proxyMemoryLimit", true, corev1.ResourceMemory},
+	"cpu": {istio.AnnotationProxyCPU, false, corev1.ResourceCPU}, "requests.cpu": {istio.AnnotationProxyCPU, false, corev1.ResourceCPU},
+	"memory": {istio.AnnotationProxyMemory, false, corev1.ResourceMemory}, "requests.memory": {istio.AnnotationProxyMemory, false, corev1.ResourceMemory},
+	"limits.cpu": {istio.AnnotationProxyCPULimit, true, corev1.ResourceCPU}, "limits.memory": {istio.AnnotationProxyMemoryLimit, true, corev1.ResourceMemory},
 }
 
 // istioDefaultRequest is the sidecar's request when no annotation sets it:
 // Istio's own values.
-var istioDefaultRequest = map[string]string{"sidecar.istio.io/proxyCPU": "100m", "sidecar.istio.io/proxyMemory": "128Mi"}
+var istioDefaultRequest = map[string]string{istio.AnnotationProxyCPU: "100m", istio.AnnotationProxyMemory: "128Mi"}
 
 // sidecarFloor is the least a sidecar is sized to: below it, the quota is
 // what to raise.
@@ -85,7 +85,7 @@ func quotaSizing(spec *corev1.PodSpec, annotations map[string]string, msg string
 		return m[1], nil, raise, true // some resource leaves no room for a sidecar
 	}
 	// A request above its new limit, or a limit below its request, is refused.
-	for _, pair := range [][2]string{{"sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit"}, {"sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit"}} {
+	for _, pair := range [][2]string{{istio.AnnotationProxyCPU, istio.AnnotationProxyCPULimit}, {istio.AnnotationProxyMemory, istio.AnnotationProxyMemoryLimit}} {
 		lim, limSet := set[pair[1]]
 		if !limSet {
 			continue
@@ -269,8 +269,8 @@ var mustSpecify = regexp.MustCompile(`must specify ([a-z.,]+) for: ([-a-z0-9,]+)
 // sidecarDefaults are the annotation that sets each of the sidecar's
 // resources and the mesh's default value of it.
 var sidecarDefaults = map[string][2]string{
-	"requests.cpu": {"sidecar.istio.io/proxyCPU", "100m"}, "requests.memory": {"sidecar.istio.io/proxyMemory", "128Mi"},
-	"limits.cpu": {"sidecar.istio.io/proxyCPULimit", "2000m"}, "limits.memory": {"sidecar.istio.io/proxyMemoryLimit", "1024Mi"},
+	"requests.cpu": {istio.AnnotationProxyCPU, "100m"}, "requests.memory": {istio.AnnotationProxyMemory, "128Mi"},
+	"limits.cpu": {istio.AnnotationProxyCPULimit, "2000m"}, "limits.memory": {istio.AnnotationProxyMemoryLimit, "1024Mi"},
 }
 
 // mustSpecifyFix: a quota refuses Istio's containers for a resource they

@@ -271,7 +271,7 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 	logs := fmt.Sprintf("kubectl logs %s -n %s -c istio-init", r.Name, ns) + PreviousFlag(c)
 	switch c.Cause {
 	case CauseOOM:
-		const key = "sidecar.istio.io/proxyMemoryLimit"
+		const key = istio.AnnotationProxyMemoryLimit
 		if v, ok := f.Pod.Annotations[key]; ok && f.Workload != "" && !strings.HasPrefix(f.Workload, "replicaset/") && !strings.HasPrefix(f.Workload, "job/") {
 			path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
 			return fmt.Sprintf(`kubectl patch %s -n %s --type=json -p '[{"op":"remove","path":"%s"}]'`, f.Workload, ns, path) +

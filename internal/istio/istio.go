@@ -39,6 +39,11 @@ const (
 	AnnotationExcludeOutboundIPRanges = "traffic.sidecar.istio.io/excludeOutboundIPRanges"
 	AnnotationIncludeOutboundIPRanges = "traffic.sidecar.istio.io/includeOutboundIPRanges"
 	AnnotationExcludeInboundPorts     = "traffic.sidecar.istio.io/excludeInboundPorts"
+	// The sidecar's resources (istio-proxy's and istio-init's).
+	AnnotationProxyCPU         = "sidecar.istio.io/proxyCPU"
+	AnnotationProxyCPULimit    = "sidecar.istio.io/proxyCPULimit"
+	AnnotationProxyMemory      = "sidecar.istio.io/proxyMemory"
+	AnnotationProxyMemoryLimit = "sidecar.istio.io/proxyMemoryLimit"
 )
 
 // InjectorConfigMap is the injector's ConfigMap (istio-sidecar-injector,
