@@ -42,11 +42,12 @@ func wordPort(port int32) *regexp.Regexp {
 }
 
 // moveContainerPorts is the strategic merge patch of one container that
-// moves its ports (from → to): the declared ports, and the same number in
-// its command, args and env values, where the app reads it. found says
+// moves its ports (from → to): the declared ports, its probes that ask
+// them, and the same number in its command, args and env values, where
+// the app reads it. found says
 // whether the number was in any of them (else the app's own setting,
 // somewhere else, must move with it).
-func moveContainerPorts(c corev1.Container, moves map[int32]int32) (patch map[string]any, found bool) {
+func moveContainerPorts(c corev1.Container, rewritten map[string]*corev1.Probe, moves map[int32]int32) (patch map[string]any, found bool) {
 	patch = map[string]any{"name": c.Name}
 	var ports []any
 	for _, port := range c.Ports {
@@ -85,6 +86,14 @@ func moveContainerPorts(c corev1.Container, moves map[int32]int32) (patch map[st
 			patch[field], found = changed, true
 		}
 	}
+	for field, probe := range map[string]*corev1.Probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe, "startupProbe": c.StartupProbe} {
+		if orig, ok := rewritten[field]; ok {
+			probe = orig // the template's probe, as the injector kept it
+		}
+		if moved := moveProbePort(probe, moves); moved != nil {
+			patch[field] = moved
+		}
+	}
 	var env []any
 	for _, e := range c.Env {
 		if e.ValueFrom == nil && replace(e.Value) != e.Value {
@@ -95,6 +104,68 @@ func moveContainerPorts(c corev1.Container, moves map[int32]int32) (patch map[st
 		patch["env"], found = env, true
 	}
 	return patch, found
+}
+
+// rewrittenProbes are the probes of container name as its template has
+// them, when the injector rewrote them to the agent's port (istio-proxy's
+// ISTIO_KUBE_APP_PROBERS keeps them), by field: "readinessProbe", …
+func rewrittenProbes(p *corev1.Pod, name string) map[string]*corev1.Probe {
+	var value string
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name != istio.ProxyContainer {
+				continue
+			}
+			for _, e := range c.Env {
+				if e.Name == "ISTIO_KUBE_APP_PROBERS" {
+					value = e.Value
+				}
+			}
+		}
+	}
+	var kept map[string]*corev1.Probe
+	if value == "" || json.Unmarshal([]byte(value), &kept) != nil {
+		return nil
+	}
+	out := map[string]*corev1.Probe{}
+	for field, suffix := range map[string]string{"readinessProbe": "readyz", "livenessProbe": "livez", "startupProbe": "startupz"} {
+		if probe, ok := kept["/app-health/"+name+"/"+suffix]; ok && probe != nil {
+			out[field] = probe
+		}
+	}
+	return out
+}
+
+// moveProbePort is the strategic merge patch of a probe that asks one of
+// the ports that move (by number: a named port moves with its
+// declaration), nil when it asks none.
+func moveProbePort(probe *corev1.Probe, moves map[int32]int32) map[string]any {
+	if probe == nil {
+		return nil
+	}
+	moved := func(port intstr.IntOrString) (int32, bool) {
+		if port.Type != intstr.Int {
+			return 0, false
+		}
+		to, ok := moves[port.IntVal]
+		return to, ok
+	}
+	h := probe.ProbeHandler
+	switch {
+	case h.HTTPGet != nil:
+		if to, ok := moved(h.HTTPGet.Port); ok {
+			return map[string]any{"httpGet": map[string]any{"port": to}}
+		}
+	case h.TCPSocket != nil:
+		if to, ok := moved(h.TCPSocket.Port); ok {
+			return map[string]any{"tcpSocket": map[string]any{"port": to}}
+		}
+	case h.GRPC != nil:
+		if to, ok := moves[h.GRPC.Port]; ok {
+			return map[string]any{"grpc": map[string]any{"port": to}}
+		}
+	}
+	return nil
 }
 
 // movePortsFix is the command that moves the app's ports that collide with
@@ -120,7 +191,7 @@ func (in *Input) movePortsFix(cs []corev1.Container) string {
 		if len(mine) == 0 {
 			continue
 		}
-		patch, found := moveContainerPorts(c, mine)
+		patch, found := moveContainerPorts(c, rewrittenProbes(p, c.Name), mine)
 		if !found {
 			elsewhere = append(elsewhere, c.Name)
 		}
@@ -139,7 +210,7 @@ func (in *Input) movePortsFix(cs []corev1.Container) string {
 		podSpec[k] = v
 	}
 	spec := plainJSON(map[string]any{"spec": podSpec})
-	why := "   # moves " + quoteList(said) + " (in its ports, command, args and env)"
+	why := "   # moves " + quoteList(said) + " (in its ports, probes, command, args and env)"
 	if len(elsewhere) > 0 {
 		why += "; " + quoteList(elsewhere) + " takes its port from elsewhere (a config file): change it there too"
 	}

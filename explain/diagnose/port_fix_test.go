@@ -33,11 +33,17 @@ func TestMovePortsFix(t *testing.T) {
 	yes := true
 	app := corev1.Container{Name: "app", Command: []string{"/bin/sh", "-c", "echo 'up' > /m && exec httpd -f -p 15020 -h /m"},
 		Env:   []corev1.EnvVar{{Name: "STATS", Value: "15020"}, {Name: "OTHER", Value: "150200"}},
-		Ports: []corev1.ContainerPort{{Name: "http-metrics", ContainerPort: 15020}}}
+		Ports: []corev1.ContainerPort{{Name: "http-metrics", ContainerPort: 15020}},
+		// The readiness probe as the injector rewrote it (the template's is
+		// in istio-proxy's env); the liveness probe as the template has it.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/app-health/app/readyz", Port: intstr.FromInt32(15020)}}},
+		LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15020)}}}}
+	probers := `{"/app-health/app/readyz":{"httpGet":{"path":"/m","port":15020,"scheme":"HTTP"},"timeoutSeconds":1}}`
 	pod := func(kind, name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", Namespace: "ns", Labels: map[string]string{"pod-template-hash": "h"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: name, Controller: &yes}}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{app, {Name: "istio-proxy", Ports: []corev1.ContainerPort{{ContainerPort: 15090}}}}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{app, {Name: "istio-proxy", Ports: []corev1.ContainerPort{{ContainerPort: 15090}},
+				Env: []corev1.EnvVar{{Name: "ISTIO_KUBE_APP_PROBERS", Value: probers}}}}}}
 	}
 	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "metrics", Namespace: "ns"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}, {Port: 9100, TargetPort: intstr.FromInt32(15020)}}}}
@@ -69,6 +75,10 @@ func TestMovePortsFix(t *testing.T) {
 		checks++
 		if ports := c["ports"].([]any); len(ports) != 2 || ports[0].(map[string]any)["$patch"] != "delete" || ports[1].(map[string]any)["containerPort"] != float64(9020) || ports[1].(map[string]any)["name"] != "http-metrics" {
 			t.Errorf("%s: the declared port moved: %v", tc.owner, ports)
+		}
+		checks++
+		if got, _ := json.Marshal([]any{c["readinessProbe"], c["livenessProbe"]}); string(got) != `[{"httpGet":{"port":9020}},{"tcpSocket":{"port":9020}}]` {
+			t.Errorf("%s: the probes moved: %s (the readiness probe is the template's, kept in istio-proxy's env)", tc.owner, got)
 		}
 		checks++
 		if want := `kubectl patch service metrics -n ns --type=json -p '[{"op":"replace","path":"/spec/ports/1/targetPort","value":9020}]'`; !strings.HasPrefix(lines[1], want) {

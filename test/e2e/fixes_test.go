@@ -156,6 +156,8 @@ var fixCases = []fixCase{
 			s := catStatus(p, "istio-proxy")
 			return s != nil && s.State.Running != nil && !s.Ready
 		})},
+	{nn: "45", object: "pricing", code: "KM-START-008", fixStarts: `kubectl patch deployment/pricing -n kmfix-45 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"command":["/bin/sh","-c","mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 9000 -h /www"],"name":"app","ports":[{"$patch":"delete","containerPort":15000},{"containerPort":9000,"name":"http","protocol":"TCP"}],"readinessProbe":{"httpGet":{"port":9000}}}]}}}}'`,
+		injected: true, mesh: true, state: anyPod("pricing", "app restarted", restarted("app"))},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
