@@ -94,5 +94,5 @@ func setTemplateAnnotations(p *corev1.Pod, set map[string]string) string {
 	case strings.HasPrefix(owner, "job/"):
 		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), p.Namespace, ptrs, nil)
 	}
-	return fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '{\"spec\":{\"template\":%s}}'", owner, p.Namespace, meta)
+	return fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '{\"spec\":{\"template\":%s}}'", owner, p.Namespace, meta) + replacePod(p, owner)
 }

@@ -415,13 +415,13 @@ func interceptionNone(in *Input) []Finding {
 	}
 	if p.Annotations[istio.AnnotationInterceptionMode] == "NONE" {
 		return []Finding{{Evidence: istio.AnnotationInterceptionMode + " is NONE: the pod has a sidecar but no rules capture its traffic",
-			Fix: annotationPatch(p, istio.AnnotationInterceptionMode, "") + "   # if capture was meant"}}
+			Fix: firstLineNote(annotationPatch(p, istio.AnnotationInterceptionMode, ""), "if capture was meant")}}
 	}
 	const excludeInterfaces = "traffic.sidecar.istio.io/excludeInterfaces"
 	for _, nic := range strings.Split(p.Annotations[excludeInterfaces], ",") {
 		if strings.TrimSpace(nic) == "eth0" {
 			return []Finding{{Evidence: excludeInterfaces + " names eth0, the pod's own network interface: istio-init's first rules return its traffic, in and out, before any capture, so the sidecar sees none of it",
-				Fix: annotationPatch(p, excludeInterfaces, "") + "   # if capture was meant; excludeInterfaces is for extra interfaces (a CNI's second one), never eth0"}}
+				Fix: firstLineNote(annotationPatch(p, excludeInterfaces, ""), "if capture was meant; excludeInterfaces is for extra interfaces (a CNI's second one), never eth0")}}
 		}
 	}
 	return nil

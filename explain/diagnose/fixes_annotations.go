@@ -24,7 +24,7 @@ func specFixAnnotation(p *corev1.Pod, key, value string) string {
 	if job, ok := strings.CutPrefix(owner, "job/"); ok {
 		return injection.RecreateJob(job, p.Namespace, map[string]*string{key: &value}, nil)
 	}
-	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
+	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}'`, owner, p.Namespace, key, value) + replacePod(p, owner)
 }
 
 // proxyResourceKeys are the annotations that size the sidecar.

@@ -453,5 +453,5 @@ func specFixLabel(p *corev1.Pod, owner, key, value string) string {
 	case strings.HasPrefix(owner, "job/"):
 		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), p.Namespace, nil, map[string]*string{key: &value})
 	}
-	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}'`, owner, p.Namespace, key, value)
+	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}'`, owner, p.Namespace, key, value) + replacePod(p, owner)
 }

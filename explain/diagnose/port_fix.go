@@ -291,5 +291,5 @@ func (in *Input) templateSpecFix(podPatch string) string {
 		return fmt.Sprintf("kubectl patch %s -n %s --type=strategic -p '%s'", owner, p.Namespace, wrap("spec", "template")) +
 			"\nkubectl delete pod " + p.Name + " -n " + p.Namespace + "   # a StatefulSet does not replace a pod that never became ready; it creates it again from the new template"
 	}
-	return fmt.Sprintf("kubectl patch %s -n %s --type=strategic -p '%s'", owner, p.Namespace, wrap("spec", "template"))
+	return fmt.Sprintf("kubectl patch %s -n %s --type=strategic -p '%s'", owner, p.Namespace, wrap("spec", "template")) + replacePod(p, owner)
 }

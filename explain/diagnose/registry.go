@@ -277,7 +277,27 @@ func annotationPatch(p *corev1.Pod, key, to string) string {
 	if to != "" {
 		op = `{"op":"move","from":"` + path + jsonPointer(key) + `","path":"` + path + jsonPointer(to) + `"}`
 	}
-	return "kubectl patch " + owner + " -n " + p.Namespace + " --type=json -p '[" + op + "]'"
+	return "kubectl patch " + owner + " -n " + p.Namespace + " --type=json -p '[" + op + "]'" + replacePod(p, owner)
+}
+
+// firstLineNote puts a comment on the first line of a fix (the change the
+// comment is about; a pod deleted after it keeps its own).
+func firstLineNote(fix, note string) string {
+	first, rest, more := strings.Cut(fix, "\n")
+	if more {
+		return first + "   # " + note + "\n" + rest
+	}
+	return first + "   # " + note
+}
+
+// replacePod is the line after a template patch of owner that deletes the
+// pod when owner does not replace its pods itself (a ReplicaSet with no
+// Deployment: its template is read only for the pods it creates next).
+func replacePod(p *corev1.Pod, owner string) string {
+	if !strings.HasPrefix(owner, "replicaset/") {
+		return ""
+	}
+	return "\nkubectl delete pod " + p.Name + " -n " + p.Namespace + "   # " + owner + " does not replace its pods when its template changes; it creates this one again from the new template"
 }
 
 // specPatch is the kubectl command that merges patch into the pod
@@ -291,7 +311,7 @@ func specPatch(p *corev1.Pod, patch, what string) string {
 		}
 		return "in the pod's manifest, " + what + ", then re-create the pod"
 	}
-	return "kubectl patch " + owner + " -n " + p.Namespace + ` -p '{"spec":{"template":{"spec":` + patch + `}}}'`
+	return "kubectl patch " + owner + " -n " + p.Namespace + ` -p '{"spec":{"template":{"spec":` + patch + `}}}'` + replacePod(p, owner)
 }
 
 // injectorImage is the proxy image the injector sets for the pod (its
