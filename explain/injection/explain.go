@@ -601,6 +601,7 @@ func (x *explainer) outcome() *InjectionReport {
 		r.Needs = append(r.Needs, permissionOf(x.amb.unread))
 	}
 	istioVerdict(r, w, x.st, x.evals, x.calls, x.blocked, x.blocker, x.nsLabels, x.amb)
+	x.namespaceAnnotated(r)
 	if _, both := x.nsLabels[istio.LabelRev]; both && x.nsKnown && x.nsLabels[istio.LabelInjection] != "" && r.Fix == "" && !r.CreationBlocked {
 		// istio-injection overrules istio.io/rev: which one is meant is a
 		// choice; the pods change at their next creation.
