@@ -216,15 +216,9 @@ func RefusalFix(w *Workload, msg string) string {
 	case BlockedQuota:
 		return quotaFix(w, msg)
 	case BlockedPodSecurity:
-		return podSecurityFix(w.Namespace)
+		return podSecurityFix(w, msg)
 	}
 	return ""
-}
-
-// podSecurityFix lets istio-init's capabilities into a namespace whose
-// PodSecurity level refuses them, or says the mesh's way out.
-func podSecurityFix(ns string) string {
-	return "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
 }
 
 // QuotaFitsWithout says whether a quota refusal (msg) would admit the pod

@@ -50,7 +50,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 			}
 		case BlockedPodSecurity:
 			r.Reason = "pod creation rejected by PodSecurity (istio-init's capabilities)"
-			r.Fix = podSecurityFix(w.Namespace)
+			r.Fix = podSecurityFix(w, blocked)
 		}
 		r.Mismatch = boolp(w.Pod != nil)
 		return
