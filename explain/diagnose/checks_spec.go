@@ -48,7 +48,7 @@ func init() {
 	register(&Spec{Code: CodeReservedPort, Title: "container port collides with the proxy", Stage: CheckStart, Kind: Static, Status: Fail,
 		Reads:   append(slices.Clone(spec), FactServices),
 		Means:   "An app container declares a port the proxy or its agent listens on (15000-15090): one of them cannot bind it, and the pod's traffic or health checks break.",
-		Detects: "The app containers' declared ports on a pod with a sidecar, against the proxy's ports.",
+		Detects: "The app containers' declared ports on a pod with a sidecar, against the proxy's ports; and a proxy's port an app container's command or args name without declaring it, when its log says a bind failed (address already in use).",
 		Fixes:   "A command that moves the app's port to a free one (6000 lower: 15090 → 9090): its declared port, and the number in its command, args and env; the targetPort of the Services that name it by number; a StatefulSet's pod that never became ready is deleted. An app that reads its port from elsewhere (a config file) must move it there too.",
 		Source:  "Istio docs, application requirements (ports used by Istio)",
 		Planted: "a sidecar pod whose app declares containerPort 15021",
@@ -238,8 +238,28 @@ func reservedPorts(in *Input) []Finding {
 			}
 		}
 	}
+	moves := map[string][]int32{} // undeclared ports, by container
+	for _, c := range cs {
+		if ports := undeclaredInUse(in, c); len(ports) > 0 {
+			moves[c.Name] = ports
+			for _, port := range ports {
+				hits = append(hits, fmt.Sprintf("container %s port %d (in its command, undeclared; its log: address already in use)", c.Name, port))
+				hbone = hbone && (port == istio.PortHBONE || port == istio.PortHBONE+1)
+			}
+			if len(hit) == 0 || hit[len(hit)-1].Name != c.Name {
+				hit = append(hit, c)
+			}
+		}
+	}
 	if len(hits) == 0 {
 		return nil
+	}
+	for i, c := range hit {
+		// An undeclared port moves as a declared one would.
+		for _, port := range moves[c.Name] {
+			c.Ports = append(slices.Clone(c.Ports), corev1.ContainerPort{ContainerPort: port, Protocol: corev1.ProtocolTCP})
+		}
+		hit[i] = c
 	}
 	fix := "move the app to another port, and the Service's targetPort with it"
 	if cmd := in.movePortsFix(hit); cmd != "" {
