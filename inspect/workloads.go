@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -245,6 +246,9 @@ func replicas(r *int32) int32 {
 func DeploymentWorkload(d *appsv1.Deployment) Workload {
 	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Desired: replicas(d.Spec.Replicas),
 		Template: &d.Spec.Template, Labels: d.Labels, DeletesFirst: d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType}}
+	if ru := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType && ru != nil {
+		w.SurgesOnly = scaled(ru.MaxUnavailable, w.Desired, false) == 0 && scaled(ru.MaxSurge, w.Desired, true) > 0
+	}
 	var times []metav1.Time
 	failing, progressing := false, ""
 	for _, c := range d.Status.Conditions {
@@ -319,6 +323,9 @@ func DaemonSetWorkload(d *appsv1.DaemonSet) Workload {
 	surge := d.Spec.UpdateStrategy.RollingUpdate != nil && d.Spec.UpdateStrategy.RollingUpdate.MaxSurge != nil && d.Spec.UpdateStrategy.RollingUpdate.MaxSurge.String() != "0"
 	w := Workload{WorkloadState: diagnose.WorkloadState{Kind: "DaemonSet", Namespace: d.Namespace, Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Template: &d.Spec.Template, Labels: d.Labels,
 		DeletesFirst: !surge}}
+	if ru := d.Spec.UpdateStrategy.RollingUpdate; surge && ru != nil {
+		w.SurgesOnly = scaled(ru.MaxUnavailable, max(w.Desired, 1), false) == 0
+	}
 	var times []metav1.Time
 	for _, c := range d.Status.Conditions {
 		times = append(times, c.LastTransitionTime)
@@ -471,4 +478,17 @@ func (wc *WorkloadCache) Reader(c *Client) WorkloadReader {
 		}
 		return w, ok, err
 	}
+}
+
+// scaled is a rolling update's maxSurge (up: rounded up) or maxUnavailable
+// of n pods, as the controller counts it; -1 when it cannot be read.
+func scaled(v *intstr.IntOrString, n int32, up bool) int {
+	if v == nil {
+		return -1
+	}
+	got, err := intstr.GetScaledValueFromIntOrPercent(v, int(n), up)
+	if err != nil {
+		return -1
+	}
+	return got
 }

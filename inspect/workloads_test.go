@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // What each controller's status says it wants, and why it lacks pods.
@@ -101,4 +102,36 @@ func TestDeploymentRolloutStuck(t *testing.T) {
 			t.Errorf("%s: %+v", name, w.WorkloadState)
 		}
 	}
+}
+
+// A rolling update that may only add pods (no pod may be unavailable, one
+// may be surged), as the controller rounds percentages.
+func TestSurgesOnly(t *testing.T) {
+	n := int32(1)
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(i int) *intstr.IntOrString { v := intstr.FromInt32(int32(i)); return &v }
+	checks := 0
+	for _, tc := range []struct {
+		replicas       int32
+		surge, unavail *intstr.IntOrString
+		recreate, want bool
+	}{
+		{n, pct("25%"), pct("25%"), false, true}, // the default on one replica: 25% of 1 is none down, one up
+		{4, pct("25%"), pct("25%"), false, false},
+		{n, num(1), num(0), false, true},
+		{n, num(0), num(1), false, false},
+		{n, nil, nil, true, false},
+	} {
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &tc.replicas}}
+		if tc.recreate {
+			d.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+		} else {
+			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: tc.surge, MaxUnavailable: tc.unavail}}
+		}
+		checks++
+		if got := DeploymentWorkload(d).SurgesOnly; got != tc.want {
+			t.Errorf("%d replicas, surge %v, unavailable %v: SurgesOnly = %v, want %v", tc.replicas, tc.surge, tc.unavail, got, tc.want)
+		}
+	}
+	t.Logf("%d checks", checks)
 }

@@ -66,6 +66,11 @@ type WorkloadState struct {
 	// replacement (a Deployment's Recreate strategy, a StatefulSet, a
 	// DaemonSet with no surge).
 	DeletesFirst bool `json:"-"`
+	// SurgesOnly: its rollout adds a pod before it removes an old one and
+	// may never remove first (a Deployment's or DaemonSet's rolling update
+	// with a surge and maxUnavailable 0): a new pod that cannot be placed
+	// beside the old one (a host port, anti-affinity, a full node) stops it.
+	SurgesOnly bool `json:"-"`
 }
 
 // Short says the workload lacks pods it wants, its Job failed, or its

@@ -245,6 +245,10 @@ func (in *Input) injection() *stageAnswer {
 		}
 		if r.FailedOpen {
 			c.Code = CodeWebhookUnreachable // the webhook did not answer: the cause, not the symptom
+		} else if why, fix := in.superseded(); why != "" {
+			// The rollout in progress replaces it: what stops that
+			// rollout is the newer pod's finding, not this one's.
+			c.Status, c.Evidence, c.Fix = Warning, c.Evidence+" "+why, fix
 		}
 	case r.Expected == nil || r.AmbientCapture == injection.EffectUnknown:
 		c.Status, c.Evidence, c.Needs, c.Code = Unknown, r.Verdict, r.Needs, CodeSidecarMissing

@@ -107,6 +107,9 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		if m := missingClaim.FindStringSubmatch(said); m != nil {
 			return Fail, ev, missingFix(in, said, "")
 		}
+		if why, fix := surgeBlocked(in, said); fix != "" {
+			return Fail, ev + "; " + why, fix
+		}
 		return Fail, ev, describe + "   # the scheduler's message above says which nodes refuse it and why"
 	}
 	ev := "the pod is " + string(p.Status.Phase) + " on node " + p.Spec.NodeName

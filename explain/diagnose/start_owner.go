@@ -11,13 +11,25 @@ import (
 
 // StartNeedsOwner says the init and start checks of a pod read its
 // workload (FactOwner): a Job's pod with a classic sidecar (its fix
-// changes the Job, or its CronJob), or an injected pod whose proxy is not
-// ready (the template's own istio-proxy may be why).
+// changes the Job, or its CronJob), an injected pod whose proxy is not
+// ready (the template's own istio-proxy may be why), or a pod the
+// scheduler cannot place (its workload's rollout may only add pods).
 func StartNeedsOwner(p *corev1.Pod) bool {
 	if p == nil || p.DeletionTimestamp != nil {
 		return false
 	}
-	return classicJobPod(p) || proxyInTrouble(p)
+	return classicJobPod(p) || proxyInTrouble(p) || unschedulable(p)
+}
+
+// unschedulable: the scheduler could not place the pod (its workload's
+// rollout strategy may be why: SurgesOnly).
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
 }
 
 // StartNeedsServices says the start checks of a pod read the Services

@@ -159,6 +159,10 @@ var fixCases = []fixCase{
 	{nn: "45", object: "pricing", code: "KM-START-008", fixStarts: `kubectl patch deployment/pricing -n kmfix-45 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"command":["/bin/sh","-c","mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 9000 -h /www"],"name":"app","ports":[{"$patch":"delete","containerPort":15000},{"containerPort":9000,"name":"http","protocol":"TCP"}],"readinessProbe":{"httpGet":{"port":9000}}}]}}}}'`,
 		injected: true, mesh: true, state: anyPod("pricing", "app restarted", restarted("app"))},
 	{nn: "46", object: "web", code: "KM-INJ-010", fixStarts: "kubectl label namespace kmfix-46 istio-injection=enabled   # the annotation's key and value, as a label", injected: true, state: anyPod("web", "ready", podReadyNow)},
+	{nn: "47", object: "ledger-writer", code: "KM-START-012", fixStarts: `kubectl patch deployment/ledger-writer -n kmfix-47 --type=merge -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`,
+		injected: true, state: anyPod("ledger-writer", "ready", podReadyNow),
+		then: []string{"kubectl rollout restart deployment/ledger-writer -n kmfix-47",
+			"for i in $(seq 60); do kubectl get pods -n kmfix-47 -o jsonpath='{.items[*].status.conditions[?(@.reason==\"Unschedulable\")].reason}' | grep -q Unschedulable && exit 0; sleep 2; done; exit 1"}},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
