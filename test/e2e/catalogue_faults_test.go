@@ -318,6 +318,24 @@ func (b *catBed) faultsPlatform() []*catFault {
 					return false, fmt.Sprintf("%+v", got.Status.Conditions)
 				})
 			}},
+		{code: "KM-START-017", ns: inj, name: "helper-runs-on", how: "a run-once pod (restartPolicy Never, native sidecar) whose app exits 0 while its second container, a log shipper, runs on (sleep)",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("helper-runs-on", nil, catLean())
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				shipper := *p.Spec.Containers[0].DeepCopy()
+				shipper.Name, shipper.Command, shipper.Ports, shipper.ReadinessProbe = "log-shipper", []string{"/bin/sh", "-c", "sleep 100000"}, nil, nil
+				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo exported"}
+				p.Spec.Containers = append(p.Spec.Containers, shipper)
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "its app ended with exit 0, log-shipper running"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					app, helper := catStatus(p, p.Spec.Containers[0].Name), catStatus(p, "log-shipper")
+					return app != nil && app.State.Terminated != nil && app.State.Terminated.ExitCode == 0 && helper != nil && helper.State.Running != nil
+				})
+				return err
+			}},
 		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("app-never-ready", nil, catLean())

@@ -163,6 +163,11 @@ var fixCases = []fixCase{
 		injected: true, state: anyPod("ledger-writer", "ready", podReadyNow),
 		then: []string{"kubectl rollout restart deployment/ledger-writer -n kmfix-47",
 			"for i in $(seq 60); do kubectl get pods -n kmfix-47 -o jsonpath='{.items[*].status.conditions[?(@.reason==\"Unschedulable\")].reason}' | grep -q Unschedulable && exit 0; sleep 2; done; exit 1"}},
+	{nn: "48", object: "nightly-export", code: "KM-START-017", fixStarts: "kubectl get job nightly-export -n kmfix-48 -o json | kubectl patch --local -f - --type=merge", injected: true, completes: true,
+		state: anyPod("nightly-export", "export ended, log-shipper running", func(p *corev1.Pod) bool {
+			e, s := catStatus(p, "export"), catStatus(p, "log-shipper")
+			return e != nil && e.State.Terminated != nil && s != nil && s.State.Running != nil
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the

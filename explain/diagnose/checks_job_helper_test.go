@@ -1,0 +1,82 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// jobHelperPod is a Job's pod whose app ended with exit 0 at second
+// ended while its log shipper still runs.
+func jobHelperPod(ended int) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "export", Controller: &yes}}
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		always := corev1.ContainerRestartPolicyAlways
+		// Istio's proxy is a native sidecar here.
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-proxy", RestartPolicy: &always})
+		p.Spec.Containers = []corev1.Container{{Name: "app"}, {Name: "log-shipper", Image: "shipper:1", Command: []string{"tail", "-f", "/logs/x"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}, {Name: "kube-api-access-abcde", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: at(3), FinishedAt: at(ended)}}},
+			{Name: "log-shipper", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}},
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at(ended)}}
+	}
+}
+
+func init() {
+	checkCases = append(checkCases, checkCase{code: CodeJobHelperRuns, pod: jobHelperPod(5), now: 3 * time.Minute, status: Fail,
+		evidence: "log-shipper still runs: a run-once pod ends only when all its regular containers have",
+		fix:      `"initContainers":[{"command":["tail","-f","/logs/x"],"image":"shipper:1","name":"log-shipper","resources":{},"restartPolicy":"Always","volumeMounts":[{"mountPath":"/logs","name":"logs"}]}]`})
+}
+
+// The helper of a Job's pod that runs on after the work ended: a fail past
+// the grace, a warning within it; a pod whose work is still running, one
+// whose work failed, and a pod that restarts (a Deployment's) are left
+// alone.
+func TestJobHelperRuns(t *testing.T) {
+	checks := 0
+	for _, tc := range []struct {
+		name   string
+		pod    func(p *corev1.Pod)
+		now    time.Duration
+		status string // "" for no finding
+	}{
+		{"stuck for minutes", jobHelperPod(5), 3 * time.Minute, Fail},
+		{"just ended", jobHelperPod(50), time.Minute, Warning},
+		{"work still running", func(p *corev1.Pod) {
+			jobHelperPod(5)(p)
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}
+		}, 3 * time.Minute, ""},
+		{"work failed", func(p *corev1.Pod) {
+			jobHelperPod(5)(p)
+			p.Status.ContainerStatuses[0].State.Terminated.ExitCode = 1
+		}, 3 * time.Minute, ""},
+		{"a pod that restarts", func(p *corev1.Pod) {
+			jobHelperPod(5)(p)
+			p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}, 3 * time.Minute, ""},
+	} {
+		d := Diagnose(checkCase{pod: tc.pod, now: tc.now}.facts())
+		got := ""
+		for _, f := range d.Findings {
+			if f.Code == CodeJobHelperRuns {
+				got = f.Status
+				checks++
+				if strings.Contains(f.Fix, "kube-api-access") {
+					t.Errorf("%s: the fix keeps the token mount admission added (its volume is the pod's only): %s", tc.name, f.Fix)
+				}
+			}
+		}
+		checks++
+		if got != tc.status {
+			t.Errorf("%s: status %q, want %q (findings %+v)", tc.name, got, tc.status, d.Findings)
+		}
+	}
+	t.Logf("%d checks", checks)
+}
