@@ -147,8 +147,11 @@ func (s *services) of(f *diagnose.Facts, p *corev1.Pod) {
 	}
 	set := labels.Set(p.Labels)
 	for _, sv := range s.byNS[p.Namespace] {
-		if sv.sel.Matches(set) {
+		switch {
+		case sv.sel.Matches(set):
 			f.Services = append(f.Services, sv.svc)
+		case len(diagnose.InjectedLabelMiss(sv.svc.Spec.Selector, p)) > 0:
+			f.ServicesMissing = append(f.ServicesMissing, sv.svc)
 		}
 	}
 }

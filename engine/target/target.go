@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-mesh/kubectl-mesh/engine"
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/inspect"
 )
 
@@ -140,6 +141,21 @@ func ServicePods(ctx context.Context, client *inspect.Client, svc *corev1.Servic
 		return nil, inspect.ExplainAPIError(err, "list pods")
 	}
 	if len(pods) == 0 {
+		// A selector that reads a label Istio's injector sets: the pods
+		// its other keys select are the ones meant, and their diagnosis
+		// says why the Service misses them (diagnose.InjectedLabelMiss).
+		if meant := diagnose.WithoutInjectedLabels(svc.Spec.Selector); len(meant) > 0 && len(meant) < len(svc.Spec.Selector) {
+			err := client.EachPodPage(ctx, svc.Namespace, labels.SelectorFromSet(meant).String(), func(page []corev1.Pod) error {
+				pods = append(pods, page...)
+				return nil
+			})
+			if err != nil {
+				return nil, inspect.ExplainAPIError(err, "list pods")
+			}
+			if len(pods) > 0 {
+				return pods, nil
+			}
+		}
 		return nil, fmt.Errorf("service/%s selects no pods (selector %s) in namespace %q", svc.Name, sel, svc.Namespace)
 	}
 	return pods, nil

@@ -28,6 +28,9 @@ type checkCase struct {
 	events   []corev1.Event
 	logs     map[string]startup.LogTail
 	services []corev1.Service
+	// missing are the Services that miss the pod for a label the injector
+	// sets (Facts.ServicesMissing).
+	missing []corev1.Service
 	// meshed are the pods in the mesh each Service also selects.
 	meshed   ServiceMembers
 	policies []networkingv1.NetworkPolicy
@@ -582,7 +585,7 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, ServiceMeshed: tc.meshed, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, ServicesMissing: tc.missing, ServiceMeshed: tc.meshed, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
 	if f.ClusterRanges == nil {
 		f.ClusterRanges = kindRanges()
 	}

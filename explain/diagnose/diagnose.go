@@ -113,6 +113,10 @@ type Facts struct {
 	// ServicesUnknown says why they could not be read.
 	Services        []corev1.Service
 	ServicesUnknown string
+	// ServicesMissing are the Services of the pod's namespace that would
+	// select it but for a label Istio's injector sets on the pod, whose
+	// value the pod's differs from (InjectedLabelMiss).
+	ServicesMissing []corev1.Service
 	// ServiceMeshed are, for a running pod outside the mesh, the pods in
 	// the mesh that each Service selecting it also selects, by Service
 	// name; ServiceMeshedUnknown says why they could not be read.

@@ -732,6 +732,15 @@ func (b *catBed) faultsConnections() []*catFault {
 				}
 				return runningReady(ctx, f, amb, appPod(f.name, nil, nil))
 			}},
+		{code: "KM-CONN-010", ns: inj, name: "pinned-v2", how: "a sidecar pod labelled app=pinned-v2 version=v2 and a Service selecting app=pinned-v2 service.istio.io/canonical-revision=v1 (the label the injector sets from version)",
+			plant: func(ctx context.Context, f *catFault) error {
+				svc := catService(f.name, f.name, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})
+				svc.Spec.Selector["service.istio.io/canonical-revision"] = "v1"
+				if err := createService(ctx, inj, svc); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod(f.name, map[string]string{"app": f.name, "version": "v2"}, catLean()))
+			}},
 		{code: "KM-START-016", ns: inj, name: "no-istiod", how: "a sidecar pod and a NetworkPolicy selecting it (app=no-istiod) with policyTypes Egress that admits DNS (UDP and TCP 53) only, not istiod's 15012",
 			plant: func(ctx context.Context, f *catFault) error {
 				if err := createPolicy(ctx, inj, catPolicy(f.name, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, nil,

@@ -168,6 +168,8 @@ var fixCases = []fixCase{
 			e, s := catStatus(p, "export"), catStatus(p, "log-shipper")
 			return e != nil && e.State.Terminated != nil && s != nil && s.State.Running != nil
 		})},
+	{nn: "49", object: "shipping", code: "KM-CONN-010", fixStarts: `kubectl patch service shipping -n kmfix-49 --type=json -p '[{"op":"remove","path":"/spec/selector/service.istio.io~1canonical-revision"}]'`, injected: true, mesh: true,
+		state: anyPod("shipping", "ready", podReadyNow)},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the

@@ -1,0 +1,101 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CodeServiceInjectedLabel: a Service selects by a label Istio's injector
+// sets on each pod, with a value this pod's differs from, and so misses it.
+const CodeServiceInjectedLabel = "KM-CONN-010"
+
+// injectedLabels are the labels Istio's injector sets on every pod it
+// injects, from its other labels (a Service's selector should not read
+// them: their values follow the pod's version and the mesh).
+var injectedLabels = map[string]string{
+	"service.istio.io/canonical-name":     "from the pod's app.kubernetes.io/name or app label, else its workload's name",
+	"service.istio.io/canonical-revision": "from the pod's app.kubernetes.io/version or version label, else \"latest\"",
+	"security.istio.io/tlsMode":           "\"istio\" on every injected pod",
+}
+
+func init() {
+	register(&Spec{Code: CodeServiceInjectedLabel, Title: "a Service selects by a label the injector sets", Stage: CheckConnections, Kind: Static, Status: Warning,
+		Reads:   []Fact{FactPod, FactServices},
+		Means:   "A Service's selector reads a label Istio's injector sets on each pod it injects (service.istio.io/canonical-name, service.istio.io/canonical-revision, security.istio.io/tlsMode), derived from the pod's other labels. Every other key of the selector matches this pod, but that label's value on it differs, so the Service does not send to it: after a version bump (version: v2), a Service pinned to canonical-revision v1 has no endpoints.",
+		Detects: "The Services of the pod's namespace whose selector, less the injector's labels, matches the pod, while a label of the injector's in it has another value on the pod (or none).",
+		Fixes:   "A kubectl patch of the Service that removes that key from its selector (its other keys still select the pods); or, if the Service is meant to pin one version, select by the pod's own version label instead.",
+		Source:  "Istio docs, canonical service labels (service.istio.io/canonical-name and canonical-revision are set by the injector from app and version)",
+		Planted: "a sidecar pod labelled app=web version=v2 and a Service selecting app=web service.istio.io/canonical-revision=v1",
+		run:     serviceInjectedLabel})
+}
+
+// WithoutInjectedLabels is selector less the labels Istio's injector sets.
+func WithoutInjectedLabels(selector map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range selector {
+		if _, injected := injectedLabels[k]; !injected {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// InjectedLabelMiss are the keys of selector that Istio's injector sets on
+// pods, when selector less them matches pod while one of them does not:
+// the Service misses the pod for them alone. None otherwise.
+func InjectedLabelMiss(selector map[string]string, pod *corev1.Pod) []string {
+	if pod == nil || len(selector) == 0 {
+		return nil
+	}
+	var miss []string
+	rest := 0
+	for k, v := range selector {
+		if _, injected := injectedLabels[k]; injected {
+			if got, ok := pod.Labels[k]; !ok || got != v {
+				miss = append(miss, k)
+			}
+			continue
+		}
+		rest++
+		if got, ok := pod.Labels[k]; !ok || got != v {
+			return nil // it does not select the pod for another key
+		}
+	}
+	if rest == 0 {
+		return nil // nothing but the injector's labels: not this pod's Service by anything else
+	}
+	sort.Strings(miss)
+	return miss
+}
+
+func serviceInjectedLabel(in *Input) []Finding {
+	p := in.Pod
+	if p == nil || len(in.ServicesMissing) == 0 {
+		return nil
+	}
+	var out []Finding
+	for _, s := range in.ServicesMissing {
+		keys := InjectedLabelMiss(s.Spec.Selector, p)
+		if len(keys) == 0 {
+			continue
+		}
+		var said, ops []string
+		for _, k := range keys {
+			has := "none"
+			if v, ok := p.Labels[k]; ok {
+				has = fmt.Sprintf("%q", v)
+			}
+			said = append(said, fmt.Sprintf("%s=%q (this pod's: %s; the injector sets it %s)", k, s.Spec.Selector[k], has, injectedLabels[k]))
+			ops = append(ops, `{"op":"remove","path":"/spec/selector/`+jsonPointer(k)+`"}`)
+		}
+		out = append(out, Finding{Status: Warning,
+			Evidence: fmt.Sprintf("Service %s selects %s: every other key of its selector matches this pod, so it is meant for it, but it does not send to it", s.Name, strings.Join(said, "; ")),
+			Mesh:     "the label Istio's injector sets (" + strings.Join(keys, ", ") + ")",
+			Fix: fmt.Sprintf("kubectl patch service %s -n %s --type=json -p '[%s]'   # its other keys still select the pods; to pin a version, select the pod's own version label instead",
+				s.Name, s.Namespace, strings.Join(ops, ","))})
+	}
+	return out
+}
