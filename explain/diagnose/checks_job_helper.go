@@ -114,7 +114,8 @@ func helperNativeFix(in *Input, helpers []corev1.Container) string {
 
 // templateContainer is container c as the pod's template has it (the
 // workload's, when read), else as the pod has it less what admission
-// added: the service account token's mount, whose volume only the pod has.
+// added: the service account token's mount, whose volume only the pod has,
+// and the injector's probe rewrite (its probes as istio-proxy keeps them).
 func templateContainer(in *Input, c corev1.Container) corev1.Container {
 	if w := in.Owner; w != nil && w.Template != nil {
 		for _, t := range w.Template.Spec.Containers {
@@ -130,5 +131,17 @@ func templateContainer(in *Input, c corev1.Container) corev1.Container {
 		}
 	}
 	c.VolumeMounts = mounts
+	if in.Pod != nil {
+		for field, probe := range rewrittenProbes(in.Pod, c.Name) {
+			switch field {
+			case "readinessProbe":
+				c.ReadinessProbe = probe
+			case "livenessProbe":
+				c.LivenessProbe = probe
+			case "startupProbe":
+				c.StartupProbe = probe
+			}
+		}
+	}
 	return c
 }

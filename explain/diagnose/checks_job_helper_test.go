@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // jobHelperPod is a Job's pod whose app ended with exit 0 at second
@@ -77,6 +78,37 @@ func TestJobHelperRuns(t *testing.T) {
 		if got != tc.status {
 			t.Errorf("%s: status %q, want %q (findings %+v)", tc.name, got, tc.status, d.Findings)
 		}
+	}
+	t.Logf("%d checks", checks)
+}
+
+// With the template unread, the helper's probe comes from istio-proxy's
+// record of the app's own, not the injector's rewrite to the agent's port.
+func TestJobHelperProbeAsWritten(t *testing.T) {
+	d := Diagnose(checkCase{pod: func(p *corev1.Pod) {
+		jobHelperPod(5)(p)
+		proxy := &p.Spec.InitContainers[len(p.Spec.InitContainers)-1] // the native istio-proxy
+		proxy.Env = []corev1.EnvVar{{Name: "ISTIO_KUBE_APP_PROBERS",
+			Value: `{"/app-health/log-shipper/readyz":{"httpGet":{"path":"/ready","port":9100,"scheme":"HTTP"},"timeoutSeconds":3}}`}}
+		p.Spec.Containers[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/app-health/log-shipper/readyz", Port: intstr.FromInt32(15020)}}}
+	}, now: 3 * time.Minute}.facts())
+	checks := 0
+	for _, f := range d.Findings {
+		if f.Code != CodeJobHelperRuns {
+			continue
+		}
+		checks++
+		if strings.Contains(f.Fix, "15020") || strings.Contains(f.Fix, "app-health") {
+			t.Errorf("the fix carries the injector's probe rewrite: %s", f.Fix)
+		}
+		checks++
+		if !strings.Contains(f.Fix, `"path":"/ready","port":9100`) {
+			t.Errorf("the fix lost the helper's own probe: %s", f.Fix)
+		}
+	}
+	if checks == 0 {
+		t.Fatalf("no %s finding: %+v", CodeJobHelperRuns, d.Findings)
 	}
 	t.Logf("%d checks", checks)
 }
