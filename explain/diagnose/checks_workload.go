@@ -520,23 +520,20 @@ func meshSideOfRefusal(w *WorkloadState, text string) string {
 // instead of a restartable init container; a native sidecar instead of a
 // classic one's postStart hook (holdApplicationUntilProxyStarts).
 func MeshSideOfPolicy(w *WorkloadState, text string) string {
-	owner := strings.ToLower(w.Kind) + "/" + w.Name
-	path := `{"spec":{"template":%s}}`
+	kind, name := strings.ToLower(w.Kind), w.Name
 	if cron, ok := strings.CutPrefix(w.Controller, "CronJob/"); ok && w.Kind == "Job" {
-		owner, path = "cronjob/"+cron, `{"spec":{"jobTemplate":{"spec":{"template":%s}}}}`
+		kind, name = "cronjob", cron
 	}
-	if w.Kind == "CronJob" {
-		path = `{"spec":{"jobTemplate":{"spec":{"template":%s}}}}`
-	}
-	patchable := w.Kind != "Job" || strings.HasPrefix(owner, "cronjob/")
+	patch := func(template string) string { return injection.TemplatePatch(kind, name, w.Namespace, template) }
+	patchable := kind != "job"
 	lower := strings.ToLower(text)
 	switch {
 	case patchable && strings.Contains(lower, "seccomp"):
 		return "a pod-level seccomp profile, which the injected containers inherit:\n" +
-			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}`))
+			patch(injection.SeccompRuntimeDefault)
 	case patchable && (strings.Contains(lower, "restartpolicy") || strings.Contains(lower, "restartable")):
 		return "a classic sidecar instead of a native one (a restartable init container):\n" +
-			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`))
+			patch(`{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"false"}}}`)
 	case patchable && minRequest.MatchString(lower):
 		// A minimum request: the sidecar's request raised to it (istio-init
 		// is sized alike).
@@ -551,7 +548,7 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 		}
 		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, q)
 		return "the sidecar's request raised to the policy's minimum (istio-init and istio-proxy are sized alike):\n" +
-			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, ann))
+			patch(ann)
 	case patchable && (strings.Contains(lower, "guaranteed") || strings.Contains(lower, "qos")):
 		// The sidecar template sizes istio-init and istio-proxy alike from
 		// these annotations: limits equal to requests make both Guaranteed.
@@ -566,10 +563,10 @@ func MeshSideOfPolicy(w *WorkloadState, text string) string {
 		}
 		ann := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q,%q:%q,%q:%q}}}`, istio.AnnotationProxyCPU, cpu, istio.AnnotationProxyCPULimit, cpu, istio.AnnotationProxyMemory, mem, istio.AnnotationProxyMemoryLimit, mem)
 		return "the sidecar's limits equal to its requests (istio-init and istio-proxy are then Guaranteed; the app's containers must be too):\n" +
-			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, ann))
+			patch(ann)
 	case patchable && (strings.Contains(lower, "poststart") || strings.Contains(lower, "lifecycle")):
 		return "a native sidecar instead of a classic one, whose start is held by a postStart hook (holdApplicationUntilProxyStarts):\n" +
-			fmt.Sprintf("kubectl patch %s -n %s --type=merge -p '%s'", owner, w.Namespace, fmt.Sprintf(path, `{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}`))
+			patch(`{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}`)
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package injection
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -45,13 +44,8 @@ func podSecurityFix(w *Workload, msg string) string {
 		onlySeccomp = onlySeccomp && strings.HasPrefix(c, "seccompProfile")
 	}
 	if kind, name := templateOwnerOf(w); onlySeccomp && kind != "Pod" && kind != "Job" {
-		spec := `{"spec":{"securityContext":{"seccompProfile":{"type":"RuntimeDefault"}}}}`
-		path := `{"spec":{"template":` + spec + `}}`
-		if kind == "CronJob" {
-			path = `{"spec":{"jobTemplate":{"spec":{"template":` + spec + `}}}}`
-		}
-		return fmt.Sprintf("kubectl patch %s/%s -n %s --type=merge -p '%s'   # a pod-level seccomp profile, which the injected containers (and the app's) inherit: all PodSecurity asks for here; the namespace keeps its level",
-			strings.ToLower(kind), name, w.Namespace, path)
+		return TemplatePatch(strings.ToLower(kind), name, w.Namespace, SeccompRuntimeDefault) +
+			"   # a pod-level seccomp profile, which the injected containers (and the app's) inherit: all PodSecurity asks for here; the namespace keeps its level"
 	}
 	return "kubectl label namespace " + w.Namespace + " pod-security.kubernetes.io/enforce=privileged --overwrite   # istio-init needs NET_ADMIN and NET_RAW; or install Istio with its CNI plugin, which needs no istio-init"
 }
