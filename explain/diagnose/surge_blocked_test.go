@@ -53,5 +53,13 @@ func TestSurgeBlockedAndSuperseded(t *testing.T) {
 			t.Errorf("ReplicaSet %s (newest %q): superseded = %v (%q), want %v", tc.rs, tc.w.NewReplicaSet, got, why, tc.want)
 		}
 	}
+	// A paused rollout replaces nothing: the fix resumes it first.
+	paused := *dep
+	paused.Paused = true
+	checks++
+	if _, fix := (&Input{Facts: Facts{Pod: pod("web-old"), Owner: &paused}}).superseded(); !strings.HasPrefix(fix, "kubectl rollout resume deployment/web -n ns ") ||
+		!strings.Contains(fix, "\nkubectl rollout status deployment/web -n ns") {
+		t.Errorf("paused: fix %q, want a resume, then the rollout's status", fix)
+	}
 	t.Logf("%d checks", checks)
 }
