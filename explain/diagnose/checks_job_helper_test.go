@@ -103,6 +103,10 @@ func TestJobHelperProbeAsWritten(t *testing.T) {
 			t.Errorf("the fix carries the injector's probe rewrite: %s", f.Fix)
 		}
 		checks++
+		if first, _, _ := strings.Cut(f.Fix, "\n"); strings.Count(first, "   # ") != 1 {
+			t.Errorf("the fix's line carries more than one comment: %s", first)
+		}
+		checks++
 		if !strings.Contains(f.Fix, `"path":"/ready","port":9100`) {
 			t.Errorf("the fix lost the helper's own probe: %s", f.Fix)
 		}

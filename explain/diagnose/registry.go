@@ -281,13 +281,18 @@ func annotationPatch(p *corev1.Pod, key, to string) string {
 }
 
 // firstLineNote puts a comment on the first line of a fix (the change the
-// comment is about; a pod deleted after it keeps its own).
+// comment is about; a pod deleted after it keeps its own), after the
+// line's own comment when it has one: one "#" a line.
 func firstLineNote(fix, note string) string {
 	first, rest, more := strings.Cut(fix, "\n")
-	if more {
-		return first + "   # " + note + "\n" + rest
+	sep := "   # "
+	if strings.Contains(first, sep) {
+		sep = "; " // the line's own comment goes on
 	}
-	return first + "   # " + note
+	if more {
+		return first + sep + note + "\n" + rest
+	}
+	return first + sep + note
 }
 
 // replacePod is the line after a template patch of owner that deletes the
