@@ -153,10 +153,10 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
 		case r.Kind != "Pod":
 			// A workload that lacks pods: its controller's account.
-			failures := podFailures{}
+			failures := newPodFailures()
 			for _, pit := range items {
 				if pit.pod != nil {
-					failures.add(pit.pod, pit.facts.Startup)
+					failures.add(pit.pod, &pit.facts)
 				}
 			}
 			it, why, more, err := e.workloadItem(ctx, facts, r, pods, failures)
@@ -303,7 +303,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 	if e.Inject.Selector == "" {
 		workloads = e.startWorkloads(ctx, ns)
 	}
-	counts, failures := podCounts{}, podFailures{}
+	counts, failures := podCounts{}, newPodFailures()
 	var refused, proved []*injection.InjectionReport
 	// Verify and --rules diagnose once every report and rule is read;
 	// otherwise each pod's diagnosis is made as it comes, and only it is kept.
@@ -335,7 +335,7 @@ func (e *Engine) Sweep(ctx context.Context, keep func(*diagnose.Diagnosis) error
 			svcs.of(&it.facts, p)
 			svcs.seen(p, it.facts.Services)
 			svcs.quotas.of(&it.facts, p)
-			failures.add(p, it.facts.Startup)
+			failures.add(p, &it.facts)
 		}
 		// A pod outside the mesh that a Service selects waits for the
 		// sweep's other pods: whether that Service's are in the mesh.

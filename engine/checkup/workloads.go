@@ -40,16 +40,27 @@ func (c podCounts) add(p *corev1.Pod) {
 	}
 }
 
-// podFailures keeps how the failed pods of each Job failed, two a Job.
-type podFailures map[string][]string
+// podFailures keeps how the failed pods of each Job failed, two a Job,
+// and the first cause their diagnoses name.
+type podFailures struct {
+	lines  map[string][]string
+	causes map[string]*diagnose.Finding
+}
 
-func (f podFailures) add(p *corev1.Pod, s *startup.StartupReport) {
+func newPodFailures() podFailures {
+	return podFailures{lines: map[string][]string{}, causes: map[string]*diagnose.Finding{}}
+}
+
+// add keeps how pod p of a Job failed, from its facts (f.Startup), and
+// what its diagnosis puts that down to.
+func (pf podFailures) add(p *corev1.Pod, f *diagnose.Facts) {
 	o := inspect.OwnerOf(p)
+	s := f.Startup
 	if o == nil || o.Kind != "Job" || s == nil {
 		return
 	}
 	k := p.Namespace + "/Job/" + o.Name
-	if len(f[k]) >= 2 {
+	if len(pf.lines[k]) >= 2 {
 		return
 	}
 	for _, c := range append(append([]startup.ContainerStartup(nil), s.InitContainers...), s.Containers...) {
@@ -58,7 +69,10 @@ func (f podFailures) add(p *corev1.Pod, s *startup.StartupReport) {
 			if c.Log != nil {
 				line += ": " + startup.LogEnd(c)
 			}
-			f[k] = append(f[k], line)
+			pf.lines[k] = append(pf.lines[k], line)
+			if pf.causes[k] == nil {
+				pf.causes[k] = diagnose.PodCause(p.Name, diagnose.Diagnose(*f))
+			}
 			return
 		}
 	}
@@ -89,7 +103,7 @@ func (e *Engine) shortItems(ctx context.Context, facts *injection.ClusterFacts, 
 next:
 	for _, w := range list {
 		key := w.Namespace + "/" + w.Kind + "/" + w.Name
-		w.Pods, w.Now, w.PodFailures = counts[key], e.Starts.Now(), failures[key]
+		w.Pods, w.Now, w.PodFailures, w.PodCause = counts[key], e.Starts.Now(), failures.lines[key], failures.causes[key]
 		if !w.Short() {
 			continue
 		}

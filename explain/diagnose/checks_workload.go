@@ -41,8 +41,11 @@ type WorkloadState struct {
 	// EventsUnknown says why its events could not be read.
 	EventsUnknown string `json:"eventsUnknown,omitempty"`
 	// PodFailures are how its failed pods failed (a Job's: pod, container,
-	// exit, the log's last line), as their own rows say, at most two.
+	// exit, the log's last line), as their own rows say, at most two;
+	// PodCause is the first of their findings that names a cause
+	// (PodCause), nil when none does.
 	PodFailures []string `json:"podFailures,omitempty"`
+	PodCause    *Finding `json:"-"`
 	// Since is when it last changed (created, a condition moved).
 	Since time.Time `json:"since"`
 	Now   time.Time `json:"-"`
@@ -196,6 +199,14 @@ func workloadShort(in *Input) []Finding {
 			f.Evidence = "cronjob/" + cron + "'s Job: " + f.Evidence
 			f.Fix = "kubectl logs job/" + w.Name + " -n " + w.Namespace + "   # why its pods failed (their rows say how each ended); fix that in cronjob/" + cron +
 				": its next run makes a new Job (or run one now: kubectl create job --from=cronjob/" + cron + " " + cron + "-retry -n " + w.Namespace + ")"
+		}
+		if c := w.PodCause; c != nil {
+			// Its pod's row names the cause: the Job's answer is the same.
+			f.Evidence += "; the likely cause (" + c.Code + "), " + c.Evidence
+			f.Fix, f.Mesh = c.Fix, c.Mesh
+			if f.Mesh == "" {
+				f.Mesh = "its pod's finding " + c.Code
+			}
 		}
 	}
 	if ev, mesh, fix, ok := in.strippedNative(w, text); ok {

@@ -336,6 +336,19 @@ func (b *catBed) faultsPlatform() []*catFault {
 				})
 				return err
 			}},
+		{code: "KM-START-018", ns: inj, name: "quits-no-proxy", how: "a run-once pod opted out (label sidecar.istio.io/inject=false) whose command (sh -e) ends by posting to 127.0.0.1:15020/quitquitquit: refused, it fails",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("quits-no-proxy", map[string]string{"sidecar.istio.io/inject": "false"}, catLean())
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].Command = []string{"/bin/sh", "-ec", "echo exported; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
+				p.Spec.Containers[0].Ports = nil
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "failed"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+				return err
+			}},
 		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("app-never-ready", nil, catLean())

@@ -170,6 +170,21 @@ var fixCases = []fixCase{
 		})},
 	{nn: "49", object: "shipping", code: "KM-CONN-010", fixStarts: `kubectl patch service shipping -n kmfix-49 --type=json -p '[{"op":"remove","path":"/spec/selector/service.istio.io~1canonical-revision"}]'`, injected: true, mesh: true,
 		state: anyPod("shipping", "ready", podReadyNow)},
+	// Round 18's 04, 08 and 05: the app calls a proxy its pod does not
+	// have (opted out, or a namespace no injector selects).
+	{nn: "50", object: "report", code: "KM-START-018", fixStarts: "kubectl get job report -n kmfix-50 -o json | kubectl patch --local -f - --type=merge", injected: true, completes: true, mesh: true,
+		state: anyPod("report", "report waiting for the proxy over a minute", runningFor("report", 65*time.Second))},
+	{nn: "51", object: "export", code: "KM-START-018", fixStarts: "kubectl get job export -n kmfix-51 -o json | kubectl patch --local -f - --type=merge", injected: true, completes: true, mesh: true,
+		state: anyPod("export", "the run failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })},
+	{nn: "52", object: "cache", code: "KM-START-018", fixStarts: `kubectl patch deployment/cache -n kmfix-52 --type=strategic -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"true"}}}}}'`, injected: true, mesh: true,
+		state: anyPod("cache", "not ready for over a minute", func(p *corev1.Pod) bool {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					return c.Status == corev1.ConditionFalse && p.Status.Phase == corev1.PodRunning && time.Since(c.LastTransitionTime.Time) > 65*time.Second
+				}
+			}
+			return false
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the

@@ -79,6 +79,14 @@ func lastEnded(container, reason string) func(p *corev1.Pod) bool {
 	}
 }
 
+// runningFor: a container has been running for at least d.
+func runningFor(container string, d time.Duration) func(p *corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		s := catStatus(p, container)
+		return s != nil && s.State.Running != nil && time.Since(s.State.Running.StartedAt.Time) >= d
+	}
+}
+
 func podReadyNow(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -13,7 +13,8 @@
 // In its place this program runs a stand-in for the proxy: a transparent TCP
 // relay on 15001 (outbound) and 15006 (inbound), readiness on 15021, stats on
 // 15090/15020 (with the app's rewritten probes under /app-health/) and an
-// admin port on 15000. It is a test fixture, not Istio.
+// admin port on 15000; POST /quitquitquit on either makes it exit 0. It is
+// a test fixture, not Istio.
 package main
 
 import (

@@ -137,6 +137,20 @@ func runProxy(args []string) int {
 	mux.HandleFunc("/drain", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "draining") })
 	// The app's probes the injector rewrote to the agent's port.
 	mux.HandleFunc("/app-health/", appHealth(appProbers()))
+	// POST /quitquitquit (the agent's on 15020, Envoy's admin on 15000): a
+	// Job's last step with a classic sidecar; the proxy exits 0.
+	quit := make(chan struct{}, 1)
+	mux.HandleFunc("/quitquitquit", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		fmt.Fprintln(w, "OK")
+		select {
+		case quit <- struct{}{}:
+		default:
+		}
+	})
 	servers := []*http.Server{}
 	for _, addr := range []string{":15021", ":15090", ":15020", "127.0.0.1:15000"} {
 		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -155,8 +169,13 @@ func runProxy(args []string) int {
 	}()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	logf("received %v, draining", s)
+	select {
+	case s := <-sig:
+		logf("received %v, draining", s)
+	case <-quit:
+		logf("received /quitquitquit, exiting")
+		time.Sleep(100 * time.Millisecond) // the answer goes out first
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, srv := range servers {
