@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -243,10 +244,8 @@ func sidecarAbsentFix(in *Input, calls []sidecarCall) string {
 	return firstLineNote(inject, note) + "\n" + without
 }
 
+// atoi32 is a port the pattern matched (digits only).
 func atoi32(s string) int32 {
-	var n int32
-	for _, r := range s {
-		n = n*10 + int32(r-'0')
-	}
-	return n
+	n, _ := strconv.ParseInt(s, 10, 32)
+	return int32(n)
 }
