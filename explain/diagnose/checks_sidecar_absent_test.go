@@ -33,6 +33,16 @@ func waitsForProxy(p *corev1.Pod) {
 	p.Status.ContainerStatuses = p.Status.ContainerStatuses[1:]
 }
 
+// quitFailed: the Job's pod's last step, a POST to the proxy's
+// /quitquitquit under sh -e, was refused: the run failed.
+func quitFailed(p *corev1.Pod) {
+	waitsForProxy(p)
+	p.Spec.Containers[0].Command = []string{"sh", "-ec", "run; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
+	p.Status.Phase = corev1.PodFailed
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
+	p.Status.ContainerStatuses[0].Ready = false
+}
+
 func init() {
 	checkCases = append(checkCases, checkCase{code: CodeSidecarAbsent, pod: waitsForProxy, inj: optedOutByLabel, now: 5 * time.Minute, status: Fail,
 		evidence: "app's command calls 127.0.0.1:15021/healthz/ready; app's command calls 127.0.0.1:15020/quitquitquit: ports of Istio's proxy in its own pod, but it has no sidecar (no injector took it",
@@ -45,13 +55,6 @@ func init() {
 // app serves the port itself, and a run still within its first minute
 // have no finding.
 func TestSidecarAbsent(t *testing.T) {
-	failedRun := func(p *corev1.Pod) {
-		waitsForProxy(p)
-		p.Spec.Containers[0].Command = []string{"sh", "-ec", "run; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
-		p.Status.Phase = corev1.PodFailed
-		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
-		p.Status.ContainerStatuses[0].Ready = false
-	}
 	probed := func(p *corev1.Pod) {
 		notInjected(p)
 		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(15021)}}}
@@ -70,10 +73,10 @@ func TestSidecarAbsent(t *testing.T) {
 	}{
 		{"a Job that waits for ever", waitsForProxy, nil, 5 * time.Minute, Fail, "app still runs after 4m57s, waiting on a proxy that never comes"},
 		{"the same within its first minute", waitsForProxy, nil, 50 * time.Second, "", ""},
-		{"a run the quit call failed", failedRun, map[string]startup.LogTail{"app": {Current: []string{"exported 42 rows", "wget: can't connect to remote host (127.0.0.1): Connection refused"}}},
+		{"a run the quit call failed", quitFailed, map[string]startup.LogTail{"app": {Current: []string{"exported 42 rows", "wget: can't connect to remote host (127.0.0.1): Connection refused"}}},
 			5 * time.Minute, Fail, "its log: wget: can't connect to remote host (127.0.0.1): Connection refused"},
 		{"a run that tolerates it", func(p *corev1.Pod) {
-			failedRun(p)
+			quitFailed(p)
 			p.Status.Phase = corev1.PodSucceeded
 			p.Status.ContainerStatuses[0].State.Terminated.ExitCode = 0
 		}, nil, 5 * time.Minute, "", ""},
@@ -126,12 +129,6 @@ func TestSidecarAbsent(t *testing.T) {
 // patched and its stuck run deleted; a namespace whose istio-injection
 // label keeps every webhook away gets the injection's own fix.
 func TestSidecarAbsentFixWhereTheTemplateIs(t *testing.T) {
-	quitFailed := func(p *corev1.Pod) {
-		waitsForProxy(p)
-		p.Spec.Containers[0].Command = []string{"sh", "-ec", "run; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
-		p.Status.Phase = corev1.PodFailed
-		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
-	}
 	blocked := func(r *injection.InjectionReport) {
 		optedOutByLabel(r)
 		r.Factors = []injection.Factor{{Factor: "namespace label istio-injection", Effect: injection.EffectBlocks}}

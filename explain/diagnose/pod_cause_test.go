@@ -14,13 +14,6 @@ import (
 // found, with its fix), and stays the platform's own when the pod's
 // failure is.
 func TestJobFailedTakesItsPodsCause(t *testing.T) {
-	quitFailed := func(p *corev1.Pod) {
-		waitsForProxy(p)
-		p.Spec.Containers[0].Command = []string{"sh", "-ec", "run; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
-		p.Status.Phase = corev1.PodFailed
-		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: at(3), FinishedAt: at(4)}}
-		p.Status.ContainerStatuses[0].Ready = false
-	}
 	plainFailed := func(p *corev1.Pod) {
 		quitFailed(p)
 		p.Spec.Containers[0].Command = []string{"sh", "-c", "exit 1"}
