@@ -1,0 +1,47 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// annotationTemplates names the injection templates the injector renders
+// into the pod, in order ("sidecar", "gateway", "grpc-agent", …).
+const annotationTemplates = "inject.istio.io/templates"
+
+// injectionTemplates are the templates a pod template's annotation asks
+// for, none when it asks for none.
+func injectionTemplates(annotations map[string]string) []string {
+	var out []string
+	for _, t := range strings.Split(annotations[annotationTemplates], ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// templatesClash: the apiserver refuses the pods for a second istio-proxy,
+// and the template asks for more than one injection template: each of
+// Istio's (sidecar, gateway, grpc-agent) adds its own istio-proxy. The
+// mesh's cause; the fix keeps one: sidecar for an app, else the first.
+func templatesClash(w *WorkloadState, text string) (ev, mesh, fix string, ok bool) {
+	t := w.Template
+	if t == nil || !strings.Contains(text, `Duplicate value: "istio-proxy"`) {
+		return "", "", "", false
+	}
+	names := injectionTemplates(t.Annotations)
+	if len(names) < 2 {
+		return "", "", "", false
+	}
+	keep := names[0]
+	if slices.Contains(names, "sidecar") {
+		keep = "sidecar"
+	}
+	mesh = fmt.Sprintf("the template's %s=%q", annotationTemplates, t.Annotations[annotationTemplates])
+	ev = mesh + " asks Istio's injector for " + quoteList(names) + ", and each adds its own istio-proxy (sidecar: the app's proxy; gateway: a gateway's router, for a gateway's own pod): the pod has two, which the apiserver refuses"
+	fix = templateAnnotationsFix(w, map[string]string{annotationTemplates: keep},
+		fmt.Sprintf("one template: %s (the app's sidecar; %q is for a gateway's own Deployment)", keep, strings.Join(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == keep }), ",")))
+	return ev, mesh, fix, true
+}
