@@ -4,17 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// annotationTemplates names the injection templates the injector renders
-// into the pod, in order ("sidecar", "gateway", "grpc-agent", …).
-const annotationTemplates = "inject.istio.io/templates"
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
+)
 
 // injectionTemplates are the templates a pod template's annotation asks
 // for, none when it asks for none.
 func injectionTemplates(annotations map[string]string) []string {
 	var out []string
-	for _, t := range strings.Split(annotations[annotationTemplates], ",") {
+	for _, t := range strings.Split(annotations[istio.AnnotationTemplates], ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			out = append(out, t)
 		}
@@ -39,9 +37,9 @@ func templatesClash(w *WorkloadState, text string) (ev, mesh, fix string, ok boo
 	if slices.Contains(names, "sidecar") {
 		keep = "sidecar"
 	}
-	mesh = fmt.Sprintf("the template's %s=%q", annotationTemplates, t.Annotations[annotationTemplates])
+	mesh = fmt.Sprintf("the template's %s=%q", istio.AnnotationTemplates, t.Annotations[istio.AnnotationTemplates])
 	ev = mesh + " asks Istio's injector for " + quoteList(names) + ", and each adds its own istio-proxy (sidecar: the app's proxy; gateway: a gateway's router, for a gateway's own pod): the pod has two, which the apiserver refuses"
-	fix = templateAnnotationsFix(w, map[string]string{annotationTemplates: keep},
+	fix = templateAnnotationsFix(w, map[string]string{istio.AnnotationTemplates: keep},
 		fmt.Sprintf("one template: %s (the app's sidecar; %q is for a gateway's own Deployment)", keep, strings.Join(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == keep }), ",")))
 	return ev, mesh, fix, true
 }

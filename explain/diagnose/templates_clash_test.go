@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Two injection templates that each add istio-proxy: the refusal is put
@@ -15,7 +17,7 @@ func TestTemplatesClash(t *testing.T) {
 	refusal := `Error creating: Pod "web-847b6cbcdc-x99qk" is invalid: spec.initContainers[1].name: Duplicate value: "istio-proxy"`
 	w := func(templates string) *WorkloadState {
 		return &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "web",
-			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotationTemplates: templates}}}}
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{istio.AnnotationTemplates: templates}}}}
 	}
 	checks := 0
 	for _, tc := range []struct {
@@ -31,7 +33,7 @@ func TestTemplatesClash(t *testing.T) {
 		checks++
 		ev, _, fix, ok := RefusalCause(w(tc.templates), tc.text)
 		switch {
-		case tc.fix == "" && ok && strings.Contains(ev, annotationTemplates):
+		case tc.fix == "" && ok && strings.Contains(ev, istio.AnnotationTemplates):
 			t.Errorf("%q / %q: put down to the templates: %s", tc.templates, tc.text, ev)
 		case tc.fix != "" && (!ok || !strings.Contains(fix, tc.fix) || !strings.Contains(ev, "each adds its own istio-proxy")):
 			t.Errorf("%q: ev %q fix %q, want the templates named and %q", tc.templates, ev, fix, tc.fix)
@@ -47,7 +49,7 @@ func TestTemplatesClash(t *testing.T) {
 func TestGatewayTemplateIsNotAHoldProblem(t *testing.T) {
 	early := func(templates string) func(p *corev1.Pod) {
 		return func(p *corev1.Pod) {
-			p.Annotations = map[string]string{annotationTemplates: templates, "sidecar.istio.io/status": `{"initContainers":null,"containers":["istio-proxy"]}`}
+			p.Annotations = map[string]string{istio.AnnotationTemplates: templates, "sidecar.istio.io/status": `{"initContainers":null,"containers":["istio-proxy"]}`}
 			p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil
 			p.Spec.Containers[0].Lifecycle = nil
 			p.Status.ContainerStatuses[0].State.Running.StartedAt = at(3)

@@ -279,6 +279,12 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 				return revisionNotFound(ns, rev, evals)
 			}
 		}
+		if rev, present := w.Labels[istio.LabelRev]; present && strings.TrimSpace(rev) == "" {
+			// Empty, it names no revision; there, it fails every object
+			// webhook's "istio.io/rev DoesNotExist".
+			return `the pod's label istio.io/rev is empty: it names no revision, and its presence keeps away the webhook that takes a pod by its sidecar.istio.io/inject=true label (it asks that istio.io/rev not exist)`,
+				setTemplateLabel(w, istio.LabelRev, "")
+		}
 		if rev := w.Labels[istio.LabelRev]; rev != "" {
 			if _, nsRev := nsLabels[istio.LabelRev]; !nsRev {
 				if _, inj := nsLabels[istio.LabelInjection]; !inj && !revisionActive(evals, rev) {
