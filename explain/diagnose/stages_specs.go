@@ -1,7 +1,5 @@
 package diagnose
 
-import "slices"
-
 // The catalogue entries of the init, start, capture and connections
 // families (stages_startup.go, stages_live.go decide them).
 func init() {
@@ -75,7 +73,7 @@ func init() {
 		Fixes:   "proxy.istio.io/config holdApplicationUntilProxyStarts: true, or a native sidecar.",
 		Source:  "Istio docs, sidecar injection problems (pod or containers start with network issues); istio/istio issues on apps starting before Envoy",
 		Planted: "a classic sidecar whose proxy gets ready late (the stand-in's ready delay)",
-		run:     appBeforeProxy})
+		run:     startOf(CodeAppBeforeProxy)})
 	register(&Spec{Code: CodeProxyNotReady, Title: "istio-proxy running, not ready", Stage: CheckStart, Kind: Static, Status: Fail, Reads: startupReads,
 		Means:   "istio-proxy runs but does not get ready: it has no configuration from istiod, or its readiness probe fails.",
 		Detects: "istio-proxy's ready condition, how long it has run, its Unhealthy events.",
@@ -145,16 +143,3 @@ func init() {
 		run:     connsOf(CodeBypassing)})
 }
 
-// appBeforeProxy is the start order's hazard, but for a pod whose
-// injection templates (inject.istio.io/templates) do not include the
-// sidecar's: a gateway's or an agent's template starts its proxy with no
-// hold at all, and the pod's finding is that template on an app
-// (KM-CAP-011), whose fix is not a hold.
-func appBeforeProxy(in *Input) []Finding {
-	if p := in.Pod; p != nil {
-		if names := injectionTemplates(p.Annotations); len(names) > 0 && !slices.Contains(names, "sidecar") {
-			return nil
-		}
-	}
-	return only(in.startAnswer().findings, CodeAppBeforeProxy)
-}

@@ -106,6 +106,9 @@ func fromHazards(in *Input, name string, s *startup.StartupReport, fails, warns 
 					continue
 				}
 				code := hazardCode(s, h)
+				if code == CodeAppBeforeProxy && noSidecarTemplate(in.Pod) {
+					continue // that template's proxy has no hold: KM-CAP-011's finding
+				}
 				fix := h.Fix
 				switch code {
 				case CodeJobClassicSidecar:

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -42,4 +44,16 @@ func templatesClash(w *WorkloadState, text string) (ev, mesh, fix string, ok boo
 	fix = templateAnnotationsFix(w, map[string]string{istio.AnnotationTemplates: keep},
 		fmt.Sprintf("one template: %s (the app's sidecar; %q is for a gateway's own Deployment)", keep, strings.Join(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == keep }), ",")))
 	return ev, mesh, fix, true
+}
+
+// noSidecarTemplate says the pod's injection templates (its
+// inject.istio.io/templates) leave out the sidecar's: a gateway's or an
+// agent's template adds istio-proxy with no hold and no capture, so a start
+// order is not its problem (KM-CAP-011 names the template).
+func noSidecarTemplate(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	names := injectionTemplates(p.Annotations)
+	return len(names) > 0 && !slices.Contains(names, "sidecar")
 }

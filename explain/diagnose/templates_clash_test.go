@@ -67,6 +67,13 @@ func TestGatewayTemplateIsNotAHoldProblem(t *testing.T) {
 		if len(d.Findings) == 0 || d.Findings[0].Code != tc.first {
 			t.Errorf("templates %q: findings %+v, want %s first", tc.templates, d.Findings, tc.first)
 		}
+		// The stage's row says the same as its findings: the headline.
+		for _, c := range d.Checks {
+			checks++
+			if c.Name == CheckStart && (c.Code == CodeAppBeforeProxy) != (tc.first == CodeAppBeforeProxy) {
+				t.Errorf("templates %q: the start row is %s %s", tc.templates, c.Status, c.Code)
+			}
+		}
 	}
 	t.Logf("%d checks", checks)
 }
