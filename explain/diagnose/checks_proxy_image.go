@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -20,7 +21,7 @@ func init() {
 	register(&Spec{Code: CodeProxyImageFails, Title: "the proxy image the pod chose fails", Stage: CheckInit, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod, FactMesh, FactLogs},
 		Means:   "sidecar.istio.io/proxyImage replaces the image of every container Istio's injector adds: istio-init runs istio-iptables from it, istio-proxy pilot-agent and Envoy. An image that is not Istio's proxy image of the same release (an app's image, another release's) has none of them, or other ones: istio-init fails (\"istio-iptables: not found\") or the proxy does, and the pod never starts.",
-		Detects: "An injected container (istio-init, istio-validation, istio-proxy) that failed, whose image is the pod's sidecar.istio.io/proxyImage annotation's value, when that differs from the revision's own proxy image (when known); its log line is quoted.",
+		Detects: "An injected container (istio-init, istio-validation, istio-proxy) that failed for want of what it runs (its command not in the image: the runtime's StartError, exit 126 or 127, \"not found\" or \"can't open\" in its log), whose image is the pod's sidecar.istio.io/proxyImage annotation's value; its log line is quoted.",
 		Fixes:   "The annotation removed from the pod template (the injector then uses the revision's own proxy image); a Job re-created.",
 		Source:  "Istio annotations reference (sidecar.istio.io/proxyImage); istio/istio issues on custom proxy images",
 		Planted: "a Job whose template sets sidecar.istio.io/proxyImage to the app's image",
@@ -33,7 +34,7 @@ func proxyImageFails(in *Input) []Finding {
 	if p != nil {
 		image = p.Annotations[annotationProxyImage]
 	}
-	if image == "" || s == nil || image == in.injectorImage() {
+	if image == "" || s == nil {
 		return nil
 	}
 	for _, cs := range slices.Concat(s.InitContainers, s.Containers) {
@@ -46,12 +47,12 @@ func proxyImageFails(in *Input) []Finding {
 				ran = c.Image
 			}
 		}
-		if ran != image {
-			continue
+		if ran != image || !missingBinary(cs) {
+			continue // the image may well be a proxy's: another cause
 		}
 		mesh := fmt.Sprintf("the pod's %s=%q", annotationProxyImage, image)
 		ev := fmt.Sprintf("%s runs %s, the image %s sets in place of the mesh's proxy image", cs.Name, image, mesh)
-		if own := in.injectorImage(); own != "" {
+		if own := in.injectorImage(); own != "" && own != image {
 			ev += " (" + own + ")"
 		}
 		ev += ", and failed"
@@ -66,4 +67,23 @@ func proxyImageFails(in *Input) []Finding {
 			explains: []string{CodeInitFailed, CodeInitContainerFailed, CodeProxyFailing, CodeNotRunning, CodeJobFailed, CodeStuckInInit}}}
 	}
 	return nil
+}
+
+// missingBinary says a container failed for want of what it runs: its
+// command not in the image (the runtime's StartError, exit 126 or 127, a
+// shell's "not found" or "can't open").
+func missingBinary(cs startup.ContainerStartup) bool {
+	text := strings.ToLower(cs.LastFailure + " " + cs.Reason + " " + cs.Message)
+	if cs.Log != nil {
+		text += " " + strings.ToLower(strings.Join(slices.Concat(cs.Log.Previous, cs.Log.Current), " "))
+	}
+	if cs.ExitCode != nil && (*cs.ExitCode == 126 || *cs.ExitCode == 127) {
+		return true
+	}
+	for _, w := range []string{"not found", "no such file", "can't open", "executable file not found", "starterror"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }

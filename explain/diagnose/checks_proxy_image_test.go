@@ -37,7 +37,8 @@ func init() {
 }
 
 // The annotation is named only when the failing container runs its image
-// and that is not the mesh's own.
+// and failed for want of what it runs (not a proxy image failing for
+// another reason).
 func TestProxyImageFails(t *testing.T) {
 	checks := 0
 	for _, tc := range []struct {
@@ -47,17 +48,23 @@ func TestProxyImageFails(t *testing.T) {
 		found bool
 	}{
 		{"the app's image", appImageAsProxy, proxyImageInjector, true},
-		{"the mesh's own image, named", func(p *corev1.Pod) {
+		{"a proxy image that fails for another reason", func(p *corev1.Pod) {
 			appImageAsProxy(p)
-			p.Annotations[annotationProxyImage] = "docker.io/istio/proxyv2:1.31.0"
-			p.Spec.InitContainers[0].Image = "docker.io/istio/proxyv2:1.31.0"
-		}, proxyImageInjector, false},
+			p.Annotations[annotationProxyImage] = "mirror.example/istio/proxyv2:1.31.0"
+			p.Spec.InitContainers[0].Image = "mirror.example/istio/proxyv2:1.31.0"
+			p.Status.InitContainerStatuses[0].State.Terminated.Message = "iptables-restore: permission denied"
+		}, func(r *injection.InjectionReport) {}, false},
 		{"no failure", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{annotationProxyImage: "shop/app:1"}
 			p.Spec.InitContainers[0].Image = "shop/app:1"
 		}, proxyImageInjector, false},
 	} {
-		d := Diagnose(checkCase{pod: tc.pod, inj: tc.inj}.facts())
+		log := "/bin/sh: can't open 'istio-iptables': No such file or directory"
+		if !tc.found {
+			log = "iptables-restore: permission denied"
+		}
+		logs := map[string]startup.LogTail{"istio-init": {Current: []string{log}}}
+		d := Diagnose(checkCase{pod: tc.pod, inj: tc.inj, logs: logs}.facts())
 		found := false
 		for _, f := range d.Findings {
 			found = found || f.Code == CodeProxyImageFails

@@ -142,4 +142,3 @@ func init() {
 		Planted: "traffic.sidecar.istio.io/excludeOutboundPorts on a pod that keeps a connection open on that port",
 		run:     connsOf(CodeBypassing)})
 }
-
