@@ -185,6 +185,15 @@ var fixCases = []fixCase{
 			}
 			return false
 		})},
+	// Round 19's 18, 24, 02 and 26.
+	{nn: "53", object: "deployment/web", code: "KM-INJ-013", fixStarts: `kubectl patch deployment/web -n kmfix-53 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"inject.istio.io/templates":"sidecar"}}}}}'`,
+		injected: true, mesh: true, state: podEvent("FailedCreate")},
+	{nn: "54", object: "node-cache", code: "KM-START-019", fixStarts: `kubectl patch daemonset/node-cache -n kmfix-54 --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/status.sidecar.istio.io~1port"}]'`,
+		injected: true, mesh: true, state: anyPod("node-cache", "running, not ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && !podReadyNow(p) })},
+	{nn: "55", object: "migrate", code: "KM-INIT-012", fixStarts: "kubectl get job migrate -n kmfix-55 -o json | kubectl patch --local -f - --type=merge", injected: true, completes: true, mesh: true,
+		state: anyPod("migrate", "the run failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })},
+	{nn: "56", object: "orders", code: "KM-INJ-010", fixStarts: `kubectl patch statefulset orders -n kmfix-56 --type merge -p '{"spec": {"template": {"metadata": {"labels": {"istio.io/rev": null}}}}}'`, injected: true,
+		state: anyPod("orders", "ready", podReadyNow)},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
