@@ -318,62 +318,6 @@ func (b *catBed) faultsPlatform() []*catFault {
 					return false, fmt.Sprintf("%+v", got.Status.Conditions)
 				})
 			}},
-		{code: "KM-START-017", ns: inj, name: "helper-runs-on", how: "a run-once pod (restartPolicy Never, native sidecar) whose app exits 0 while its second container, a log shipper, runs on (sleep)",
-			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("helper-runs-on", nil, catLean())
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				shipper := *p.Spec.Containers[0].DeepCopy()
-				shipper.Name, shipper.Command, shipper.Ports, shipper.ReadinessProbe = "log-shipper", []string{"/bin/sh", "-c", "sleep 100000"}, nil, nil
-				p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo exported"}
-				p.Spec.Containers = append(p.Spec.Containers, shipper)
-				if err := createPod(ctx, inj, p); err != nil {
-					return err
-				}
-				f.pod, f.state = p.Name, "its app ended with exit 0, log-shipper running"
-				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
-					app, helper := catStatus(p, p.Spec.Containers[0].Name), catStatus(p, "log-shipper")
-					return app != nil && app.State.Terminated != nil && app.State.Terminated.ExitCode == 0 && helper != nil && helper.State.Running != nil
-				})
-				return err
-			}},
-		{code: "KM-START-018", ns: inj, name: "quits-no-proxy", how: "a run-once pod opted out (label sidecar.istio.io/inject=false) whose command (sh -e) ends by posting to 127.0.0.1:15020/quitquitquit: refused, it fails",
-			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("quits-no-proxy", map[string]string{"sidecar.istio.io/inject": "false"}, catLean())
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				p.Spec.Containers[0].Command = []string{"/bin/sh", "-ec", "echo exported; wget -q -O- --post-data='' http://127.0.0.1:15020/quitquitquit"}
-				p.Spec.Containers[0].Ports = nil
-				if err := createPod(ctx, inj, p); err != nil {
-					return err
-				}
-				f.pod, f.state = p.Name, "failed"
-				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
-				return err
-			}},
-		{code: "KM-START-019", ns: inj, name: "status-on-inbound", how: `status.sidecar.istio.io/port="15006", the proxy's inbound listener: the app's readiness probe, which the injector points at the status port, reaches the listener: never ready`,
-			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("status-on-inbound", nil, catLean("status.sidecar.istio.io/port", "15006"))
-				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}}
-				if err := createPod(ctx, inj, p); err != nil {
-					return err
-				}
-				f.pod, f.state = p.Name, "running, its app's rewritten probe failing"
-				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
-					s := catStatus(p, "app")
-					return p.Status.Phase == corev1.PodRunning && s != nil && s.State.Running != nil && !s.Ready && time.Since(s.State.Running.StartedAt.Time) > 10*time.Second
-				})
-				return err
-			}},
-		{code: "KM-INIT-012", ns: inj, name: "proxy-image-app", how: "a run-once pod whose sidecar.istio.io/proxyImage is the app's image: istio-init finds no istio-iptables in it and fails",
-			plant: func(ctx context.Context, f *catFault) error {
-				p := appPod("proxy-image-app", nil, catLean("sidecar.istio.io/proxyImage", testImage))
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				if err := createPod(ctx, inj, p); err != nil {
-					return err
-				}
-				f.pod, f.state = p.Name, "failed in istio-init"
-				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
-				return err
-			}},
 		{code: "KM-START-014", ns: inj, name: "app-never-ready", how: "an injected pod whose app's readiness probe never passes (exec false): Running, not Ready for over 65s",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("app-never-ready", nil, catLean())
