@@ -8,25 +8,21 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
-// meshPorts names the ports Istio's and Linkerd's proxies use.
-var meshPorts = map[int]string{
-	15000: "Envoy admin",
-	15001: "Envoy outbound",
-	15002: "iptables validation probe",
-	15004: "pilot-agent debug",
-	15006: "Envoy inbound",
-	15008: "HBONE mTLS tunnel",
-	15009: "HBONE plaintext tunnel",
-	15020: "merged Prometheus metrics and agent status",
-	15021: "health checks",
-	15053: "Istio DNS proxy",
-	15090: "Envoy Prometheus",
-	4140:  "Linkerd outbound",
-	4143:  "Linkerd inbound",
-	4190:  "Linkerd proxy admin",
-	4191:  "Linkerd proxy admin/health",
-	53:    "DNS",
-}
+// meshPorts names the ports Istio's and Linkerd's proxies use: Istio's as
+// internal/istio names them.
+var meshPorts = func() map[int]string {
+	m := map[int]string{
+		4140: "Linkerd outbound",
+		4143: "Linkerd inbound",
+		4190: "Linkerd proxy admin",
+		4191: "Linkerd proxy admin/health",
+		53:   "DNS",
+	}
+	for port, role := range istio.PortRoles {
+		m[int(port)] = role
+	}
+	return m
+}()
 
 // PodContext is what a rule is annotated against: the pod's container ports
 // (port → "name on container"), the proxy's uid and the pod's addresses.

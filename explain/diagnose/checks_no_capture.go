@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
@@ -35,10 +34,8 @@ func sidecarNoCapture(in *Input) []Finding {
 		}
 	}
 	if tmpl := p.Annotations[istio.AnnotationTemplates]; tmpl != "" {
-		for _, t := range strings.Split(tmpl, ",") {
-			if strings.TrimSpace(t) == "sidecar" {
-				return nil // the sidecar template's istio-init is missing: KM-CAP-010's or a mutator's
-			}
+		if !istio.OmitsSidecarTemplate(p.Annotations) {
+			return nil // the sidecar template's istio-init is missing: KM-CAP-010's or a mutator's
 		}
 		return []Finding{{
 			Evidence: fmt.Sprintf("the pod asks for the injection templates %s=%q, which add the proxy without istio-init or istio-validation: the pod has no capture rules, so every connection in and out bypasses the proxy (no mTLS, no authorization, no telemetry); by design only for a proxyless gRPC app, which speaks xDS itself", istio.AnnotationTemplates, tmpl),

@@ -23,11 +23,7 @@ const CodeSidecarAbsent = "KM-START-018"
 // sidecarPorts are the proxy's ports an app calls on localhost: Envoy's
 // admin (/quitquitquit), the agent's (/quitquitquit, /healthz/ready), and
 // the health port (/healthz/ready).
-var sidecarPorts = map[int32]string{
-	istio.PortAdmin:  "Envoy's admin port",
-	istio.PortAgent:  "the agent's port",
-	istio.PortHealth: "the proxy's health port",
-}
+var sidecarPorts = []int32{istio.PortAdmin, istio.PortAgent, istio.PortHealth}
 
 // localSidecarCall is a call in a command or an env value to one of
 // sidecarPorts on the pod's own loopback.
@@ -70,10 +66,8 @@ func sidecarAbsent(in *Input) []Finding {
 		return nil
 	}
 	var what []string
-	byContainer := map[string]bool{}
 	for _, c := range calls {
 		what = append(what, fmt.Sprintf("%s's %s calls %s", c.container, c.where, c.target))
-		byContainer[c.container] = true
 	}
 	// Said from the pod alone: every command gives the same answer.
 	why := "it has no sidecar (no injector took it: kubectl mesh why-injected says why)"
@@ -122,8 +116,8 @@ func sidecarCalls(p *corev1.Pod) []sidecarCall {
 			field string
 			probe *corev1.Probe
 		}{{"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}, {"startupProbe", c.StartupProbe}} {
-			if port, ok := localProbePort(pr.probe); ok && sidecarPorts[port] != "" && !own[port] {
-				out = append(out, sidecarCall{container: c.Name, where: pr.field, target: fmt.Sprintf("port %d (%s)", port, sidecarPorts[port]), probe: true})
+			if port, ok := localProbePort(pr.probe); ok && slices.Contains(sidecarPorts, port) && !own[port] {
+				out = append(out, sidecarCall{container: c.Name, where: pr.field, target: fmt.Sprintf("port %d (the proxy's %s)", port, istio.PortRole(port)), probe: true})
 			}
 		}
 	}

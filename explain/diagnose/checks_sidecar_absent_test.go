@@ -80,7 +80,7 @@ func TestSidecarAbsent(t *testing.T) {
 			p.Status.Phase = corev1.PodSucceeded
 			p.Status.ContainerStatuses[0].State.Terminated.ExitCode = 0
 		}, nil, 5 * time.Minute, "", ""},
-		{"a probe on the health port", probed, nil, 5 * time.Minute, Fail, "readinessProbe calls port 15021 (the proxy's health port)"},
+		{"a probe on the health port", probed, nil, 5 * time.Minute, Fail, "readinessProbe calls port 15021 (the proxy's health checks)"},
 		{"the app serves 15021 itself", func(p *corev1.Pod) {
 			probed(p)
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}

@@ -36,7 +36,7 @@ func statusOnProxyPort(in *Input) []Finding {
 	}
 	f := Finding{Status: Fail, Mesh: fmt.Sprintf("the pod's %s=%q", annotationStatusPort, v),
 		Evidence: fmt.Sprintf("the pod's %s=%q puts the agent's status server on %d, a port the proxy itself listens on (%s): the app's probes the injector rewrote to it (/app-health/) reach the proxy's listener, not the agent",
-			annotationStatusPort, v, n, proxyPortRole(int32(n))),
+			annotationStatusPort, v, n, istio.PortRole(int32(n))),
 		Fix:      annotationPatch(p, annotationStatusPort, "") + "   # the status port is then 15020, and the probes are rewritten to it",
 		explains: []string{CodePodNotReady, CodeProxyNotReady, CodeProxyFailing, CodeAppFailing}}
 	if isReady(p) {
@@ -44,25 +44,4 @@ func statusOnProxyPort(in *Input) []Finding {
 		f.Evidence += "; the pod is ready now: a hazard, not yet a failure"
 	}
 	return []Finding{f}
-}
-
-// proxyPortRole says what the proxy serves on one of its ports.
-func proxyPortRole(port int32) string {
-	switch port {
-	case istio.PortAdmin:
-		return "Envoy's admin"
-	case istio.PortOutbound:
-		return "the outbound listener"
-	case istio.PortInbound:
-		return "the inbound listener"
-	case istio.PortHBONE, 15009:
-		return "HBONE"
-	case istio.PortHealth:
-		return "the health port"
-	case istio.PortDNS:
-		return "the DNS proxy"
-	case istio.PortPrometheus:
-		return "the stats port"
-	}
-	return "a port of the proxy's"
 }

@@ -20,7 +20,7 @@ func statusOn15006(p *corev1.Pod) {
 
 func init() {
 	checkCases = append(checkCases, checkCase{code: CodeStatusOnProxyPort, pod: statusOn15006, status: Fail,
-		evidence: `status.sidecar.istio.io/port="15006" puts the agent's status server on 15006, a port the proxy itself listens on (the inbound listener)`,
+		evidence: `status.sidecar.istio.io/port="15006" puts the agent's status server on 15006, a port the proxy itself listens on (Envoy inbound)`,
 		fix:      `kubectl patch daemonset/node-cache -n shop --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/status.sidecar.istio.io~1port"}]'`})
 }
 

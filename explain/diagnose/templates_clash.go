@@ -10,18 +10,6 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
-// injectionTemplates are the templates a pod template's annotation asks
-// for, none when it asks for none.
-func injectionTemplates(annotations map[string]string) []string {
-	var out []string
-	for _, t := range strings.Split(annotations[istio.AnnotationTemplates], ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // templatesClash: the apiserver refuses the pods for a second istio-proxy,
 // and the template asks for more than one injection template: each of
 // Istio's (sidecar, gateway, grpc-agent) adds its own istio-proxy. The
@@ -31,7 +19,7 @@ func templatesClash(w *WorkloadState, text string) (ev, mesh, fix string, ok boo
 	if t == nil || !strings.Contains(text, `Duplicate value: "istio-proxy"`) {
 		return "", "", "", false
 	}
-	names := injectionTemplates(t.Annotations)
+	names := istio.InjectionTemplates(t.Annotations)
 	if len(names) < 2 {
 		return "", "", "", false
 	}
@@ -51,9 +39,5 @@ func templatesClash(w *WorkloadState, text string) (ev, mesh, fix string, ok boo
 // agent's template adds istio-proxy with no hold and no capture, so a start
 // order is not its problem (KM-CAP-011 names the template).
 func noSidecarTemplate(p *corev1.Pod) bool {
-	if p == nil {
-		return false
-	}
-	names := injectionTemplates(p.Annotations)
-	return len(names) > 0 && !slices.Contains(names, "sidecar")
+	return p != nil && istio.OmitsSidecarTemplate(p.Annotations)
 }

@@ -442,11 +442,11 @@ func (x *explainer) injectorFactors() {
 		if k.nodes != "" {
 			x.add("node versions", k.nodes, EffectInfoOnly, "Node status.nodeInfo.kubeletVersion")
 		}
-		if t := w.Annotations[istio.AnnotationTemplates]; t != "" && !templatesInclude(t, "sidecar") {
+		if istio.OmitsSidecarTemplate(w.Annotations) {
 			// A gateway's or an agent's template adds istio-proxy as a
 			// container of its own, never a sidecar of either kind.
 			r.Sidecar = ""
-			x.add("sidecar kind", "none", EffectInfoOnly, fmt.Sprintf("pod annotation %s=%q: the proxy these templates add is a regular container, not the sidecar template's", istio.AnnotationTemplates, t))
+			x.add("sidecar kind", "none", EffectInfoOnly, fmt.Sprintf("pod annotation %s=%q: the proxy these templates add is a regular container, not the sidecar template's", istio.AnnotationTemplates, w.Annotations[istio.AnnotationTemplates]))
 		} else if k.kind == "" {
 			x.add("sidecar kind", "unknown", EffectUnknown, k.why)
 		} else {
@@ -764,15 +764,4 @@ func deniedByTemplate(msg string, w *Workload) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// templatesInclude says the inject.istio.io/templates value list names
-// template name.
-func templatesInclude(list, name string) bool {
-	for _, t := range strings.Split(list, ",") {
-		if strings.TrimSpace(t) == name {
-			return true
-		}
-	}
-	return false
 }

@@ -7,9 +7,6 @@ import (
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
-// annTemplates names the injection templates a pod asks for.
-const annTemplates = "inject.istio.io/templates"
-
 // templateFailure puts istiod's refusal "failed to run injection template"
 // (or "failed applying injection overlay") down to the pod's setting that
 // made its templates fail, when the message names none of its annotations:
@@ -22,11 +19,11 @@ func templateFailure(msg string, w *Workload) (reason, fix string, ok bool) {
 	if !strings.Contains(msg, "denied the request") || !strings.Contains(msg, "injection template") && !strings.Contains(msg, "injection overlay") {
 		return "", "", false
 	}
-	if t := strings.TrimSpace(w.Annotations[annTemplates]); t != "" && t != "sidecar" {
-		reason = "refused at admission: istiod's injection template fails on the templates the pod asks for (" + annTemplates + "=" + t + "): they are not a sidecar's"
-		fix = removeTemplateAnnotations(w, []string{annTemplates}, "the "+t+" template is not for this pod; without the annotation it gets the sidecar template")
+	if t := strings.TrimSpace(w.Annotations[istio.AnnotationTemplates]); t != "" && t != "sidecar" {
+		reason = "refused at admission: istiod's injection template fails on the templates the pod asks for (" + istio.AnnotationTemplates + "=" + t + "): they are not a sidecar's"
+		fix = removeTemplateAnnotations(w, []string{istio.AnnotationTemplates}, "the "+t+" template is not for this pod; without the annotation it gets the sidecar template")
 		if fix == "" {
-			fix = "remove the annotation " + annTemplates + " from the pod's manifest (its " + t + " template is not for this pod), then re-create the pod"
+			fix = "remove the annotation " + istio.AnnotationTemplates + " from the pod's manifest (its " + t + " template is not for this pod), then re-create the pod"
 		}
 		return reason, fix, true
 	}

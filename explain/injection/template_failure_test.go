@@ -24,7 +24,7 @@ func TestTemplateFailure(t *testing.T) {
 		fix       string
 	}{
 		{"waypoint template", denied + "template: inject:4:10: executing \"inject\" at <.ServiceAccount>: can't evaluate field ServiceAccount",
-			ds(map[string]string{annTemplates: "waypoint"}), "inject.istio.io/templates=waypoint",
+			ds(map[string]string{istio.AnnotationTemplates: "waypoint"}), "inject.istio.io/templates=waypoint",
 			`kubectl patch daemonset/log-shipper -n ops --type=json -p '[{"op":"remove","path":"/spec/template/metadata/annotations/inject.istio.io~1templates"}]'`},
 		{"quoted metadata", denied + "failed applying injection overlay: strategic merge: invalid JSON document",
 			ds(map[string]string{istio.AnnotationProxyConfig: "proxyMetadata:\n  LABELS: '{\"a\":\"b\"}'\n  OTHER: x\n"}), "LABELS",

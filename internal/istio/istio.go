@@ -5,6 +5,11 @@
 // (version.go). Every package names them from here.
 package istio
 
+import (
+	"slices"
+	"strings"
+)
+
 // The containers Istio's injector adds.
 const (
 	ProxyContainer      = "istio-proxy"
@@ -61,6 +66,46 @@ const (
 	PortDNS        = 15053 // DNS captured to the proxy
 	PortPrometheus = 15090
 )
+
+// PortRoles says what the proxy or its agent serves on each of its ports.
+var PortRoles = map[int32]string{
+	PortAdmin:      "Envoy admin",
+	PortOutbound:   "Envoy outbound",
+	15002:          "iptables validation probe",
+	15004:          "pilot-agent debug",
+	PortInbound:    "Envoy inbound",
+	PortHBONE:      "HBONE mTLS tunnel",
+	15009:          "HBONE plaintext tunnel",
+	PortAgent:      "merged Prometheus metrics and agent status",
+	PortHealth:     "health checks",
+	PortDNS:        "Istio DNS proxy",
+	PortPrometheus: "Envoy Prometheus",
+}
+
+// PortRole names what the proxy serves on port, or "" when it is not one of
+// the proxy's.
+func PortRole(port int32) string { return PortRoles[port] }
+
+// InjectionTemplates are the templates a pod's inject.istio.io/templates
+// annotation asks the injector for, in order; none when it asks for none
+// (the injector's default, sidecar).
+func InjectionTemplates(annotations map[string]string) []string {
+	var out []string
+	for _, t := range strings.Split(annotations[AnnotationTemplates], ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// OmitsSidecarTemplate says the annotations ask for injection templates and
+// sidecar is not among them (a gateway's, an agent's): istio-proxy comes
+// without istio-init, hold or capture.
+func OmitsSidecarTemplate(annotations map[string]string) bool {
+	names := InjectionTemplates(annotations)
+	return len(names) > 0 && !slices.Contains(names, "sidecar")
+}
 
 // IsIstioContainer says a container is one Istio's injector adds.
 func IsIstioContainer(name string) bool {
