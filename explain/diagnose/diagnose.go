@@ -206,6 +206,7 @@ func Diagnose(f Facts) *Diagnosis {
 			d.Findings = append(d.Findings, fd)
 		}
 	}
+	d.Findings = append(d.Findings, predicted(f)...)
 	causesFirst(d)
 	resumePaused(d, f)
 	for i := range d.Checks {
@@ -268,7 +269,7 @@ func decide(c *Check, findings []Finding, noPod bool) {
 			if c.Status != NotChecked && worseness[c.Status] >= worseness[status] {
 				return
 			}
-			if noPod && c.Status == NotChecked && f.Code != CodeWorkloadShort && f.Code != CodeJobFailed {
+			if noPod && c.Status == NotChecked && f.Code != CodeWorkloadShort && f.Code != CodeJobFailed && !f.predicted {
 				return // nothing of a pod that does not exist is checked
 			}
 			ev := f.Evidence

@@ -86,6 +86,9 @@ type Finding struct {
 	// cause: it explains another finding of the pod (a symptom), and goes
 	// before it.
 	cause bool
+	// predicted: found on the pod a dry run admitted for a manifest not
+	// created yet (its stage row is otherwise not checked).
+	predicted bool
 	// container is the container a startup hazard is about.
 	container string
 	// explains are the codes of the symptoms this finding is the cause

@@ -46,12 +46,15 @@ type Verification struct {
 	// told apart from its namespace's (the dry run of the same template
 	// there has the same outcome).
 	SharedFrom string `json:"sharedFrom,omitempty"`
+	// Pod is the pod admission returned, when it admitted one: what the
+	// catalogue's static checks read for a manifest not created yet.
+	Pod *corev1.Pod `json:"-"`
 }
 
 // AdmittedPod reads what admission made of a pod it accepted.
 func AdmittedPod(p *corev1.Pod) *Verification {
 	st := readIstioStatus(p)
-	v := &Verification{Injected: st.injected, Revision: st.revision}
+	v := &Verification{Injected: st.injected, Revision: st.revision, Pod: p}
 	if st.injected {
 		v.Sidecar = kindOf(st.native)
 	}

@@ -1,0 +1,61 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
+
+// A manifest not created yet, proved with --verify: the pod admission
+// returned is checked by the catalogue's static checks, and a hazard shows
+// on its stage row as predicted, with a fix that edits the file; a healthy
+// admitted pod, or a manifest not verified, gets none.
+func TestPredictedOnAdmittedPod(t *testing.T) {
+	checks := 0
+	for _, tc := range []struct {
+		name     string
+		pod      func(p *corev1.Pod)
+		verified bool
+		want     string // the start row's code, "" for not checked
+	}{
+		{"status port on 15006", func(p *corev1.Pod) { p.Annotations = map[string]string{annotationStatusPort: "15006"} }, true, CodeStatusOnProxyPort},
+		{"healthy", func(*corev1.Pod) {}, true, ""},
+		{"not verified", func(p *corev1.Pod) { p.Annotations = map[string]string{annotationStatusPort: "15006"} }, false, ""},
+	} {
+		admitted := pod(tc.pod)
+		admitted.Status = corev1.PodStatus{}
+		r := injected(nil)
+		r.Kind, r.Name = "DaemonSet", "node-cache"
+		if tc.verified {
+			r.Verified = injection.AdmittedPod(admitted)
+		}
+		d := Diagnose(Facts{Injection: r, Files: []string{"ds.yaml"}, NoPod: "a manifest, not created yet"})
+		var start Check
+		for _, c := range d.Checks {
+			if c.Name == CheckStart {
+				start = c
+			}
+		}
+		checks++
+		if tc.want == "" {
+			if start.Status != NotChecked {
+				t.Errorf("%s: start row %s %s (%s), want not checked", tc.name, start.Status, start.Code, start.Evidence)
+			}
+			continue
+		}
+		checks += 3
+		if start.Code != tc.want || start.Status != Fail {
+			t.Errorf("%s: start row %s %s, want fail %s", tc.name, start.Status, start.Code, tc.want)
+		}
+		if !strings.HasPrefix(start.Evidence, "predicted on the pod --verify's dry run admitted (daemonset/node-cache is not created yet)") {
+			t.Errorf("%s: evidence %q does not say it is predicted", tc.name, start.Evidence)
+		}
+		if !strings.Contains(start.Fix, "# edit ds.yaml first: ") || !strings.HasSuffix(start.Fix, "\nkubectl apply -f ds.yaml") {
+			t.Errorf("%s: fix %q does not edit the manifest, then apply it", tc.name, start.Fix)
+		}
+	}
+	t.Logf("%d checks", checks)
+}
