@@ -273,7 +273,7 @@ func decide(c *Check, findings []Finding, noPod bool) {
 				return // nothing of a pod that does not exist is checked
 			}
 			ev := f.Evidence
-			if c.Status == NotChecked && c.Evidence != "" {
+			if c.Status == NotChecked && c.Evidence != "" && !f.predicted {
 				ev += " (" + c.Evidence + ")"
 			}
 			c.Status, c.Evidence, c.Fix, c.Code, c.Needs = f.Status, ev, f.Fix, f.Code, f.Needs

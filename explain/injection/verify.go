@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
 // Verification is what admission actually did with a pod created now — a
@@ -55,7 +57,8 @@ type Verification struct {
 func AdmittedPod(p *corev1.Pod) *Verification {
 	st := readIstioStatus(p)
 	v := &Verification{Injected: st.injected, Revision: st.revision, Pod: p}
-	if st.injected {
+	if st.injected && !istio.OmitsSidecarTemplate(p.Annotations) {
+		// (A gateway's or an agent's template: a proxy, not a sidecar.)
 		v.Sidecar = kindOf(st.native)
 	}
 	return v
