@@ -16,7 +16,7 @@ import (
 const CodeOwnerGroupBypass = "KM-CAP-014"
 
 func init() {
-	register(&Spec{Code: CodeOwnerGroupBypass, Title: "an owner-group setting lets the app's traffic out uncaptured", Stage: CheckCapture, Kind: Static, Status: Fail,
+	register(&Spec{Code: CodeOwnerGroupBypass, Title: "owner-group capture lets the app's traffic out", Stage: CheckCapture, Kind: Static, Status: Fail,
 		Reads:   []Fact{FactPod},
 		Means:   "istio-iptables captures outbound traffic by the socket's group when istio-init's environment says so: ISTIO_OUTBOUND_OWNER_GROUPS (only these groups are captured; default *) or, with *, ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE (these groups are let out). The injector copies proxyMetadata (the pod's proxy.istio.io/config, a ProxyConfig, the mesh's) into that environment. An app container whose group is left out sends every outbound connection past the proxy: no mTLS, no policy, no telemetry.",
 		Detects: "On a pod with a sidecar and istio-init: those two variables in istio-init's env, against each app container's group (its runAsGroup, else the pod's). A group left out fails; a group the spec does not set is the image's, root's (0) unless the image's user says otherwise: a warning when 0 is left out. Groups given by name are compared by name only (istio-init resolves them in its own image).",

@@ -77,3 +77,28 @@ func TestOwnerGroupBypass(t *testing.T) {
 	}
 	t.Logf("%d checks", checks)
 }
+
+// istio-init fails on a group name its image does not have (red team round
+// 20's 05): KM-INIT-003 quotes the option and the value, and its fix takes
+// the owner-group settings out of the pod's proxy.istio.io/config.
+func TestOwnerGroupInitFailure(t *testing.T) {
+	d := Diagnose(checkCase{pod: func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "search", Controller: &yes}}
+		p.Annotations = map[string]string{"proxy.istio.io/config": `{"proxyMetadata":{"ISTIO_OUTBOUND_OWNER_GROUPS":"search-egress","KEEP":"1"}}`}
+		p.Spec.InitContainers[0].Env = []corev1.EnvVar{{Name: "ISTIO_OUTBOUND_OWNER_GROUPS", Value: "search-egress"}}
+		initFailed(`iptables-restore v1.8.10 (legacy): owner: Bad value for "--gid-owner" option: "search-egress"
+Error occurred at line: 20`)(p)
+	}}.facts())
+	checks := 3
+	if d.Code != CodeInitFailed || !strings.Contains(d.Verdict, `(its log: --gid-owner "search-egress")`) {
+		t.Errorf("first %s: %s", d.Code, d.Verdict)
+	}
+	if want := `kubectl patch statefulset/search -n shop --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":"{\"proxyMetadata\":{\"KEEP\":\"1\"}}"}}}}}'`; !strings.HasPrefix(d.Fix, want) {
+		t.Errorf("fix %q, want %q", d.Fix, want)
+	}
+	if !strings.Contains(d.Verdict, "give groups by number") {
+		t.Errorf("verdict %q does not say how to give the group", d.Verdict)
+	}
+	t.Logf("%d checks", checks)
+}

@@ -31,6 +31,16 @@ const (
 	CodeAmbientWaitZtunnel = "KM-START-013"
 )
 
+// initCause is the cause startup put an init container's failure down to.
+func initCause(s *startup.StartupReport, container string) string {
+	for _, c := range s.InitContainers {
+		if c.Name == container {
+			return c.Cause
+		}
+	}
+	return ""
+}
+
 // hazardCode is the code of a startup hazard.
 func hazardCode(s *startup.StartupReport, h startup.Hazard) string {
 	switch h.ID {
@@ -115,6 +125,12 @@ func fromHazards(in *Input, name string, s *startup.StartupReport, fails, warns 
 					fix = in.jobNativeFix(h.Fix)
 				case CodeAppBeforeProxy:
 					fix = in.holdFix(h.Fix)
+				case CodeInitFailed:
+					if initCause(s, h.Container) == startup.CauseOwner {
+						if _, ownerFix := ownerGroups(in.Pod); ownerFix != "" {
+							fix = ownerFix
+						}
+					}
 				}
 				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: fix, container: h.Container})
 				msgs = append(msgs, h.Message)

@@ -20,7 +20,12 @@ const (
 	CauseBadPorts   = "bad-ports"
 	CauseOOM        = "oom"
 	CauseLogLevel   = "log-level"
+	CauseOwner      = "owner"
 )
+
+// badOwner is iptables' refusal of an owner it cannot resolve: the option
+// and the value.
+var badOwner = regexp.MustCompile(`Bad value for "(--[gu]id-owner)" option: "([^"]*)"`)
 
 // knownFailures recognises istio-init / istio-validation failures from
 // their logs and termination messages.
@@ -44,6 +49,8 @@ var knownFailures = []struct {
 		"iptables-restore refused a port istio-iptables was given: a " + istio.AnnotationIncludeOutboundPorts + " value that is not a port number (istiod does not check that annotation at admission), or a mesh-wide port list in the values", CauseBadPorts},
 	{[]string{"invalid output level", "invalid log level", "unrecognized level"}, "",
 		"istio-init refused the log level it was given: the pod's sidecar.istio.io/agentLogLevel (or logLevel) annotation, which the injector passes to istio-init and the proxy's agent, names a level they do not know (debug, info, warn, error, none; or scope:level)", CauseLogLevel},
+	{[]string{`bad value for "--gid-owner"`, `bad value for "--uid-owner"`}, "",
+		"iptables cannot resolve an owner istio-iptables was given: a group in istio-init's environment ISTIO_OUTBOUND_OWNER_GROUPS or ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE (the injector copies them from proxyMetadata: the pod's proxy.istio.io/config, a ProxyConfig, the mesh's) named by a name istio-init's image does not have: give groups by number", CauseOwner},
 	{[]string{"chain already exists"}, "",
 		"istio-init ran again in a network namespace that already has its rules (pod sandbox kept, init container re-run)", ""},
 	{[]string{"iptables-restore"}, "error occurred at line",
@@ -80,6 +87,9 @@ func recognise(cs *ContainerStartup) {
 		}
 		if hit && (f.also == "" || strings.Contains(all, f.also)) {
 			cs.Failure, cs.Cause = f.why, f.cause
+			if m := badOwner.FindStringSubmatch(strings.Join(text, "\n")); m != nil && f.cause == CauseOwner {
+				cs.Failure += fmt.Sprintf(" (its log: %s %q)", m[1], m[2])
+			}
 			return
 		}
 	}

@@ -297,6 +297,8 @@ func istioInitFix(r *StartupReport, f StartupFacts, c ContainerStartup) string {
 		}
 		return fmt.Sprintf("kubectl get pod %s -n %s -o yaml > %s.yaml", r.Name, ns, r.Name) +
 			"   # " + set + " is not a list of port numbers: correct or remove it in the file, then kubectl replace --force -f " + r.Name + ".yaml"
+	case CauseOwner:
+		return logs + "   # the owner istio-iptables could not resolve comes from istio-init's ISTIO_OUTBOUND_OWNER_GROUPS(_EXCLUDE): remove it from proxyMetadata (proxy.istio.io/config, or the ProxyConfig that sets it), or give the group by number"
 	case CauseLogLevel:
 		var keys []string
 		for _, k := range []string{"sidecar.istio.io/agentLogLevel", "sidecar.istio.io/logLevel"} {
