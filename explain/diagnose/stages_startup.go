@@ -189,6 +189,9 @@ func (in *Input) initAnswer() *stageAnswer {
 			in.refineNoNetAdmin(f)
 		case CodeStuckInInit:
 			in.refineCapturedWait(f, a.findings)
+			if ev, fix, ok := in.initRunsOn(s, f.container); ok && f.Mesh == "" {
+				f.Evidence, f.Fix = f.Evidence+": "+ev, fix
+			}
 		default:
 			continue
 		}
