@@ -243,7 +243,9 @@ func (in *Input) initPlatform() []Finding {
 				ev += "; events: " + strings.Join(evs, "; ")
 			}
 			f := Finding{Code: CodeCannotStart, Status: Fail, Evidence: ev, Fix: waitingFix(in, c, ev)}
-			if by := injectedBy(p, c.Name, c.Reason); by != "" {
+			if why, fix, ok := in.seccompProfileMissing(c.Name, ev); ok {
+				f.Evidence, f.Fix = ev+"; "+why, fix
+			} else if by := injectedBy(p, c.Name, c.Reason); by != "" {
 				if rewritten, fix, ok := in.imageRewrite(c.Name); ok && imageReason(c.Reason) {
 					by, f.Fix = rewritten, fix
 				} else if imageReason(c.Reason) {
