@@ -415,6 +415,7 @@ func podNotReady(in *Input) []Finding {
 				"   # " + e.Container + "'s readiness probe fails (events above): correct what it checks (its port, path or command) or the app's endpoint"
 		}
 	}
+	in.readinessGateFinding(&f)
 	if g := grace(p); age < g {
 		f.Status = Warning
 		f.Evidence += "; it is still within its start (" + g.String() + ")"
@@ -471,7 +472,7 @@ func markUnexplained(d *Diagnosis, sidecar bool) {
 	for i := range d.Findings {
 		f := &d.Findings[i]
 		say := noMeshCause
-		if sidecar && f.Code == CodePodNotReady {
+		if sidecar && f.Code == CodePodNotReady && !strings.Contains(f.Evidence, "waits on its readiness gates") {
 			// No check of the mesh found a cause, but the sidecar still
 			// changes what a running app meets: said, not ruled out.
 			say = noMeshCause + ", unless the app minds what the sidecar changes for it: inbound connections reach it from 127.0.0.6 (not the client's address: a source-address allow-list refuses them), and its outbound ones leave through the proxy"
