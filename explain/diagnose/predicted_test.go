@@ -59,3 +59,23 @@ func TestPredictedOnAdmittedPod(t *testing.T) {
 	}
 	t.Logf("%d checks", checks)
 }
+
+// A manifest whose pod template the injector's neverInjectSelector leaves
+// out (red team round 20's 01, with -f): KM-INJ-019 warns, with a fix that
+// edits the file, then applies it.
+func TestManifestNeverInjected(t *testing.T) {
+	r := injected(nil)
+	r.Kind, r.Name = "StatefulSet", "ledger-db"
+	no := false
+	r.Expected = &no
+	r.Factors = []injection.Factor{{Factor: "neverInjectSelector", Value: "kmesh.demo/never-inject", Effect: injection.EffectSkip, Source: "ConfigMap istio-system/istio-sidecar-injector"}}
+	d := Diagnose(Facts{Injection: r, Files: []string{"db.yaml"}, NoPod: "a manifest, not created yet"})
+	checks := 2
+	if d.Code != CodeNeverInjected || d.Status != Warning {
+		t.Fatalf("first %s %s: %s", d.Code, d.Status, d.Verdict)
+	}
+	if want := "# edit db.yaml first: label the pod template sidecar.istio.io/inject: \"true\""; !strings.HasPrefix(d.Fix, want) || !strings.HasSuffix(d.Fix, "\nkubectl apply -f db.yaml") {
+		t.Errorf("fix %q", d.Fix)
+	}
+	t.Logf("%d checks", checks)
+}
