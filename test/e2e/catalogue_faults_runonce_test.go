@@ -47,8 +47,9 @@ func (b *catBed) faultsRunOnce() []*catFault {
 	}
 }
 
-// faultsProxySettings are the faults of a pod's own settings of the proxy
-// that keep it from starting: its status port, its image.
+// faultsProxySettings are the faults of a pod's own settings of the proxy:
+// its status port, its image (it does not start), its owner-group capture
+// (its traffic bypasses), its drain (cut at every stop).
 func (b *catBed) faultsProxySettings() []*catFault {
 	c, inj, createPod := b.c, b.inj, b.createPod
 	return []*catFault{
@@ -64,6 +65,28 @@ func (b *catBed) faultsProxySettings() []*catFault {
 					s := catStatus(p, "app")
 					return p.Status.Phase == corev1.PodRunning && s != nil && s.State.Running != nil && !s.Ready && time.Since(s.State.Running.StartedAt.Time) > 10*time.Second
 				})
+				return err
+			}},
+		{code: "KM-CAP-014", ns: inj, name: "groups-let-out", how: `proxy.istio.io/config proxyMetadata ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE="0", the app setting no group (root's): istio-init lets group 0's traffic out uncaptured`,
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("groups-let-out", nil, catLean("proxy.istio.io/config", `{"proxyMetadata":{"ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE":"0"}}`))
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "ready, its group's traffic not captured"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
+				return err
+			}},
+		{code: "KM-START-020", ns: inj, name: "drain-past-grace", how: `proxy.istio.io/config terminationDrainDuration 60s, terminationGracePeriodSeconds 5: the kubelet kills the proxy 5s into its drain`,
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("drain-past-grace", nil, catLean("proxy.istio.io/config", `{"terminationDrainDuration":"60s"}`))
+				five := int64(5)
+				p.Spec.TerminationGracePeriodSeconds = &five
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "ready"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
 				return err
 			}},
 		{code: "KM-INIT-012", ns: inj, name: "proxy-image-app", how: "a run-once pod whose sidecar.istio.io/proxyImage is the app's image: istio-init finds no istio-iptables in it and fails",

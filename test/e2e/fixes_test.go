@@ -194,6 +194,30 @@ var fixCases = []fixCase{
 		state: anyPod("migrate", "the run failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })},
 	{nn: "56", object: "orders", code: "KM-INJ-010", fixStarts: `kubectl patch statefulset orders -n kmfix-56 --type merge -p '{"spec": {"template": {"metadata": {"labels": {"istio.io/rev": null}}}}}'`, injected: true,
 		state: anyPod("orders", "ready", podReadyNow)},
+	// Round 20's 07, 04, 05, 03, 02 and 06.
+	{nn: "57", object: "reconciler", code: "KM-CAP-014", fixStarts: `kubectl patch statefulset/reconciler -n kmfix-57 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":null}}}}}'`,
+		injected: true, mesh: true, state: anyPod("reconciler", "ready", podReadyNow)},
+	{nn: "58", object: "payments-gw", code: "KM-START-020", fixStarts: `kubectl patch deployment/payments-gw -n kmfix-58 --type=strategic -p '{"spec":{"template":{"spec":{"terminationGracePeriodSeconds":70}}}}'`,
+		injected: true, mesh: true, state: anyPod("payments-gw", "ready", podReadyNow)},
+	{nn: "59", object: "search", code: "KM-INIT-003", fixStarts: `kubectl patch deployment/search -n kmfix-59 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":null}}}}}'`,
+		injected: true, state: anyPod("search", "istio-init failed", func(p *corev1.Pod) bool {
+			s := catStatus(p, "istio-init")
+			return s != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0
+		})},
+	{nn: "60", object: "node-exporter", code: "KM-INIT-005", fixStarts: `kubectl patch daemonset/node-exporter -n kmfix-60 --type=strategic -p '{"spec":{"template":{"spec":{"initContainers":[{"name":"log-shipper","restartPolicy":"Always"}]}}}}'`,
+		injected: true, state: anyPod("node-exporter", "log-shipper running for over a minute", func(p *corev1.Pod) bool {
+			s := catStatus(p, "log-shipper")
+			return s != nil && s.State.Running != nil && time.Since(s.State.Running.StartedAt.Time) > 65*time.Second
+		})},
+	{nn: "61", object: "checkout", code: "KM-INIT-009", fixStarts: `kubectl patch deployment/checkout -n kmfix-61 --type=strategic -p '{"spec":{"template":{"spec":{"securityContext":{"seccompProfile":{"localhostProfile":null,"type":"RuntimeDefault"}}}}}}'`,
+		injected: true, state: anyPod("checkout", "istio-init cannot be created", func(p *corev1.Pod) bool {
+			s := catStatus(p, "istio-init")
+			return s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == "CreateContainerError"
+		})},
+	{nn: "62", object: "storefront", code: "KM-START-014", fixStarts: `kubectl patch replicaset/storefront -n kmfix-62 --type=strategic -p '{"spec":{"template":{"spec":{"readinessGates":null}}}}'`,
+		injected: true, state: anyPod("storefront", "running, containers ready, not ready", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p) && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
