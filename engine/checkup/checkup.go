@@ -147,7 +147,11 @@ func (e *Engine) Targets(ctx context.Context) (ds []*diagnose.Diagnosis, list bo
 	for _, r := range reports {
 		switch {
 		case len(e.Inject.Filenames) > 0:
-			items = append(items, &item{facts: diagnose.Facts{Injection: r, Files: e.Inject.Filenames, NoPod: "a manifest, not created yet: its pods are checked once they run"}})
+			noPod := "a manifest, not created yet: --verify checks the pod admission makes of it; else its pods are checked once they run"
+			if e.Verify {
+				noPod = "a manifest, not created yet: its pods are checked once they run"
+			}
+			items = append(items, &item{facts: diagnose.Facts{Injection: r, Files: e.Inject.Filenames, NoPod: noPod}})
 		case r.Kind != "Pod" && r.CreationBlocked:
 			// Its new pods are refused (its old ones, if any, are above).
 			items = append(items, &item{facts: diagnose.Facts{Injection: r, NoPod: "admission refuses the pods of its template: none was created from it"}})
