@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,48 @@ func TestInjectedLabelMiss(t *testing.T) {
 		checks++
 		if got := fmt.Sprint(InjectedLabelMiss(tc.selector, pod)); got != tc.want {
 			t.Errorf("selector %v: %s, want %s", tc.selector, got, tc.want)
+		}
+	}
+	t.Logf("%d checks", checks)
+}
+
+// A Service that selects by the revision label (red team round 21's 05):
+// while its pods are on that revision, a hazard; once they moved to
+// another, the Service misses them; a Service by the pod's own labels is
+// left alone.
+func TestRevisionSelected(t *testing.T) {
+	svc := func(sel map[string]string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{Selector: sel}}
+	}
+	onCanary := func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web", "istio.io/rev": "canary"} }
+	moved := func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web", "istio.io/rev": "default"} }
+	checks := 0
+	for _, tc := range []struct {
+		name              string
+		pod               func(p *corev1.Pod)
+		services, missing []corev1.Service
+		evidence          string
+	}{
+		{"selected by its revision", onCanary, []corev1.Service{svc(map[string]string{"app": "web", "istio.io/rev": "canary"})}, nil, `Service web selects istio.io/rev="canary" beside the pod's own labels`},
+		{"moved to another revision", moved, nil, []corev1.Service{svc(map[string]string{"app": "web", "istio.io/rev": "canary"})}, `Service web selects istio.io/rev="canary" (this pod's: "default"; the revision label`},
+		{"by its own labels", onCanary, []corev1.Service{svc(map[string]string{"app": "web"})}, nil, ""},
+	} {
+		f := checkCase{pod: tc.pod}.facts()
+		f.Services, f.ServicesMissing = tc.services, tc.missing
+		d := Diagnose(f)
+		got := ""
+		for _, fd := range d.Findings {
+			if fd.Code == CodeServiceInjectedLabel {
+				got = fd.Evidence
+				checks++
+				if !strings.Contains(fd.Fix, `kubectl patch service web -n shop --type=json -p '[{"op":"remove","path":"/spec/selector/istio.io~1rev"}]'`) {
+					t.Errorf("%s: fix %q", tc.name, fd.Fix)
+				}
+			}
+		}
+		checks++
+		if tc.evidence == "" && got != "" || !strings.Contains(got, tc.evidence) {
+			t.Errorf("%s: evidence %q, want %q", tc.name, got, tc.evidence)
 		}
 	}
 	t.Logf("%d checks", checks)

@@ -311,6 +311,9 @@ func RefusalCause(w *WorkloadState, text string) (ev, mesh, fix string, ok bool)
 	if ev, mesh, fix, ok := templatesClash(w, text); ok {
 		return ev, mesh, fix, true
 	}
+	if ev, mesh, fix, ok := annotationBudget(w, text); ok {
+		return ev, mesh, fix, true
+	}
 	if ev, mesh, fix, ok := podBudget(w, text); ok {
 		// A pod-level budget its own containers fit in: the sidecar tips it.
 		return ev, mesh, fix, true
