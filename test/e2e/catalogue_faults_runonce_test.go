@@ -89,6 +89,17 @@ func (b *catBed) faultsProxySettings() []*catFault {
 				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
 				return err
 			}},
+		{code: "KM-START-021", ns: inj, name: "ports-privileged", how: "the pod's securityContext sets net.ipv4.ip_unprivileged_port_start=16000: istio-proxy (uid 1337) cannot bind its ports and crash-loops",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("ports-privileged", nil, catLean())
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "16000"}}}
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "istio-proxy failed again"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool { return catFailedAgain(catStatus(p, "istio-proxy")) })
+				return err
+			}},
 		{code: "KM-INIT-012", ns: inj, name: "proxy-image-app", how: "a run-once pod whose sidecar.istio.io/proxyImage is the app's image: istio-init finds no istio-iptables in it and fails",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("proxy-image-app", nil, catLean("sidecar.istio.io/proxyImage", testImage))

@@ -218,6 +218,13 @@ var fixCases = []fixCase{
 		injected: true, state: anyPod("storefront", "running, containers ready, not ready", func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p) && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready
 		})},
+	// Round 21's 01 and 05 (after the move).
+	{nn: "63", object: "api", code: "KM-START-004", fixStarts: `kubectl patch deployment/api -n kmfix-63 --type=strategic -p '{"spec":{"template":{"spec":{"securityContext":{"sysctls":null}}}}}'`,
+		injected: true, mesh: true, names: "net.ipv4.ip_unprivileged_port_start=16000", state: anyPod("api", "istio-proxy failed again", func(p *corev1.Pod) bool {
+			return catFailedAgain(catStatus(p, "istio-proxy"))
+		})},
+	{nn: "64", object: "web", code: "KM-CONN-010", fixStarts: `kubectl patch service web -n kmfix-64 --type=json -p '[{"op":"remove","path":"/spec/selector/istio.io~1rev"}]'`,
+		injected: true, mesh: true, state: anyPod("web", "ready", podReadyNow)},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
