@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -139,6 +140,15 @@ func move(c candidate, target string, nsLabels, podLabels map[string]string, rel
 	podLabels[istio.LabelRev] = target
 	if c.kind == "Pod" || c.kind == "Job" {
 		return // re-created from its manifest with the label: said by its restart
+	}
+	if selectsByRevision(c.selector) && c.kind != "CronJob" {
+		// Its selector, immutable, reads the label: the workload is made
+		// again without it there, its pods orphaned meanwhile and adopted
+		// by the new one, which rolls them (no outage).
+		kind := strings.ToLower(c.kind)
+		relabels[kind+"/"+c.namespace+"/"+c.name] = fmt.Sprintf(`kubectl get %s/%s -n %s -o json | kubectl patch --local -f - --type=merge -p '{"spec":{"selector":{"matchLabels":{%q:null}},"template":{"metadata":{"labels":{%q:%q}}}}}' -o json | kubectl replace --force --cascade=orphan -f -   # its selector holds %s, and a selector cannot change: this makes %s/%s again selecting its pods without it; its pods are kept meanwhile, then rolled to the new revision`,
+			kind, c.name, c.namespace, istio.LabelRev, istio.LabelRev, target, istio.LabelRev, kind, c.name)
+		return
 	}
 	path := `{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}`
 	if c.kind == "CronJob" {
@@ -516,4 +526,20 @@ func freedByRollout(c candidate, refused string) bool {
 	}
 	fits, ok := injection.QuotaFitsWithout(&c.pod.Spec, refused)
 	return ok && fits
+}
+
+// selectsByRevision says a workload's pod selector reads the revision
+// label.
+func selectsByRevision(selector string) bool {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return false
+	}
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		if r.Key() == istio.LabelRev {
+			return true
+		}
+	}
+	return false
 }

@@ -94,6 +94,9 @@ func (e *Engine) Plan(ctx context.Context, req Request) (*upgrade.Plan, error) {
 		}
 		plan.Workloads = append(plan.Workloads, w)
 	}
+	if unread := e.pinnedServices(ctx, ns, cands, relabels); unread != "" {
+		plan.Incomplete = append(plan.Incomplete, unread)
+	}
 	keys := make([]string, 0, len(relabels))
 	for k := range relabels {
 		keys = append(keys, k)
