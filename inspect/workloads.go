@@ -283,6 +283,7 @@ func DeploymentWorkload(d *appsv1.Deployment) Workload {
 		}
 	}
 	w.Since = since(d.CreationTimestamp, times...)
+	w.Selector = selectorOf(d.Spec.Selector)
 	return w
 }
 
