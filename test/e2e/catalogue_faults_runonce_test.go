@@ -100,6 +100,24 @@ func (b *catBed) faultsProxySettings() []*catFault {
 				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool { return catFailedAgain(catStatus(p, "istio-proxy")) })
 				return err
 			}},
+		{code: "KM-INIT-013", ns: inj, name: "sidecar-probes-app", how: "a native sidecar of the app's own whose startup probe asks the app container's port 8080: the app starts only after it passes",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("sidecar-probes-app", nil, catLean())
+				always := corev1.ContainerRestartPolicyAlways
+				side := *p.Spec.Containers[0].DeepCopy()
+				side.Name, side.Command, side.Ports, side.RestartPolicy = "config-reloader", []string{"/bin/sh", "-c", "sleep 100000"}, nil, &always
+				side.StartupProbe = &corev1.Probe{PeriodSeconds: 2, FailureThreshold: 100000, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}}
+				p.Spec.InitContainers = append(p.Spec.InitContainers, side)
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "config-reloader running, not started"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, func(p *corev1.Pod) bool {
+					s := catStatus(p, "config-reloader")
+					return s != nil && s.State.Running != nil && (s.Started == nil || !*s.Started)
+				})
+				return err
+			}},
 		{code: "KM-INIT-012", ns: inj, name: "proxy-image-app", how: "a run-once pod whose sidecar.istio.io/proxyImage is the app's image: istio-init finds no istio-iptables in it and fails",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("proxy-image-app", nil, catLean("sidecar.istio.io/proxyImage", testImage))

@@ -225,6 +225,17 @@ var fixCases = []fixCase{
 		})},
 	{nn: "64", object: "web", code: "KM-CONN-010", fixStarts: `kubectl patch service web -n kmfix-64 --type=json -p '[{"op":"remove","path":"/spec/selector/istio.io~1rev"}]'`,
 		injected: true, mesh: true, state: anyPod("web", "ready", podReadyNow)},
+	// Round 22's 04 and 09.
+	{nn: "65", object: "shop-web", code: "KM-INIT-013", fixStarts: `kubectl patch deployment/shop-web -n kmfix-65 --type=strategic -p '{"spec":{"template":{"spec":{"initContainers":[{"name":"config-reloader","startupProbe":null}]}}}}'`,
+		injected: true, state: anyPod("shop-web", "config-reloader running, not started", func(p *corev1.Pod) bool {
+			s := catStatus(p, "config-reloader")
+			return s != nil && s.State.Running != nil && (s.Started == nil || !*s.Started)
+		})},
+	{nn: "66", object: "cache", code: "KM-INIT-013", fixStarts: `kubectl patch statefulset/cache -n kmfix-66 --type=strategic -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/nativeSidecar":"true"}}}}}'`,
+		injected: true, mesh: true, state: anyPod("cache", "metrics-agent running, not started", func(p *corev1.Pod) bool {
+			s := catStatus(p, "metrics-agent")
+			return s != nil && s.State.Running != nil && (s.Started == nil || !*s.Started)
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
