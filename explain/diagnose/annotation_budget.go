@@ -37,7 +37,9 @@ func annotationBudget(w *WorkloadState, text string) (ev, mesh, fix string, ok b
 	if len(own) == 0 {
 		return "", "", "", false
 	}
-	sort.Slice(own, func(i, j int) bool { return own[i].size > own[j].size || own[i].size == own[j].size && own[i].key < own[j].key })
+	sort.Slice(own, func(i, j int) bool {
+		return own[i].size > own[j].size || own[i].size == own[j].size && own[i].key < own[j].key
+	})
 	big := own[0]
 	mesh = "the annotations Istio's injector adds (" + istio.AnnotationStatus + " and its own)"
 	ev = fmt.Sprintf("the template's annotations are %d bytes of the apiserver's %d-byte limit on a pod's annotations, and %s take the pod over it; the largest of the template's own is %s (%d bytes)",

@@ -40,7 +40,12 @@ func TestDrainOutlastsGrace(t *testing.T) {
 		{"60s drain, 60s grace", grace(60), Warning},
 		{"60s drain, 90s grace", grace(90), ""},
 		{"60s drain, the default grace (30s)", func(p *corev1.Pod) { drainPast(p); p.Spec.TerminationGracePeriodSeconds = nil }, Warning},
-		{"the default drain, 1s grace", func(p *corev1.Pod) { drainPast(p); p.Spec.Containers[0].Env = nil; one := int64(1); p.Spec.TerminationGracePeriodSeconds = &one }, ""},
+		{"the default drain, 1s grace", func(p *corev1.Pod) {
+			drainPast(p)
+			p.Spec.Containers[0].Env = nil
+			one := int64(1)
+			p.Spec.TerminationGracePeriodSeconds = &one
+		}, ""},
 		{"no sidecar", func(p *corev1.Pod) { drainPast(p); notInjected(p) }, ""},
 	} {
 		d := Diagnose(checkCase{pod: tc.pod}.facts())

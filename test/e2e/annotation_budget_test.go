@@ -27,7 +27,9 @@ func TestAnnotationBudgetFix(t *testing.T) {
 	ctx := context.Background()
 	ns := c.Namespace(t, "kmbudget", map[string]string{"istio-injection": "enabled"})
 	checks := 0
-	defer func() { testreport.Count(t, "a template near the annotations' limit, its fix pasted: %d checks", checks) }()
+	defer func() {
+		testreport.Count(t, "a template near the annotations' limit, its fix pasted: %d checks", checks)
+	}()
 	const big = "render.example.com/template"
 	d := appDeployment(ns, "renderer", 1, catLean(big, strings.Repeat("x", 261900)))
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
