@@ -25,14 +25,11 @@ func init() {
 		run:     drainOutlastsGrace})
 }
 
-// proxyDrain is the drain the pod's istio-proxy is given, and whether it
-// is set (else Istio's default, 5s).
-func proxyDrain(p *corev1.Pod) (time.Duration, bool) {
-	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-		if c.Name != istio.ProxyContainer {
-			continue
-		}
-		for _, e := range c.Env {
+// proxyDrain is the drain istio-proxy is given, and whether it is set
+// (else Istio's default, 5s).
+func proxyDrain(proxy *corev1.Container) (time.Duration, bool) {
+	if proxy != nil {
+		for _, e := range proxy.Env {
 			if e.Name != "PROXY_CONFIG" {
 				continue
 			}
@@ -55,7 +52,8 @@ func drainOutlastsGrace(in *Input) []Finding {
 	if p == nil || p.DeletionTimestamp != nil {
 		return nil
 	}
-	drain, set := proxyDrain(p)
+	proxy, _ := in.container(istio.ProxyContainer)
+	drain, set := proxyDrain(proxy)
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g

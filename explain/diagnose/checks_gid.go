@@ -39,19 +39,10 @@ func proxyGID(in *Input) []Finding {
 		return nil // no capture rules: nothing to bypass
 	}
 	gid := istio.ProxyGID
-	podGID := ""
-	if sc := p.Spec.SecurityContext; sc != nil && sc.RunAsGroup != nil {
-		podGID = strconv.FormatInt(*sc.RunAsGroup, 10)
-	}
 	var hits []gidHit
 	for _, c := range appContainers(p) {
-		switch {
-		case c.SecurityContext != nil && c.SecurityContext.RunAsGroup != nil:
-			if strconv.FormatInt(*c.SecurityContext.RunAsGroup, 10) == gid {
-				hits = append(hits, gidHit{container: c.Name})
-			}
-		case podGID == gid:
-			hits = append(hits, gidHit{container: c.Name, onPod: true})
+		if g, fromPod := runAsGroup(p, c); g == gid {
+			hits = append(hits, gidHit{container: c.Name, onPod: fromPod})
 		}
 	}
 	if len(hits) == 0 {
@@ -70,6 +61,19 @@ func proxyGID(in *Input) []Finding {
 	}
 	ev := quoteList(said) + " runs as gid " + gid + ", the proxy's: istio-iptables lets that gid's traffic through uncaptured (--gid-owner " + gid + " -j RETURN), so its outbound traffic bypasses the proxy"
 	return []Finding{{Evidence: ev, Fix: gidFix(p, own, onPod)}}
+}
+
+// runAsGroup is the group container c of p runs as by their spec: its own
+// securityContext.runAsGroup, else the pod's (fromPod); "" when neither
+// sets one (the image's user's group).
+func runAsGroup(p *corev1.Pod, c corev1.Container) (gid string, fromPod bool) {
+	if sc := c.SecurityContext; sc != nil && sc.RunAsGroup != nil {
+		return strconv.FormatInt(*sc.RunAsGroup, 10), false
+	}
+	if sc := p.Spec.SecurityContext; sc != nil && sc.RunAsGroup != nil {
+		return strconv.FormatInt(*sc.RunAsGroup, 10), true
+	}
+	return "", false
 }
 
 // gidFix removes runAsGroup 1337 from the template where it is set: the

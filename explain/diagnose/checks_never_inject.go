@@ -49,8 +49,7 @@ func neverInjected(in *Input) []Finding {
 	why := "   # an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it"
 	fix := ""
 	if manifest {
-		files := strings.Join(in.Files, " -f ")
-		fix = "# edit " + files + " first: label the pod template " + istio.KeyInject + `: "true"; an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it` + "\nkubectl apply -f " + files
+		fix = manifestEditFix(in.Files, "label the pod template "+istio.KeyInject+`: "true"; an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it`)
 	} else {
 		fix = specFixLabel(p, templateOwner(p), istio.KeyInject, "true") + why
 	}

@@ -54,7 +54,7 @@ func initOwnerGroups(p *corev1.Pod) (ownerGroupFilter, bool) {
 		}
 		return out
 	}
-	const include, exclude = "ISTIO_OUTBOUND_OWNER_GROUPS", "ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE"
+	include, exclude := ownerGroupVars[0], ownerGroupVars[1]
 	if v := env[include]; v != "" && v != "*" {
 		return ownerGroupFilter{groups: split(v), said: fmt.Sprintf("%s=%q (only these groups' traffic is captured)", include, v)}, true
 	}
@@ -93,15 +93,12 @@ func ownerGroupBypass(in *Input) []Finding {
 	if !ok {
 		return nil
 	}
-	podGID := ""
-	if sc := p.Spec.SecurityContext; sc != nil && sc.RunAsGroup != nil {
-		podGID = strconv.FormatInt(*sc.RunAsGroup, 10)
-	}
 	var sure, likely []string
 	for _, c := range appContainers(p) {
-		gid, from := podGID, "the pod's runAsGroup"
-		if c.SecurityContext != nil && c.SecurityContext.RunAsGroup != nil {
-			gid, from = strconv.FormatInt(*c.SecurityContext.RunAsGroup, 10), "its runAsGroup"
+		gid, fromPod := runAsGroup(p, c)
+		from := "its runAsGroup"
+		if fromPod {
+			from = "the pod's runAsGroup"
 		}
 		assumed := gid == ""
 		if assumed {

@@ -30,10 +30,7 @@ func sidecarProbeCycle(in *Input) []Finding {
 	if p == nil {
 		return nil
 	}
-	classicProxy := false
-	for _, c := range p.Spec.Containers {
-		classicProxy = classicProxy || c.Name == istio.ProxyContainer
-	}
+	classicProxy := classicSidecar(p)
 	var out []Finding
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways || c.StartupProbe == nil || istio.IsIstioContainer(c.Name) {

@@ -46,11 +46,8 @@ func proxyPortsPrivileged(in *Input) []Finding {
 	if start <= istio.PortAdmin {
 		return nil
 	}
-	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-		if c.Name != istio.ProxyContainer || c.SecurityContext == nil {
-			continue
-		}
-		sc := c.SecurityContext
+	if proxy, _ := in.container(istio.ProxyContainer); proxy != nil && proxy.SecurityContext != nil {
+		sc := proxy.SecurityContext
 		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
 			return nil
 		}

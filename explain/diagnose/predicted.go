@@ -12,17 +12,23 @@ func predicted(f Facts) []Finding {
 	if f.NoPod == "" || len(f.Files) == 0 || r == nil || r.Verified == nil || r.Verified.Pod == nil {
 		return nil
 	}
-	files := strings.Join(f.Files, " -f ")
 	var out []Finding
 	for _, fd := range Hazards(r.Verified.Pod, r.Kind) {
 		fd.predicted = true
 		fd.Evidence = "predicted on the pod --verify's dry run admitted (" + strings.ToLower(r.Kind) + "/" + r.Name + " is not created yet): " + fd.Evidence
-		change := "# edit " + files + " first: "
+		change := ""
 		if s, ok := Lookup(fd.Code); ok {
-			change += s.Fixes
+			change = s.Fixes
 		}
-		fd.Fix = change + "\nkubectl apply -f " + files
+		fd.Fix = manifestEditFix(f.Files, change)
 		out = append(out, fd)
 	}
 	return out
+}
+
+// manifestEditFix is the fix of a manifest not created yet (-f): what to
+// change in its files, then their apply.
+func manifestEditFix(files []string, change string) string {
+	list := strings.Join(files, " -f ")
+	return "# edit " + list + " first: " + change + "\nkubectl apply -f " + list
 }

@@ -45,15 +45,11 @@ func initCause(s *startup.StartupReport, container string) string {
 func hazardCode(s *startup.StartupReport, h startup.Hazard) string {
 	switch h.ID {
 	case "istio-init-failed":
-		for _, c := range s.InitContainers {
-			if c.Name == h.Container {
-				switch c.Cause {
-				case startup.CauseNoNetAdmin:
-					return CodeInitNoNetAdmin
-				case startup.CauseBadPorts:
-					return CodeInitBadArgument
-				}
-			}
+		switch initCause(s, h.Container) {
+		case startup.CauseNoNetAdmin:
+			return CodeInitNoNetAdmin
+		case startup.CauseBadPorts:
+			return CodeInitBadArgument
 		}
 		return CodeInitFailed
 	case "validation-failed":
