@@ -49,7 +49,7 @@ func neverInjected(in *Input) []Finding {
 	why := "   # an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it"
 	fix := ""
 	if manifest {
-		fix = manifestEditFix(in.Files, "label the pod template "+istio.KeyInject+`: "true"; an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it`)
+		fix = manifestEditFix(in.Files, "label the pod template "+istio.KeyInject+`: "true"; an explicit label wins over the injector's selectors; if the pod is meant to stay out of the mesh, leave it`, r)
 	} else {
 		fix = specFixLabel(p, templateOwner(p), istio.KeyInject, "true") + why
 	}

@@ -216,7 +216,7 @@ func reservedPorts(in *Input) []Finding {
 	if p == nil {
 		return nil
 	}
-	var hits []string
+	var hits, edits []string
 	var hit []corev1.Container
 	// The app's containers, and its own native sidecars (restartable init
 	// containers), which run beside the proxy too.
@@ -232,6 +232,7 @@ func reservedPorts(in *Input) []Finding {
 			if slices.Contains(istio.ReservedPorts, port.ContainerPort) {
 				hbone = hbone && (port.ContainerPort == istio.PortHBONE || port.ContainerPort == istio.PortHBONE+1)
 				hits = append(hits, fmt.Sprintf("container %s port %d", c.Name, port.ContainerPort))
+				edits = append(edits, fmt.Sprintf("container %s's port %d → %d", c.Name, port.ContainerPort, freePort(p, port.ContainerPort)))
 				if len(hit) == 0 || hit[len(hit)-1].Name != c.Name {
 					hit = append(hit, c)
 				}
@@ -244,6 +245,7 @@ func reservedPorts(in *Input) []Finding {
 			moves[c.Name] = ports
 			for _, port := range ports {
 				hits = append(hits, fmt.Sprintf("container %s port %d (in its command, undeclared; its log: address already in use)", c.Name, port))
+				edits = append(edits, fmt.Sprintf("container %s's port %d → %d", c.Name, port, freePort(p, port)))
 				hbone = hbone && (port == istio.PortHBONE || port == istio.PortHBONE+1)
 			}
 			if len(hit) == 0 || hit[len(hit)-1].Name != c.Name {
@@ -272,6 +274,7 @@ func reservedPorts(in *Input) []Finding {
 	return []Finding{{Evidence: ev,
 		Mesh:     "the proxy's ports (" + quoteList(hits) + ")",
 		Fix:      fix,
+		edit:     "move " + quoteList(edits) + ": its containerPort, the number in its command, args, env and probes, and the targetPort of the Services that send to it",
 		explains: []string{CodeAppFailing, CodeInitContainerFailed, CodeProxyFailing, CodeProxyNotReady}}}
 }
 

@@ -21,15 +21,18 @@ func RefusalCode(kind string) string {
 
 // hazardReads are the facts a check may read to run on a pod that does not
 // exist yet (one a dry run admitted): its spec; its events and logs are
-// none yet.
-var hazardReads = []Fact{FactPod, FactMesh, FactEvents, FactLogs}
+// none yet; the Services that will select it are those given (none: a
+// check of a Service's port then finds nothing, one of the pod's own
+// ports still does).
+var hazardReads = []Fact{FactPod, FactMesh, FactEvents, FactLogs, FactServices}
 
 // Hazards runs the catalogue's static checks that read only a pod's spec on
 // a pod not created yet (what a dry run admitted), made by a controller of
 // kind (Job, CronJob: run-once): the hazards it will meet when it is.
-func Hazards(p *corev1.Pod, kind string) []Finding {
+func Hazards(p *corev1.Pod, kind string, services ...corev1.Service) []Finding {
 	p = p.DeepCopy()
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	p.CreationTimestamp = metav1.Now() // not created yet: nothing has waited
 	if kind == "Job" || kind == "CronJob" {
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: p.GenerateName + "plan", Controller: &yes}}
@@ -38,7 +41,7 @@ func Hazards(p *corev1.Pod, kind string) []Finding {
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		facts.OwnerKind = ref.Kind
 	}
-	in := &Input{Facts: Facts{Pod: p, Startup: startup.AnalyzeStartup(facts)}, Target: p.GenerateName + " -n " + p.Namespace}
+	in := &Input{Facts: Facts{Pod: p, Startup: startup.AnalyzeStartup(facts), Services: services}, Target: p.GenerateName + " -n " + p.Namespace}
 	var out []Finding
 	for _, s := range Checks() {
 		if s.Kind != Static || !readsOnly(s.Reads, hazardReads) || s.Code == CodeNotRunning {

@@ -1,6 +1,10 @@
 package diagnose
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
+)
 
 // predicted are the catalogue's static findings on the pod admission made
 // of a manifest not created yet (-f --verify's dry run): what the pod will
@@ -15,20 +19,29 @@ func predicted(f Facts) []Finding {
 	var out []Finding
 	for _, fd := range Hazards(r.Verified.Pod, r.Kind) {
 		fd.predicted = true
-		fd.Evidence = "predicted on the pod --verify's dry run admitted (" + strings.ToLower(r.Kind) + "/" + r.Name + " is not created yet): " + fd.Evidence
+		fd.Evidence = "predicted on the pod --verify's dry run admitted for " + strings.ToLower(r.Kind) + "/" + r.Name + " as the manifest gives it: " + fd.Evidence
 		change := ""
 		if s, ok := Lookup(fd.Code); ok {
 			change = s.Fixes
 		}
-		fd.Fix = manifestEditFix(f.Files, change)
+		if fd.edit != "" {
+			change = fd.edit
+		}
+		fd.Fix = manifestEditFix(f.Files, change, r)
 		out = append(out, fd)
 	}
 	return out
 }
 
 // manifestEditFix is the fix of a manifest not created yet (-f): what to
-// change in its files, then their apply.
-func manifestEditFix(files []string, change string) string {
+// change in its files, then their apply. A pod or a Job the manifest makes
+// (r) cannot take the change in place once it exists: it is deleted first,
+// if it does (the other objects of the files are applied as they are).
+func manifestEditFix(files []string, change string, r *injection.InjectionReport) string {
 	list := strings.Join(files, " -f ")
-	return "# edit " + list + " first: " + change + "\nkubectl apply -f " + list
+	fix := "# edit " + list + " first: " + change
+	if r != nil && (r.Kind == "Pod" || r.Kind == "Job") {
+		fix += "\nkubectl delete " + strings.ToLower(r.Kind) + " " + r.Name + " -n " + r.Namespace + " --ignore-not-found   # if it exists: a " + strings.ToLower(r.Kind) + " cannot take the change in place"
+	}
+	return fix + "\nkubectl apply -f " + list
 }

@@ -89,6 +89,9 @@ type Finding struct {
 	// predicted: found on the pod a dry run admitted for a manifest not
 	// created yet (its stage row is otherwise not checked).
 	predicted bool
+	// edit is what to change in a manifest not created yet (-f), when the
+	// check can say it for the pod's own fields ("" : the Spec's Fixes).
+	edit string
 	// container is the container a startup hazard is about.
 	container string
 	// explains are the codes of the symptoms this finding is the cause

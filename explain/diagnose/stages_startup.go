@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
@@ -128,7 +129,11 @@ func fromHazards(in *Input, name string, s *startup.StartupReport, fails, warns 
 						}
 					}
 				}
-				a.findings = append(a.findings, Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: fix, container: h.Container})
+				fd := Finding{Code: code, Status: k.status, Evidence: h.Message, Fix: fix, container: h.Container}
+				if code == CodeJobClassicSidecar {
+					fd.edit = jobNativeEdit(in.Pod)
+				}
+				a.findings = append(a.findings, fd)
 				msgs = append(msgs, h.Message)
 				if c.Fix == "" {
 					c.Fix, c.Code = fix, code
@@ -446,4 +451,17 @@ func (in *Input) jobNativeFix(advice string) string {
 			"kubectl delete job " + job + " -n " + p.Namespace + "   # the run its classic sidecar keeps alive"
 	}
 	return injection.RecreateJob(job, p.Namespace, native, nil)
+}
+
+// jobNativeEdit is what to change, in a manifest not created yet (-f), for
+// a run-once pod with a classic sidecar: the annotation where its kind
+// keeps it.
+func jobNativeEdit(p *corev1.Pod) string {
+	where := "the pod's metadata.annotations"
+	if p != nil {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" {
+			where = "the Job's spec.template.metadata.annotations (a CronJob's spec.jobTemplate.spec.template.metadata.annotations)"
+		}
+	}
+	return istio.AnnotationNativeSidecar + `: "true" in ` + where + " (istiod reads it from Istio 1.24; before, native sidecars are mesh-wide: ENABLE_NATIVE_SIDECARS=true)"
 }
