@@ -267,11 +267,28 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 		}
 	}
 	incomplete := inject.FactsIncomplete(facts)
+	// Each report's slice, made with its pod (a named target's pods were
+	// kept as read): what it shows and its exit, one answer with diagnose.
+	var ds []*diagnose.Diagnosis
+	if kept == nil {
+		for i, r := range reports {
+			p := o.eng.LivePod(r)
+			if i < len(pods) {
+				p = pods[i]
+			}
+			if len(o.Filenames) > 0 {
+				ds = append(ds, manifestSlice(r, o.Filenames))
+				continue
+			}
+			ds = append(ds, injectionSlice(r, p, o.eng.InjectionTemplate(ctx, p)))
+		}
+		refusedTemplates(reports)
+		changedByAdmission(reports, ds)
+	}
 	if kept != nil {
 		err = kept.print(incomplete)
 	} else {
-		refusedTemplates(reports)
-		err = o.print(reports, list, incomplete)
+		err = o.print(reports, list, incomplete, ds...)
 	}
 	if err != nil {
 		return err
@@ -279,16 +296,8 @@ func (o *WhyInjectedOptions) Run(ctx context.Context) error {
 	if o.Watch {
 		return o.watch(ctx, kept.sigs)
 	}
-	for i, r := range reports {
-		var p *corev1.Pod
-		if i < len(pods) {
-			p = pods[i]
-		}
-		if len(o.Filenames) > 0 {
-			x.add(manifestSlice(r, o.Filenames))
-			continue
-		}
-		x.add(injectionSlice(r, p, o.eng.InjectionTemplate(ctx, p)))
+	for _, d := range ds {
+		x.add(d)
 	}
 	return x.exit(incomplete)
 }
@@ -300,6 +309,30 @@ func (o *WhyInjectedOptions) newSweep(facts *injection.ClusterFacts, verified bo
 		p = render.NewPrinter(o.Out)
 	}
 	return newInjectionSweep(o, p, facts, verified)
+}
+
+// changedByAdmission puts into the verdict of a workload's template whose
+// pods (the reports after it, with their slices ds) an admission mutator
+// kept out of the mesh the finding diagnose makes of them (KM-INJ-017):
+// the template alone says what the injector would do, not what admission
+// does to its pods first.
+func changedByAdmission(reports []*injection.InjectionReport, ds []*diagnose.Diagnosis) {
+	for i, r := range reports {
+		if r.Kind == "Pod" {
+			continue
+		}
+		for j := i + 1; j < len(reports) && reports[j].Kind == "Pod"; j++ {
+			for _, f := range ds[j].Findings {
+				if f.Code == diagnose.CodeInjectLabelChanged && f.Status == diagnose.Fail {
+					r.Verdict += " But admission changes its pods first (" + f.Code + "): " + f.Evidence
+					if r.Fix == "" {
+						r.Fix = f.Fix
+					}
+					return
+				}
+			}
+		}
+	}
 }
 
 // refusedTemplates puts into the verdict and fix of each template whose

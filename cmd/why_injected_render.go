@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 
+	"github.com/kubectl-mesh/kubectl-mesh/explain/diagnose"
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 
 	"github.com/kubectl-mesh/kubectl-mesh/render"
@@ -10,7 +11,10 @@ import (
 
 // print prints the reports of a pod, a workload (and its pods) or the
 // objects of files; a sweep prints through injectionSweep.
-func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bool, incomplete []string) error {
+//
+// ds are the reports' injection slices, made with their pods, when the
+// caller has them.
+func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bool, incomplete []string, ds ...*diagnose.Diagnosis) error {
 	if o.Output != "" {
 		if !list {
 			return render.Structured(o.Out, o.Output, render.InjectionReportDoc{APIVersion: render.APIVersion, Kind: "InjectionReport", InjectionReport: reports[0]})
@@ -43,7 +47,10 @@ func (o *WhyInjectedOptions) print(reports []*injection.InjectionReport, list bo
 		if r.Kind != "Pod" && i+1 < len(reports) && reports[i+1].Kind == "Pod" {
 			render.FactorTable(p, r, o.All)
 			fmt.Fprintln(o.Out)
-			return printPodRows(p, reports[i+1:], nil)
+			if len(ds) == len(reports) {
+				ds = ds[i+1:]
+			}
+			return printPodRows(p, reports[i+1:], nil, ds...)
 		}
 		render.FactorTable(p, r, o.All)
 	}

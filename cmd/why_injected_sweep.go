@@ -53,10 +53,19 @@ func newInjectionSweep(o *WhyInjectedOptions, p *render.Printer, facts *injectio
 // printPodRows prints one row per pod, mismatches first, then (with facts,
 // for a sweep) a summary per namespace and the commands that fix the
 // mismatches.
-func printPodRows(p *render.Printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts) error {
+//
+// ds are the reports' injection slices, when the caller has them (made
+// with their pods): else they are made of the reports alone.
+func printPodRows(p *render.Printer, reports []*injection.InjectionReport, facts *injection.ClusterFacts, ds ...*diagnose.Diagnosis) error {
 	s := newInjectionSweep(&WhyInjectedOptions{}, p, facts, anyVerified(reports))
-	for _, r := range reports {
-		if err := s.add(r, injectionSlice(r, nil)); err != nil {
+	for i, r := range reports {
+		d := (*diagnose.Diagnosis)(nil)
+		if len(ds) == len(reports) {
+			d = ds[i]
+		} else {
+			d = injectionSlice(r, nil)
+		}
+		if err := s.add(r, d); err != nil {
 			return err
 		}
 	}

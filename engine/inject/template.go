@@ -43,6 +43,15 @@ func (e *Engine) keepLive(r *injection.InjectionReport, p *corev1.Pod) {
 	e.live.Store(r, p.DeepCopy())
 }
 
+// LivePod is the pod the report was made from, when it was kept (a named
+// target's pods), else nil.
+func (e *Engine) LivePod(r *injection.InjectionReport) *corev1.Pod {
+	if p, ok := e.live.Load(r); ok {
+		return p.(*corev1.Pod)
+	}
+	return nil
+}
+
 // LivePods are the pods the reports were made from, in their order, when
 // every one was kept as it was read (nil otherwise).
 func (e *Engine) LivePods(reports []*injection.InjectionReport) []*corev1.Pod {
