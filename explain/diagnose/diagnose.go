@@ -216,6 +216,7 @@ func Diagnose(f Facts) *Diagnosis {
 	explainSymptoms(d, f.NoPod != "")
 	deleteActiveJob(d, f)
 	markUnexplained(d, in.injected())
+	gone := leaving(d, f)
 	d.Status = d.Worst()
 	seen := map[string]bool{}
 	var incomplete []string
@@ -244,6 +245,9 @@ func Diagnose(f Facts) *Diagnosis {
 		}
 	}
 	parts := []string{"every check that ran passed"}
+	if gone != "" {
+		parts = []string{gone}
+	}
 	if len(unknown) > 0 {
 		parts = append(parts, "unknown: "+strings.Join(unknown, ", "))
 	}
