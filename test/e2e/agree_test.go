@@ -17,7 +17,8 @@ var whyRow = regexp.MustCompile(`^(\S+)\s+(\S+)\s.*?\s(fail|warning) (KM-[A-Z]+-
 // commandsAgree runs diagnose, why-injected and startup on a namespace as
 // a user would, and checks that each pod's answer per stage is the same in
 // every command: why-injected's injection status and code (the table's
-// REASON) and startup's init and start checks (its JSON) are diagnose's.
+// REASON, and the exit of why-injected on the pod alone) and startup's init
+// and start checks (its JSON) are diagnose's.
 // Pods whose diagnosis changed while the commands ran (diagnose is asked
 // before and after) are not compared. It returns what disagrees ("" when
 // nothing does) and how many answers it compared.
@@ -76,6 +77,26 @@ func commandsAgree(bin string, c *testcluster.Cluster, ns string) (string, int) 
 		compared++
 		if got != want {
 			bad = append(bad, fmt.Sprintf("%s: why-injected says %q, diagnose's injection check %s %s", name, strings.TrimSpace(strings.Join(got[:], " ")), ch.Status, ch.Code))
+		}
+	}
+	// why-injected POD: the pod named alone exits as diagnose's injection
+	// check decides (4 on a fail, else 0), its own pod read with it.
+	for name, it := range stable {
+		ch := it.check("injection")
+		if ch.Status == "unknown" {
+			continue
+		}
+		r, err := catRun(bin, "--kubeconfig", c.Kubeconfig, "why-injected", name, "-n", ns)
+		if err != nil {
+			return fmt.Sprintf("why-injected %s -n %s: %v", name, ns, err), compared
+		}
+		want := 0
+		if ch.Status == "fail" {
+			want = 4
+		}
+		compared++
+		if r.code != want {
+			bad = append(bad, fmt.Sprintf("%s: why-injected %s exits %d, diagnose's injection check %s %s", name, name, r.code, ch.Status, ch.Code))
 		}
 	}
 	// startup: its JSON's diagnosis is diagnose's init and start checks.
