@@ -214,6 +214,7 @@ func Diagnose(f Facts) *Diagnosis {
 	}
 	templateOverride(d, in)
 	explainSymptoms(d, f.NoPod != "")
+	cronJobTemplates(d, f)
 	deleteActiveJob(d, f)
 	markUnexplained(d, in.injected())
 	gone := leaving(d, f)

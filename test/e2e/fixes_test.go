@@ -236,6 +236,11 @@ var fixCases = []fixCase{
 			s := catStatus(p, "metrics-agent")
 			return s != nil && s.State.Running != nil && (s.Started == nil || !*s.Started)
 		})},
+	// Round 24's 05: the fix is the CronJob's, not only its stuck Job's.
+	{nn: "67", object: "nightly-export", code: "KM-INIT-009", fixStarts: `kubectl patch cronjob/nightly-export -n kmfix-67 --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyImageType":null}}}}}}}'`,
+		injected: true, completes: true, mesh: true, state: anyPod("nightly-export", "istio-init cannot pull its image", func(p *corev1.Pod) bool {
+			return waitingOn("istio-init", "ErrImagePull")(p) || waitingOn("istio-init", "ImagePullBackOff")(p)
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
