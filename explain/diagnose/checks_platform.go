@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/startup"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -142,7 +143,7 @@ func injectedBy(p *corev1.Pod, container, reason string) string {
 	}
 	var keys []string
 	for k := range p.Annotations {
-		if imageReason(reason) && !strings.HasPrefix(k, "sidecar.istio.io/proxyImage") {
+		if imageReason(reason) && !strings.HasPrefix(k, "sidecar.istio.io/proxyImage") && (k != istio.AnnotationProxyConfig || ownImageType(p) == "") {
 			continue // a resource or capture annotation says nothing of the image
 		}
 		if strings.HasPrefix(k, "sidecar.istio.io/") && k != istio.AnnotationStatus && k != "sidecar.istio.io/inject" ||
@@ -166,6 +167,20 @@ func injectedBy(p *corev1.Pod, container, reason string) string {
 	return s
 }
 
+// ownImageType is the image type the pod's own proxy.istio.io/config asks
+// for (YAML or JSON), "" for none.
+func ownImageType(p *corev1.Pod) string {
+	var cfg struct {
+		Image struct {
+			ImageType string `json:"imageType"`
+		} `json:"image"`
+	}
+	if yaml.Unmarshal([]byte(p.Annotations[istio.AnnotationProxyConfig]), &cfg) != nil {
+		return ""
+	}
+	return cfg.Image.ImageType
+}
+
 // imageReason says a waiting reason is about the container's image.
 func imageReason(reason string) bool {
 	return strings.Contains(reason, "Image") || reason == "RegistryUnavailable" || reason == "SignatureValidationFailed"
@@ -177,7 +192,11 @@ func meshImageFix(p *corev1.Pod, container, injector string) string {
 	if v := variantOver(p, container, injector); v != "" {
 		// The injector's image with a variant none of the pod's
 		// annotations asks for: a ProxyConfig's (or the mesh's) image type.
-		return setTemplateAnnotations(p, map[string]string{"sidecar.istio.io/proxyImageType": "default"}) +
+		fix := setTemplateAnnotations(p, map[string]string{"sidecar.istio.io/proxyImageType": "default"})
+		if ownImageType(p) == v {
+			return fix + "   # the variant " + fmt.Sprintf("%q", v) + " of the mesh's proxy image is not one the nodes can pull; it comes from the pod's own " + istio.AnnotationProxyConfig + " (image.imageType): this annotation wins over it (or take image out of that config)"
+		}
+		return fix +
 			"   # the variant " + fmt.Sprintf("%q", v) + " of the mesh's proxy image is not one the nodes can pull; it comes from a ProxyConfig's spec.image.imageType (kubectl get proxyconfigs.networking.istio.io -n " + p.Namespace + ", and in the mesh's root namespace) or meshConfig.defaultConfig.image.imageType: the pod's own annotation wins over both (or remove that setting)"
 	}
 	if _, ok := p.Annotations["sidecar.istio.io/proxyImage"]; ok {

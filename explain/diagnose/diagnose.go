@@ -216,6 +216,7 @@ func Diagnose(f Facts) *Diagnosis {
 	explainSymptoms(d, f.NoPod != "")
 	cronJobTemplates(d, f)
 	deleteActiveJob(d, f)
+	stuckStatefulSetPod(d, f)
 	markUnexplained(d, in.injected())
 	gone := leaving(d, f)
 	d.Status = d.Worst()

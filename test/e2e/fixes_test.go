@@ -241,6 +241,11 @@ var fixCases = []fixCase{
 		injected: true, completes: true, mesh: true, state: anyPod("nightly-export", "istio-init cannot pull its image", func(p *corev1.Pod) bool {
 			return waitingOn("istio-init", "ErrImagePull")(p) || waitingOn("istio-init", "ImagePullBackOff")(p)
 		})},
+	// Round 24's 02: a StatefulSet does not replace its stuck pod.
+	{nn: "68", object: "db", code: "KM-START-004", fixStarts: `kubectl patch statefulset/db -n kmfix-68 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/proxyImageType":"default"}}}}}'   # the variant "distroless" of the mesh's proxy image is not one the nodes can pull; it comes from the pod's own proxy.istio.io/config`,
+		injected: true, mesh: true, state: anyPod("db", "istio-proxy cannot pull its image", func(p *corev1.Pod) bool {
+			return waitingOn("istio-proxy", "ErrImagePull")(p) || waitingOn("istio-proxy", "ImagePullBackOff")(p)
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
