@@ -214,15 +214,23 @@ func meshImageFix(p *corev1.Pod, container, injector string) string {
 // and the pod's annotations, when the annotations do not ask for one; ""
 // otherwise.
 func variantOver(p *corev1.Pod, container, injector string) string {
-	if injector == "" || p.Annotations["sidecar.istio.io/proxyImageType"] != "" || p.Annotations["sidecar.istio.io/proxyImage"] != "" {
+	if p.Annotations["sidecar.istio.io/proxyImageType"] != "" || p.Annotations["sidecar.istio.io/proxyImage"] != "" {
 		return ""
 	}
+	own := ownImageType(p)
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
-			if c.Name == container {
-				if v, ok := strings.CutPrefix(c.Image, injector+"-"); ok && v != "" && !strings.ContainsAny(v, "/:@") {
-					return v
-				}
+			if c.Name != container {
+				continue
+			}
+			if v, ok := strings.CutPrefix(c.Image, injector+"-"); injector != "" && ok && v != "" && !strings.ContainsAny(v, "/:@") {
+				return v
+			}
+			// The injector's image not known (a command that did not
+			// read it): the variant the pod's own config asks for, as its
+			// image's tag suffix.
+			if injector == "" && own != "" && own != "default" && strings.HasSuffix(c.Image, "-"+own) {
+				return own
 			}
 		}
 	}

@@ -53,6 +53,10 @@ func (b *catBed) faultsRunOnce() []*catFault {
 func (b *catBed) faultsProxySettings() []*catFault {
 	c, inj, createPod := b.c, b.inj, b.createPod
 	return []*catFault{
+		{code: "KM-INJ-022", ns: b.plain, name: "rev-opted-out", how: `a pod labelled istio.io/rev=canary and sidecar.istio.io/inject="false" (a chart's opt-out left beside a revision label): no webhook selects it, it runs without a sidecar`,
+			plant: func(ctx context.Context, f *catFault) error {
+				return b.runningReady(ctx, f, b.plain, appPod("rev-opted-out", map[string]string{"istio.io/rev": "canary", "sidecar.istio.io/inject": "false"}, catLean()))
+			}},
 		{code: "KM-START-019", ns: inj, name: "status-on-inbound", how: `status.sidecar.istio.io/port="15006", the proxy's inbound listener: the app's readiness probe, which the injector points at the status port, reaches the listener: never ready`,
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("status-on-inbound", nil, catLean("status.sidecar.istio.io/port", "15006"))
