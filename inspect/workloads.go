@@ -310,6 +310,9 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 	}
 	w.Since = since(s.CreationTimestamp, times...)
 	w.Selector = selectorOf(s.Spec.Selector)
+	for _, c := range s.Spec.VolumeClaimTemplates {
+		w.ClaimTemplates = append(w.ClaimTemplates, c.Name)
+	}
 	switch u := s.Spec.UpdateStrategy; {
 	case u.Type == appsv1.OnDeleteStatefulSetStrategyType:
 		w.Held = "its update strategy is OnDelete: a pod is replaced only when it is deleted"

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -320,6 +321,9 @@ func (e *Engine) explainObject(ctx context.Context, facts *injection.ClusterFact
 		w.Manifest = true
 		r := e.Mesh.Explain(facts, w)
 		r.WorkloadOnlyLabels = workloadOnlyLabels(content, tmpl.Labels)
+		if sts, ok := typed.(*appsv1.StatefulSet); ok {
+			tmpl = target.WithClaimVolumes(sts) // its pods' volumes, as its controller makes them: --verify's dry run sees them
+		}
 		e.record(r, verifySource{namespace: ns, base: name, template: tmpl, nsMissing: nsSource != injection.NamespaceFromCluster})
 		return []*injection.InjectionReport{r}, nil
 	}

@@ -247,3 +247,26 @@ func Describe(content map[string]any) string {
 	}
 	return u.GetKind() + " " + u.GetName()
 }
+
+// WithClaimVolumes is a StatefulSet's pod template as its controller makes
+// its pods: a volume for each claim template (replacing a volume of the
+// same name), the first pod's claim.
+func WithClaimVolumes(s *appsv1.StatefulSet) *corev1.PodTemplateSpec {
+	if len(s.Spec.VolumeClaimTemplates) == 0 {
+		return &s.Spec.Template
+	}
+	t := s.Spec.Template.DeepCopy()
+	for _, c := range s.Spec.VolumeClaimTemplates {
+		v := corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name + "-" + s.Name + "-0"}}}
+		replaced := false
+		for i := range t.Spec.Volumes {
+			if t.Spec.Volumes[i].Name == c.Name {
+				t.Spec.Volumes[i], replaced = v, true
+			}
+		}
+		if !replaced {
+			t.Spec.Volumes = append(t.Spec.Volumes, v)
+		}
+	}
+	return t
+}

@@ -118,7 +118,52 @@ func injectClash(in *Input) []Finding {
 			explains: []string{CodeWorkloadShort},
 		})
 	}
+	out = append(out, claimClash(in, t, owner, ns)...)
 	out = append(out, userMountClash(in, t, owner, ns)...)
+	return out
+}
+
+// claimClash: a StatefulSet's volumeClaimTemplate named as a volume the
+// injector adds (round 24's 07): the controller's volume of the claim and
+// the injector's are merged into one with two sources, which the apiserver
+// refuses. The claim templates cannot change: the fix makes the StatefulSet
+// again with the claim renamed (its pods, if any, kept meanwhile).
+func claimClash(in *Input, t *corev1.PodTemplateSpec, owner, ns string) []Finding {
+	w := in.Workload
+	if w == nil || w.Kind != "StatefulSet" {
+		w = in.Owner
+	}
+	if w == nil || w.Kind != "StatefulSet" || owner != "statefulset/"+w.Name {
+		return nil
+	}
+	var out []Finding
+	for i, name := range w.ClaimTemplates {
+		kinds, ok := injectedVolumes[name]
+		if !ok {
+			continue
+		}
+		renamed := "app-" + name
+		ops := []string{fmt.Sprintf(`{"op":"replace","path":"/spec/volumeClaimTemplates/%d/metadata/name","value":"%s"}`, i, renamed)}
+		for _, list := range []struct {
+			field string
+			cs    []corev1.Container
+		}{{"initContainers", t.Spec.InitContainers}, {"containers", t.Spec.Containers}} {
+			for ci, c := range list.cs {
+				for mi, m := range c.VolumeMounts {
+					if m.Name == name {
+						ops = append(ops, fmt.Sprintf(`{"op":"replace","path":"/spec/template/spec/%s/%d/volumeMounts/%d/name","value":"%s"}`, list.field, ci, mi, renamed))
+					}
+				}
+			}
+		}
+		out = append(out, Finding{
+			Evidence: fmt.Sprintf("the StatefulSet's volumeClaimTemplate %s has the name of a volume Istio's injector adds (%s): the pod's volume of the claim and the injector's are merged into one with two sources, which the apiserver refuses (\"may not specify more than 1 volume type\"), so no pod of %s is created", name, strings.Join(kinds, " or "), what(owner, ns)),
+			Mesh:     "the injector's volume " + name + ", merged with the claim's",
+			Fix: fmt.Sprintf("kubectl get statefulset/%s -n %s -o json | kubectl patch --local -f - --type=json -p '[%s]' -o json | kubectl replace --force --cascade=orphan -f -   # a StatefulSet's claim templates cannot change: this makes statefulset/%s again with the claim renamed %s (its mounts with it), its pods kept meanwhile; the old claims (%s-%s-N) stay, with their data, until deleted",
+				w.Name, ns, strings.Join(ops, ","), w.Name, renamed, name, w.Name),
+			explains: []string{CodeWorkloadShort},
+		})
+	}
 	return out
 }
 

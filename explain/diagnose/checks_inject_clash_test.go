@@ -100,3 +100,32 @@ func TestInjectClash(t *testing.T) {
 	}
 	t.Logf("%d cases, %d things checked", len(cases), checked)
 }
+
+// A StatefulSet's volumeClaimTemplate named istio-data (red team round
+// 24's 07): its pods are refused; the fix makes the StatefulSet again with
+// the claim and its mount renamed (claim templates cannot change). A claim
+// of another name is nothing.
+func TestClaimTemplateClash(t *testing.T) {
+	checks := 0
+	for _, tc := range []struct {
+		claim string
+		want  string
+	}{
+		{"istio-data", `kubectl get statefulset/queue -n shop -o json | kubectl patch --local -f - --type=json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/metadata/name","value":"app-istio-data"},{"op":"replace","path":"/spec/template/spec/containers/0/volumeMounts/0/name","value":"app-istio-data"}]' -o json | kubectl replace --force --cascade=orphan -f -`},
+		{"data", ""},
+	} {
+		tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: tc.claim, MountPath: "/var/lib/queue"}}}}}}
+		w := &WorkloadState{Kind: "StatefulSet", Namespace: "shop", Name: "queue", Desired: 1, Since: t0, Template: tmpl, ClaimTemplates: []string{tc.claim}}
+		r := injected(nil)
+		r.Kind, r.Name = "StatefulSet", "queue"
+		got := injectClash(&Input{Facts: Facts{Injection: r, Workload: w, NoPod: "it has no pods"}})
+		checks++
+		switch {
+		case tc.want == "" && len(got) > 0:
+			t.Errorf("%s: %+v", tc.claim, got)
+		case tc.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0].Fix, tc.want) || !strings.Contains(got[0].Evidence, "volumeClaimTemplate istio-data has the name of a volume Istio's injector adds")):
+			t.Errorf("%s: %+v", tc.claim, got)
+		}
+	}
+	t.Logf("%d checks", checks)
+}

@@ -51,6 +51,9 @@ type WorkloadState struct {
 	Now   time.Time `json:"-"`
 	// Template is its pod template (what fixes patch), when read.
 	Template *corev1.PodTemplateSpec `json:"-"`
+	// ClaimTemplates are a StatefulSet's volumeClaimTemplates' names, in
+	// order: its pods get a volume of each name.
+	ClaimTemplates []string `json:"-"`
 	// Labels are its own metadata.labels (not its template's), when read;
 	// Controller is its own controller ("CronJob/nightly"), "" for none.
 	Labels     map[string]string `json:"-"`

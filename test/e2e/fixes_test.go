@@ -246,6 +246,9 @@ var fixCases = []fixCase{
 		injected: true, mesh: true, state: anyPod("db", "istio-proxy cannot pull its image", func(p *corev1.Pod) bool {
 			return waitingOn("istio-proxy", "ErrImagePull")(p) || waitingOn("istio-proxy", "ImagePullBackOff")(p)
 		})},
+	// Round 24's 07: a claim template cannot change; the StatefulSet is made again.
+	{nn: "69", object: "statefulset/queue", code: "KM-INJ-016", fixStarts: `kubectl get statefulset/queue -n kmfix-69 -o json | kubectl patch --local -f - --type=json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/metadata/name","value":"app-istio-data"}`,
+		injected: true, mesh: true, state: podEvent("FailedCreate")},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
@@ -558,7 +561,9 @@ func plantFix(ctx context.Context, t *testing.T, c *testcluster.Cluster, file st
 			if obj.GetNamespace() == "" && obj.GetKind() != "Namespace" {
 				kind, name := strings.ToLower(obj.GetKind()), obj.GetName()
 				t.Cleanup(func() {
-					_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found").Run()
+					// Not waited for: a volume bound to a claim of the
+					// namespace goes only once the namespace does.
+					_ = exec.Command(c.KubectlPath, "--kubeconfig", c.Kubeconfig, "delete", kind, name, "--ignore-not-found", "--wait=false").Run()
 				})
 			}
 			if obj.GetKind() == "Namespace" {
