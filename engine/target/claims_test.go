@@ -14,7 +14,7 @@ import (
 // to meet the injector's volume); the StatefulSet itself is unchanged.
 func TestWithClaimVolumes(t *testing.T) {
 	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "queue"}, Spec: appsv1.StatefulSetSpec{
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}},
+		Template:             corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}},
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "istio-data"}}, {ObjectMeta: metav1.ObjectMeta{Name: "cache"}}},
 	}}
 	got := WithClaimVolumes(s).Spec.Volumes
