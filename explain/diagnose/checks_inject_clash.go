@@ -98,19 +98,8 @@ func injectClash(in *Input) []Finding {
 			continue
 		}
 		renamed := "app-" + v.Name
-		ops := []string{fmt.Sprintf(`{"op":"replace","path":"/spec/%svolumes/%d/name","value":"%s"}`, jobPath(owner), i, renamed)}
-		for _, list := range []struct {
-			field string
-			cs    []corev1.Container
-		}{{"initContainers", t.Spec.InitContainers}, {"containers", t.Spec.Containers}} {
-			for ci, c := range list.cs {
-				for mi, m := range c.VolumeMounts {
-					if m.Name == v.Name {
-						ops = append(ops, fmt.Sprintf(`{"op":"replace","path":"/spec/%s%s/%d/volumeMounts/%d/name","value":"%s"}`, jobPath(owner), list.field, ci, mi, renamed))
-					}
-				}
-			}
-		}
+		ops := append([]string{fmt.Sprintf(`{"op":"replace","path":"/spec/%svolumes/%d/name","value":"%s"}`, jobPath(owner), i, renamed)},
+			renameMounts(t, "/spec/"+jobPath(owner), v.Name, renamed)...)
 		out = append(out, Finding{
 			Evidence: fmt.Sprintf("the pod template's volume %s (%s) has the name of a volume Istio's injector adds (%s): the injector merges the two into one volume with two sources, which the apiserver refuses (\"may not specify more than 1 volume type\"), so no pod of %s is created", v.Name, src, strings.Join(kinds, " or "), what(owner, ns)),
 			Mesh:     "the injector's volume " + v.Name + ", merged with the template's",
@@ -121,6 +110,26 @@ func injectClash(in *Input) []Finding {
 	out = append(out, claimClash(in, t, owner, ns)...)
 	out = append(out, userMountClash(in, t, owner, ns)...)
 	return out
+}
+
+// renameMounts are the JSON patch operations that rename the template's
+// mounts of volume name (its containers under the pod spec at spec, a
+// path ending in "/").
+func renameMounts(t *corev1.PodTemplateSpec, spec, name, renamed string) []string {
+	var ops []string
+	for _, list := range []struct {
+		field string
+		cs    []corev1.Container
+	}{{"initContainers", t.Spec.InitContainers}, {"containers", t.Spec.Containers}} {
+		for ci, c := range list.cs {
+			for mi, m := range c.VolumeMounts {
+				if m.Name == name {
+					ops = append(ops, fmt.Sprintf(`{"op":"replace","path":"%s%s/%d/volumeMounts/%d/name","value":"%s"}`, spec, list.field, ci, mi, renamed))
+				}
+			}
+		}
+	}
+	return ops
 }
 
 // claimClash: a StatefulSet's volumeClaimTemplate named as a volume the
@@ -143,19 +152,8 @@ func claimClash(in *Input, t *corev1.PodTemplateSpec, owner, ns string) []Findin
 			continue
 		}
 		renamed := "app-" + name
-		ops := []string{fmt.Sprintf(`{"op":"replace","path":"/spec/volumeClaimTemplates/%d/metadata/name","value":"%s"}`, i, renamed)}
-		for _, list := range []struct {
-			field string
-			cs    []corev1.Container
-		}{{"initContainers", t.Spec.InitContainers}, {"containers", t.Spec.Containers}} {
-			for ci, c := range list.cs {
-				for mi, m := range c.VolumeMounts {
-					if m.Name == name {
-						ops = append(ops, fmt.Sprintf(`{"op":"replace","path":"/spec/template/spec/%s/%d/volumeMounts/%d/name","value":"%s"}`, list.field, ci, mi, renamed))
-					}
-				}
-			}
-		}
+		ops := append([]string{fmt.Sprintf(`{"op":"replace","path":"/spec/volumeClaimTemplates/%d/metadata/name","value":"%s"}`, i, renamed)},
+			renameMounts(t, "/spec/template/spec/", name, renamed)...)
 		out = append(out, Finding{
 			Evidence: fmt.Sprintf("the StatefulSet's volumeClaimTemplate %s has the name of a volume Istio's injector adds (%s): the pod's volume of the claim and the injector's are merged into one with two sources, which the apiserver refuses (\"may not specify more than 1 volume type\"), so no pod of %s is created", name, strings.Join(kinds, " or "), what(owner, ns)),
 			Mesh:     "the injector's volume " + name + ", merged with the claim's",
