@@ -57,6 +57,13 @@ func (b *catBed) faultsProxySettings() []*catFault {
 			plant: func(ctx context.Context, f *catFault) error {
 				return b.runningReady(ctx, f, b.plain, appPod("rev-opted-out", map[string]string{"istio.io/rev": "canary", "sidecar.istio.io/inject": "false"}, catLean()))
 			}},
+		{code: "KM-START-022", ns: inj, name: "probes-the-proxy", how: "a sidecar pod whose app's liveness and readiness probes ask /healthz/ready on 15021, the proxy's readiness port: they answer for the proxy, not the app",
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("probes-the-proxy", nil, catLean())
+				ready := &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(15021)}}}
+				p.Spec.Containers[0].LivenessProbe, p.Spec.Containers[0].ReadinessProbe = ready, ready.DeepCopy()
+				return b.runningReady(ctx, f, inj, p)
+			}},
 		{code: "KM-START-019", ns: inj, name: "status-on-inbound", how: `status.sidecar.istio.io/port="15006", the proxy's inbound listener: the app's readiness probe, which the injector points at the status port, reaches the listener: never ready`,
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("status-on-inbound", nil, catLean("status.sidecar.istio.io/port", "15006"))

@@ -249,6 +249,9 @@ var fixCases = []fixCase{
 	// Round 24's 07: a claim template cannot change; the StatefulSet is made again.
 	{nn: "69", object: "statefulset/queue", code: "KM-INJ-016", fixStarts: `kubectl get statefulset/queue -n kmfix-69 -o json | kubectl patch --local -f - --type=json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/metadata/name","value":"app-istio-data"}`,
 		injected: true, mesh: true, state: podEvent("FailedCreate")},
+	// Round 25's 02: the app's probes ask the proxy's 15021.
+	{nn: "70", object: "catalog", code: "KM-START-022", fixStarts: `kubectl patch deployment/catalog -n kmfix-70 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"livenessProbe":{"httpGet":{"path":"/","port":8080}},"name":"app","readinessProbe":{"httpGet":{"path":"/","port":8080}}}]}}}}'`,
+		injected: true, mesh: true, state: anyPod("catalog", "ready", podReadyNow)},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
