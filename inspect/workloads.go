@@ -313,6 +313,7 @@ func StatefulSetWorkload(s *appsv1.StatefulSet) Workload {
 	for _, c := range s.Spec.VolumeClaimTemplates {
 		w.ClaimTemplates = append(w.ClaimTemplates, c.Name)
 	}
+	w.UpdateRevision = s.Status.UpdateRevision
 	switch u := s.Spec.UpdateStrategy; {
 	case u.Type == appsv1.OnDeleteStatefulSetStrategyType:
 		w.Held = "its update strategy is OnDelete: a pod is replaced only when it is deleted"

@@ -52,8 +52,11 @@ type WorkloadState struct {
 	// Template is its pod template (what fixes patch), when read.
 	Template *corev1.PodTemplateSpec `json:"-"`
 	// ClaimTemplates are a StatefulSet's volumeClaimTemplates' names, in
-	// order: its pods get a volume of each name.
+	// order: its pods get a volume of each name; UpdateRevision is the
+	// revision of its current template (its pods' controller-revision-hash
+	// label once they are updated).
 	ClaimTemplates []string `json:"-"`
+	UpdateRevision string   `json:"-"`
 	// Labels are its own metadata.labels (not its template's), when read;
 	// Controller is its own controller ("CronJob/nightly"), "" for none.
 	Labels     map[string]string `json:"-"`

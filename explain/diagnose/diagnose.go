@@ -217,6 +217,7 @@ func Diagnose(f Facts) *Diagnosis {
 	cronJobTemplates(d, f)
 	deleteActiveJob(d, f)
 	stuckStatefulSetPod(d, f)
+	staleStatefulSetPod(d, f)
 	markUnexplained(d, in.injected())
 	gone := leaving(d, f)
 	d.Status = d.Worst()

@@ -41,3 +41,35 @@ func stuckStatefulSetPod(d *Diagnosis, f Facts) {
 		d.Checks[i].Fix = add(d.Checks[i].Fix)
 	}
 }
+
+// staleStatefulSetPod answers for a StatefulSet's pod that is not ready and
+// runs an older revision than its StatefulSet's template (round 25's 04: a
+// bad change rolled back, kv-1 left on it): the StatefulSet waits for it to
+// become ready before it replaces it, which it never does. Its not-ready
+// or failing findings say so, and their fix deletes the pod: it is created
+// again from the current template.
+func staleStatefulSetPod(d *Diagnosis, f Facts) {
+	p, o := f.Pod, f.Owner
+	if p == nil || o == nil || o.Kind != "StatefulSet" || o.UpdateRevision == "" || p.DeletionTimestamp != nil || isReady(p) {
+		return
+	}
+	ref := metav1.GetControllerOf(p)
+	rev := p.Labels["controller-revision-hash"]
+	if ref == nil || ref.Kind != "StatefulSet" || ref.Name != o.Name || rev == "" || rev == o.UpdateRevision {
+		return
+	}
+	why := "; the pod runs revision " + rev + " of statefulset/" + o.Name + ", whose template is now " + o.UpdateRevision + ": a StatefulSet does not replace a pod that never became ready, so it stays on the old one"
+	fix := "kubectl delete pod " + p.Name + " -n " + p.Namespace + "   # created again from statefulset/" + o.Name + "'s current template (" + o.UpdateRevision + ")"
+	for i := range d.Findings {
+		if fd := &d.Findings[i]; (fd.Code == CodePodNotReady || fd.Code == CodeAppFailing) && (fd.Status == Fail || fd.Status == Warning) {
+			fd.Evidence += why
+			fd.Fix = fix
+		}
+	}
+	for i := range d.Checks {
+		if c := &d.Checks[i]; c.Code == CodePodNotReady || c.Code == CodeAppFailing {
+			c.Evidence += why
+			c.Fix = fix
+		}
+	}
+}
