@@ -252,6 +252,12 @@ var fixCases = []fixCase{
 	// Round 25's 02: the app's probes ask the proxy's 15021.
 	{nn: "70", object: "catalog", code: "KM-START-022", fixStarts: `kubectl patch deployment/catalog -n kmfix-70 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"livenessProbe":{"httpGet":{"path":"/","port":8080}},"name":"app","readinessProbe":{"httpGet":{"path":"/","port":8080}}}]}}}}'`,
 		injected: true, mesh: true, state: anyPod("catalog", "ready", podReadyNow)},
+	// Round 25's 04: the template rolled back, the pod left on the bad revision.
+	{nn: "71", object: "kv", code: "KM-START-014", fixStarts: "kubectl delete pod kv-0 -n kmfix-71   # created again from statefulset/kv's current template",
+		injected: true, state: anyPod("kv", "running, not ready, over 70s", olderThan(70*time.Second, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p)
+		})),
+		then: []string{`kubectl patch statefulset kv -n kmfix-71 --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/command/2","value":"mkdir -p /w && echo ok > /w/index.html && exec httpd -f -p 7000 -h /w"}]'`, "sleep 3"}},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
