@@ -18,7 +18,14 @@ func StartNeedsOwner(p *corev1.Pod) bool {
 	if p == nil || p.DeletionTimestamp != nil {
 		return false
 	}
-	return classicJobPod(p) || proxyInTrouble(p) || unschedulable(p)
+	return classicJobPod(p) || proxyInTrouble(p) || unschedulable(p) || statefulSetUnready(p)
+}
+
+// statefulSetUnready: a StatefulSet's pod not ready (its revision against
+// its StatefulSet's: staleStatefulSetPod).
+func statefulSetUnready(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "StatefulSet" && p.Labels["controller-revision-hash"] != "" && !isReady(p)
 }
 
 // unschedulable: the scheduler could not place the pod (its workload's
