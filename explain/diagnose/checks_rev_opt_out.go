@@ -55,7 +55,11 @@ func revisionOptedOut(in *Input) []Finding {
 	case manifest:
 		fix = manifestEditFix(in.Files, "remove the label "+istio.KeyInject+`: "false" from the pod template (`+why+")", r)
 	default:
-		fix = labelRemoval(p.Namespace, templateOwner(p), istio.KeyInject, func() string {
+		owner := templateOwner(p)
+		if _, o := in.podTemplate(); o != "" {
+			owner = o // a CronJob's Job: its template is the CronJob's
+		}
+		fix = labelRemoval(p.Namespace, owner, istio.KeyInject, func() string {
 			return recreateBarePod(p, "", "json", `[{"op":"remove","path":"/metadata/labels/`+jsonPointer(istio.KeyInject)+`"}]`)
 		})
 		if fix == "" {
@@ -82,5 +86,9 @@ func labelRemoval(ns, owner, key string, bare func() string) string {
 	case strings.HasPrefix(owner, "job/"):
 		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), ns, nil, map[string]*string{key: nil})
 	}
-	return "kubectl patch " + owner + " -n " + ns + ` --type=json -p '[{"op":"remove","path":"/spec/template/metadata/labels/` + jsonPointer(key) + `"}]'`
+	template := "/spec/template/"
+	if strings.HasPrefix(owner, "cronjob/") {
+		template = "/spec/jobTemplate/spec/template/"
+	}
+	return "kubectl patch " + owner + " -n " + ns + ` --type=json -p '[{"op":"remove","path":"` + template + `metadata/labels/` + jsonPointer(key) + `"}]'`
 }

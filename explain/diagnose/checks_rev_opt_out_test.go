@@ -49,13 +49,24 @@ func TestRevisionOptedOut(t *testing.T) {
 			t.Errorf("%s: %v, want a finding: %v", tc.name, got, tc.want)
 		}
 	}
+	cron := pod(func(p *corev1.Pod) {
+		revOptedOut(p)
+		yes := true
+		p.Name, p.OwnerReferences = "nightly-29300000-abcde", []metav1.OwnerReference{{Kind: "Job", Name: "nightly-29300000", Controller: &yes}}
+	})
+	in := &Input{Facts: Facts{Pod: cron, Injection: injected(notExpected), Owner: &WorkloadState{Kind: "Job", Name: "nightly-29300000", Controller: "CronJob/nightly", Template: &corev1.PodTemplateSpec{}}}}
+	got := revisionOptedOut(in)
+	checks++
+	if len(got) != 1 || !strings.Contains(got[0].Fix, `kubectl patch cronjob/nightly -n shop --type=json -p '[{"op":"remove","path":"/spec/jobTemplate/spec/template/metadata/labels/sidecar.istio.io~1inject"}]'`) {
+		t.Errorf("a CronJob's pod: the patch must reach the job template's labels: %+v", got)
+	}
 	r := injected(notExpected)
 	r.Kind, r.Name, r.Namespace = "DaemonSet", "node-exporter", "shop"
 	r.Factors = []injection.Factor{
 		{Factor: "pod label sidecar.istio.io/inject", Value: `"false"`, Effect: injection.EffectSkip},
 		{Factor: "pod label istio.io/rev", Value: `"canary"`, Effect: injection.EffectNone},
 	}
-	got := revisionOptedOut(&Input{Facts: Facts{Injection: r, Files: []string{"ds.yaml"}}})
+	got = revisionOptedOut(&Input{Facts: Facts{Injection: r, Files: []string{"ds.yaml"}}})
 	checks++
 	if len(got) != 1 || !strings.HasPrefix(got[0].Fix, `# edit ds.yaml first: remove the label sidecar.istio.io/inject: "false" from the pod template`) || !strings.HasSuffix(got[0].Fix, "\nkubectl apply -f ds.yaml") {
 		t.Errorf("manifest: %+v", got)
