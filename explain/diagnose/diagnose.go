@@ -217,8 +217,9 @@ func Diagnose(f Facts) *Diagnosis {
 	cronJobTemplates(d, f)
 	deleteActiveJob(d, f)
 	stuckStatefulSetPod(d, f)
-	staleStatefulSetPod(d, f)
-	markUnexplained(d, in.injected())
+	if !staleStatefulSetPod(d, f) {
+		markUnexplained(d, in.injected())
+	}
 	gone := leaving(d, f)
 	d.Status = d.Worst()
 	seen := map[string]bool{}

@@ -11,7 +11,8 @@ import (
 // A StatefulSet's pod not ready on an older revision than its template (red
 // team round 25's 04: a bad change rolled back, kv-1 left on it): its
 // not-ready finding names the two revisions and its fix deletes the pod; a
-// pod on the current revision, or a ready one, keeps its answer.
+// pod on the current revision, or a ready one, keeps its answer. The stale
+// revision is the cause: no hint of an unexplained one (127.0.0.6) follows.
 func TestStaleStatefulSetPodIsDeleted(t *testing.T) {
 	checks := 0
 	for _, tc := range []struct {
@@ -37,7 +38,11 @@ func TestStaleStatefulSetPodIsDeleted(t *testing.T) {
 		d := &Diagnosis{Findings: []Finding{{Code: CodePodNotReady, Status: Fail, Evidence: "not ready", Fix: "kubectl get pod kv-1"}},
 			Checks: []Check{{Name: CheckStart, Status: Fail, Code: CodePodNotReady, Evidence: "not ready", Fix: "kubectl get pod kv-1"}}}
 		stale := d.Findings[0].Fix
-		staleStatefulSetPod(d, Facts{Pod: p, Owner: &WorkloadState{Kind: "StatefulSet", Namespace: "shop", Name: "kv", UpdateRevision: "kv-5c4"}})
+		answered := staleStatefulSetPod(d, Facts{Pod: p, Owner: &WorkloadState{Kind: "StatefulSet", Namespace: "shop", Name: "kv", UpdateRevision: "kv-5c4"}})
+		checks++
+		if answered != tc.want {
+			t.Errorf("%s: answered %v (it decides that no unexplained-cause hint is added)", tc.name, answered)
+		}
 		for _, got := range []struct{ ev, fix string }{{d.Findings[0].Evidence, d.Findings[0].Fix}, {d.Checks[0].Evidence, d.Checks[0].Fix}} {
 			checks++
 			deleted := strings.HasPrefix(got.fix, "kubectl delete pod kv-1 -n shop   # created again from statefulset/kv's current template (kv-5c4)") &&

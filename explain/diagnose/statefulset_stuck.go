@@ -47,23 +47,27 @@ func stuckStatefulSetPod(d *Diagnosis, f Facts) {
 // bad change rolled back, kv-1 left on it): the StatefulSet waits for it to
 // become ready before it replaces it, which it never does. Its not-ready
 // or failing findings say so, and their fix deletes the pod: it is created
-// again from the current template.
-func staleStatefulSetPod(d *Diagnosis, f Facts) {
+// again from the current template. It reports whether it answered: the
+// stale revision is then the cause, and no hint of an unexplained one is
+// added.
+func staleStatefulSetPod(d *Diagnosis, f Facts) bool {
 	p, o := f.Pod, f.Owner
 	if p == nil || o == nil || o.Kind != "StatefulSet" || o.UpdateRevision == "" || p.DeletionTimestamp != nil || isReady(p) {
-		return
+		return false
 	}
 	ref := metav1.GetControllerOf(p)
 	rev := p.Labels["controller-revision-hash"]
 	if ref == nil || ref.Kind != "StatefulSet" || ref.Name != o.Name || rev == "" || rev == o.UpdateRevision {
-		return
+		return false
 	}
 	why := "; the pod runs revision " + rev + " of statefulset/" + o.Name + ", whose template is now " + o.UpdateRevision + ": a StatefulSet does not replace a pod that never became ready, so it stays on the old one"
 	fix := "kubectl delete pod " + p.Name + " -n " + p.Namespace + "   # created again from statefulset/" + o.Name + "'s current template (" + o.UpdateRevision + ")"
+	answered := false
 	for i := range d.Findings {
 		if fd := &d.Findings[i]; (fd.Code == CodePodNotReady || fd.Code == CodeAppFailing) && (fd.Status == Fail || fd.Status == Warning) {
 			fd.Evidence += why
 			fd.Fix = fix
+			answered = true
 		}
 	}
 	for i := range d.Checks {
@@ -72,4 +76,5 @@ func staleStatefulSetPod(d *Diagnosis, f Facts) {
 			c.Fix = fix
 		}
 	}
+	return answered
 }
