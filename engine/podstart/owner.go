@@ -15,7 +15,8 @@ import (
 // Facts are what a pod's init and start checks read besides the pod and
 // its startup report, read only for the pods whose checks need them, each
 // once per run: its workload (diagnose.StartNeedsOwner), its namespace's
-// ResourceQuotas (diagnose.NeedsQuotas), the NetworkPolicies that select
+// ResourceQuotas (diagnose.NeedsQuotas), the nodes' room
+// (diagnose.NeedsNodeRoom: one LIST of the cluster's pods), the NetworkPolicies that select
 // an injected pod (one LIST per namespace, or one for the cluster with
 // AllNamespaces).
 func (e *Engine) Facts(ctx context.Context, p *corev1.Pod, r *startup.StartupReport) diagnose.Facts {
@@ -31,6 +32,9 @@ func (e *Engine) Facts(ctx context.Context, p *corev1.Pod, r *startup.StartupRep
 		f.Quotas, f.QuotasUnknown = e.read.quotas.Of(ctx, e.Client, p.Namespace)
 		f.ConfigMapAdmissions = e.Client.ConfigMapAdmissions(ctx, p.Namespace, diagnose.MissingClusterConfigMaps(&f))
 	}
+	if diagnose.NeedsNodeRoom(p) {
+		f.NodeRoom = e.read.rooms.Of(ctx, e.Client)
+	}
 	if diagnose.StartNeedsServices(p) {
 		f.Services, f.ServicesUnknown = e.services(ctx, p)
 	}
@@ -44,6 +48,7 @@ func (e *Engine) Facts(ctx context.Context, p *corev1.Pod, r *startup.StartupRep
 // reads keeps what Facts read, by namespace.
 type reads struct {
 	quotas   inspect.QuotaCache
+	rooms    inspect.NodeRoomCache
 	mu       sync.Mutex
 	policies map[string]*inspect.PolicySet // by namespace; "" the cluster's
 	services map[string]serviceList        // by namespace

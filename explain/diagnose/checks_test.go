@@ -42,6 +42,8 @@ type checkCase struct {
 	files []string
 	// ranges are the cluster's pod and Service ranges (kindRanges when nil).
 	ranges []ClusterRange
+	// room is what the nodes have left (Facts.NodeRoom).
+	room NodeRoom
 	now    time.Duration
 	// status is the finding's, evidence and fix what they contain.
 	status, evidence, fix string
@@ -585,7 +587,7 @@ func crashing(i int) func(p *corev1.Pod) {
 func (tc checkCase) facts() Facts {
 	p := pod(tc.pod)
 	r := injected(tc.inj)
-	f := Facts{Injection: r, Pod: p, Services: tc.services, ServicesMissing: tc.missing, ServiceMeshed: tc.meshed, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges}
+	f := Facts{Injection: r, Pod: p, Services: tc.services, ServicesMissing: tc.missing, ServiceMeshed: tc.meshed, NetworkPolicies: tc.policies, Capture: tc.capture, NoPod: tc.noPod, ClusterRanges: tc.ranges, NodeRoom: tc.room}
 	if f.ClusterRanges == nil {
 		f.ClusterRanges = kindRanges()
 	}

@@ -144,6 +144,9 @@ type Facts struct {
 	// be.
 	Quotas        []corev1.ResourceQuota
 	QuotasUnknown string
+	// NodeRoom is what the nodes have left, read when the pod waits for
+	// room (NeedsNodeRoom).
+	NodeRoom NodeRoom
 	// ConfigMapAdmissions are, for the cluster-written ConfigMaps the pod
 	// cannot mount (MissingClusterConfigMaps), what admission made of a
 	// dry-run create of each in its namespace, read with the quotas.

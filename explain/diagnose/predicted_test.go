@@ -28,6 +28,9 @@ func TestPredictedOnAdmittedPod(t *testing.T) {
 		{"app on 15008", func(p *corev1.Pod) {
 			p.Spec.Containers[1].Ports = []corev1.ContainerPort{{Name: "http-api", ContainerPort: 15008}}
 		}, true, CodeReservedPort, "move container app's port 15008 → 9008: "},
+		// Red team round 26's 03: the probe's host localhost, kept by
+		// the injector's rewrite.
+		{"probe host localhost", probeHostLocal, true, CodeProbeHost, "remove httpGet.host from app's readiness probe"},
 		{"healthy", func(*corev1.Pod) {}, true, "", ""},
 		{"not verified", func(p *corev1.Pod) { p.Annotations = map[string]string{annotationStatusPort: "15006"} }, false, "", ""},
 	} {
