@@ -45,7 +45,10 @@ func TestProbeHost(t *testing.T) {
 			p.Status.ContainerStatuses[1].Ready = true
 			p.Status.Conditions[0].Status = corev1.ConditionTrue
 		}, Warning},
-		{"the pod's own name as host", func(p *corev1.Pod) { probeHostLocal(p); p.Spec.Containers[1].ReadinessProbe.HTTPGet.Host = "catalog.shop.svc" }, ""},
+		{"the pod's own name as host", func(p *corev1.Pod) {
+			probeHostLocal(p)
+			p.Spec.Containers[1].ReadinessProbe.HTTPGet.Host = "catalog.shop.svc"
+		}, ""},
 		{"no host", func(p *corev1.Pod) { probeHostLocal(p); p.Spec.Containers[1].ReadinessProbe.HTTPGet.Host = "" }, ""},
 		{"hostNetwork", func(p *corev1.Pod) { probeHostLocal(p); p.Spec.HostNetwork = true }, ""},
 		{"TCP", func(p *corev1.Pod) {

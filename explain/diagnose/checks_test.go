@@ -44,7 +44,7 @@ type checkCase struct {
 	ranges []ClusterRange
 	// room is what the nodes have left (Facts.NodeRoom).
 	room NodeRoom
-	now    time.Duration
+	now  time.Duration
 	// status is the finding's, evidence and fix what they contain.
 	status, evidence, fix string
 }
