@@ -131,7 +131,7 @@ func (b *catBed) webhooks() {
 // faults are the catalogue's planted faults, every stage's.
 func (b *catBed) faults() []*catFault {
 	var out []*catFault
-	for _, part := range [][]*catFault{b.faultsInjection(), b.faultsInit(), b.faultsPlatform(), b.faultsRunOnce(), b.faultsProxySettings(), b.faultsStart(), b.faultsCapture(), b.faultsConnections()} {
+	for _, part := range [][]*catFault{b.faultsInjection(), b.faultsInit(), b.faultsPlatform(), b.faultsRunOnce(), b.faultsProxySettings(), b.faultsRoom(), b.faultsStart(), b.faultsCapture(), b.faultsConnections()} {
 		out = append(out, part...)
 	}
 	if b.mapNS != "" {

@@ -258,6 +258,11 @@ var fixCases = []fixCase{
 			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p)
 		})),
 		then: []string{`kubectl patch statefulset kv -n kmfix-71 --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/command/2","value":"mkdir -p /w && echo ok > /w/index.html && exec httpd -f -p 7000 -h /w"}]'`, "sleep 3"}},
+	// Round 26's 03: the probe's host localhost, kept by the rewrite.
+	{nn: "72", object: "catalog", code: "KM-START-023", fixStarts: `kubectl patch deployment/catalog -n kmfix-72 --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","readinessProbe":{"httpGet":{"host":null}}}]}}}}'`,
+		injected: true, state: anyPod("catalog", "running, not ready, over 20s", olderThan(20*time.Second, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p)
+		}))},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
