@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // CodeProbeHost: a container's HTTP probe names a loopback host
@@ -36,10 +34,7 @@ func probeHost(in *Input) []Finding {
 	var patches []any
 	for _, c := range p.Spec.Containers {
 		patch := map[string]any{"name": c.Name}
-		for _, k := range []struct {
-			field string
-			probe *corev1.Probe
-		}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
+		for _, k := range containerProbes(c) {
 			pr := k.probe
 			if pr == nil || pr.HTTPGet == nil || !loopbackHosts[strings.ToLower(pr.HTTPGet.Host)] {
 				continue
@@ -66,11 +61,7 @@ func probeHost(in *Input) []Finding {
 	}
 	fix := "remove httpGet.host from the probe (" + strings.Join(patched, ", ") + "), then re-create the pod"
 	if cmd := in.templateSpecFix(plainJSON(map[string]any{"spec": map[string]any{"containers": patches}})); cmd != "" {
-		first, rest, _ := strings.Cut(cmd, "\n")
-		fix = first + "   # the probes then ask the pod's IP, not the node's loopback"
-		if rest != "" {
-			fix += "\n" + rest
-		}
+		fix = firstLineNote(cmd, "the probes then ask the pod's IP, not the node's loopback")
 	}
 	return []Finding{{Status: status,
 		edit:     "remove httpGet.host from " + strings.Join(patched, ", ") + " probe (the kubelet then asks the pod's IP)",

@@ -44,10 +44,7 @@ func probeOnProxy(in *Input) []Finding {
 			}
 		}
 		patch := map[string]any{"name": c.Name}
-		for _, k := range []struct {
-			field string
-			probe *corev1.Probe
-		}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
+		for _, k := range containerProbes(c) {
 			pr := k.probe
 			if orig, ok := kept[k.field]; ok {
 				pr = orig // as the template gave it
@@ -90,14 +87,22 @@ func probeOnProxy(in *Input) []Finding {
 	fix := "point the probes at the port the app serves (not the proxy's), then re-create the pod"
 	if len(patches) > 0 {
 		if cmd := in.templateSpecFix(plainJSON(map[string]any{"spec": map[string]any{"containers": patches}})); cmd != "" {
-			first, rest, _ := strings.Cut(cmd, "\n")
-			fix = first + "   # the probes ask the app's own port (an HTTP probe its path /: a choice, the app's health path if it has one)"
-			if rest != "" {
-				fix += "\n" + rest
-			}
+			fix = firstLineNote(cmd, "the probes ask the app's own port (an HTTP probe its path /: a choice, the app's health path if it has one)")
 		}
 	}
 	return []Finding{{Evidence: quoteList(hits) + ": a port of the proxy or its agent, which the app does not serve: the proxy answers, so the probe says the proxy is up, not the app (a dead or hung app stays Ready and is never restarted)",
 		Mesh: "the proxy's ports (" + quoteList(hits) + ")",
 		Fix:  fix}}
+}
+
+// fieldProbe is one of a container's probes and its field's name.
+type fieldProbe struct {
+	field string
+	probe *corev1.Probe
+}
+
+// containerProbes are c's liveness, readiness and startup probes (nil when
+// not set), in that order.
+func containerProbes(c corev1.Container) []fieldProbe {
+	return []fieldProbe{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}}
 }

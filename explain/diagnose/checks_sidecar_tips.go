@@ -223,11 +223,7 @@ func sidecarTipsNode(in *Input) []Finding {
 	fix := "a choice: lower the sidecar's requests (sidecar.istio.io/proxyCPU, proxyMemory), or the app's, or free room on node " + best.node
 	if len(most) == len(short) {
 		if cmd := in.templateSpecFix(plainJSON(map[string]any{"metadata": map[string]any{"annotations": annotations}})); cmd != "" {
-			first, rest, _ := strings.Cut(cmd, "\n")
-			fix = first + "   # a choice: the sidecar then requests " + strings.Join(most, ", ") + ", the most that fits node " + best.node + " now; or lower the app's requests, or free room on the node"
-			if rest != "" {
-				fix += "\n" + rest
-			}
+			fix = firstLineNote(cmd, "a choice: the sidecar then requests "+strings.Join(most, ", ")+", the most that fits node "+best.node+" now; or lower the app's requests, or free room on the node")
 		}
 	}
 	return []Finding{{Evidence: ev, Fix: fix,
