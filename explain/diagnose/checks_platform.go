@@ -492,8 +492,8 @@ func isPlatform(f Finding) bool {
 // mesh check found anything that would explain them.
 func markUnexplained(d *Diagnosis, sidecar bool) {
 	for _, f := range d.Findings {
-		if !isPlatform(f) && (f.Status == Fail || f.Status == Warning) {
-			return
+		if !isPlatform(f) && (f.Status == Fail || f.Status == Warning) || f.Code == CodeSidecarTipsNode {
+			return // (the sidecar's part in the pod's room, even unread, is not ruled out)
 		}
 	}
 	for i := range d.Findings {

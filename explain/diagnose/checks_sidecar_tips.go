@@ -164,6 +164,10 @@ func sidecarTipsNode(in *Input) []Finding {
 	p := in.Pod
 	short, ok := unschedulableFor(p)
 	room := in.NodeRoom
+	if ok && room.Unknown != "" {
+		return []Finding{{Status: Unknown, Evidence: "whether the sidecar's requests keep the pod off every node could not be read: " + room.Unknown,
+			Needs: []string{"list nodes", "list pods (all namespaces)"}}}
+	}
 	if !ok || len(room.Allocatable) == 0 || room.Requested == nil {
 		return nil
 	}

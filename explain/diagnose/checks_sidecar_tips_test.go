@@ -86,6 +86,10 @@ func TestSidecarTipsNode(t *testing.T) {
 		}
 	}
 	checks++
+	if got := sidecarTipsNode(&Input{Facts: Facts{Pod: pod(tippedByInit), NodeRoom: NodeRoom{Unknown: "forbidden: list pods (all namespaces)"}}}); len(got) != 1 || got[0].Status != Unknown {
+		t.Errorf("the nodes' room unread: the check is unknown, not silent: %+v", got)
+	}
+	checks++
 	if got := SchedRequests(&pod(tippedByInit).Spec)[corev1.ResourceCPU]; got.MilliValue() != 750 {
 		t.Errorf("a native sidecar counts beside the init containers after it: %s, want 750m", got.String())
 	}
