@@ -2,6 +2,8 @@ package capture
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
@@ -94,11 +96,20 @@ func (e *NoModelError) Error() string {
 // "1.31-dev", read by internal/istio): its major and minor.
 func ParseIstioVersion(s string) (major, minor int, err error) {
 	v, ok := istio.ParseVersion(s)
-	if !ok {
-		return 0, 0, &VersionError{s, "want 1.MINOR or 1.MINOR.PATCH, with an optional -suffix"}
+	if ok {
+		return 1, v.Minor, nil
 	}
-	return 1, v.Minor, nil
+	// Another major (2.0): a version, outside the model, not a mistake.
+	if m := laterMajor.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
+		major, _ = strconv.Atoi(m[1])
+		minor, _ = strconv.Atoi(m[2])
+		return major, minor, nil
+	}
+	return 0, 0, &VersionError{s, "want MAJOR.MINOR or MAJOR.MINOR.PATCH, with an optional -suffix"}
 }
+
+// laterMajor is a version of a major after 1 ("2.0", "v2.1.3-rc.0").
+var laterMajor = regexp.MustCompile(`^v?([2-9]|[1-9][0-9]+)\.([0-9]+)(\.[0-9]+)?(-[0-9A-Za-z.-]+)?$`)
 
 // RuleModelFor picks the rule model for an Istio version. A string that is
 // not a version is a *VersionError; a version outside the model a

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -268,4 +269,23 @@ func TestAuditLineOfAnUnmodelledRelease(t *testing.T) {
 	if s := Summarize(rep, AuditTraces{}, "iptables: nft"); s.Drift == nil || !*s.Drift || s.Release != "1.24.6" {
 		t.Errorf("the 1.6 rules read as 1.24's: drift %v release %q", s.Drift, s.Release)
 	}
+}
+
+// A release of another major (2.0) is a version outside the model: not
+// compared (unknown), never a usage error; a string that is no version is.
+func TestRuleModelForAnotherMajor(t *testing.T) {
+	checks := 0
+	for _, tc := range []struct {
+		version string
+		noModel bool // else a *VersionError
+	}{{"2.0", true}, {"v2.1.3-rc.0", true}, {"1.6", true}, {"2.x", false}, {"banana", false}, {"0.9", false}} {
+		_, err := RuleModelFor(tc.version)
+		var nm *NoModelError
+		var ve *VersionError
+		checks++
+		if tc.noModel && !errors.As(err, &nm) || !tc.noModel && !errors.As(err, &ve) {
+			t.Errorf("%s: %v (%T)", tc.version, err, err)
+		}
+	}
+	t.Logf("%d checks", checks)
 }
