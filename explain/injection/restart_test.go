@@ -13,6 +13,8 @@ import (
 // decided anew).
 func TestRestartCommand(t *testing.T) {
 	pod := func(phase corev1.PodPhase) *corev1.Pod { return &corev1.Pod{Status: corev1.PodStatus{Phase: phase}} }
+	injectedPod := pod(corev1.PodRunning)
+	injectedPod.Annotations = map[string]string{"sidecar.istio.io/status": "{}"}
 	cases := []struct {
 		owner *Owner
 		pod   *corev1.Pod
@@ -23,7 +25,8 @@ func TestRestartCommand(t *testing.T) {
 		{&Owner{Kind: "Job", Name: "nightly-1"}, pod(corev1.PodRunning), "kubectl delete pod p-1 -n shop   # its Job nightly-1 creates it again"},
 		{&Owner{Kind: "Job", Name: "nightly-1"}, pod(corev1.PodSucceeded), "# pod p-1 has finished: the next pod of its Job nightly-1"},
 		{&Owner{Kind: "Job", Name: "nightly-1"}, pod(corev1.PodFailed), "# pod p-1 has finished"},
-		{nil, pod(corev1.PodRunning), "kubectl delete pod p-1 -n shop, then create it again from its manifest"},
+		{nil, pod(corev1.PodRunning), "kubectl get pod p-1 -n shop -o json | kubectl replace --force -f -   # a bare pod"},
+		{nil, injectedPod, "kubectl delete pod p-1 -n shop   # a bare pod: create it again from its manifest"},
 	}
 	for _, tc := range cases {
 		got := restartCommand(&Workload{Name: "p-1", Namespace: "shop", Owner: tc.owner, Pod: tc.pod})

@@ -500,7 +500,12 @@ func restartCommand(w *Workload) string {
 			return fmt.Sprintf("kubectl delete pod %s -n %s   # its %s %s creates it again", w.Name, w.Namespace, w.Owner.Kind, w.Owner.Name)
 		}
 	}
-	return fmt.Sprintf("kubectl delete pod %s -n %s, then create it again from its manifest", w.Name, w.Namespace)
+	if w.Pod != nil && w.Pod.Annotations[istio.AnnotationStatus] == "" {
+		// A bare pod without the sidecar: created again as it is, the
+		// injector decides on it anew (nothing of the mesh to carry over).
+		return fmt.Sprintf("kubectl get pod %s -n %s -o json | kubectl replace --force -f -   # a bare pod: no controller re-creates it; this deletes it and creates it again as it is, and admission decides anew", w.Name, w.Namespace)
+	}
+	return fmt.Sprintf("kubectl delete pod %s -n %s   # a bare pod: create it again from its manifest (no controller re-creates it)", w.Name, w.Namespace)
 }
 
 func boolp(b bool) *bool { return &b }
