@@ -13,11 +13,21 @@ import (
 // InjectionTemplate is, for a pod that carries a label or annotation that
 // decides injection, the template its controller made it from (diagnose
 // compares the two: an admission mutator may have set them); nil for any
-// other pod, or when it cannot be read. One GET per controller, for pods
-// not injected that carry such keys only.
+// other pod, or when it cannot be read; and for a Job's injected pod, its
+// Job (whose own labels may hold a misplaced opt-out). One GET per
+// controller, for those pods only.
 func (e *Engine) InjectionTemplate(ctx context.Context, p *corev1.Pod) *diagnose.WorkloadState {
-	if p == nil || !diagnose.HasInjectionKeys(p) || p.Annotations["sidecar.istio.io/status"] != "" {
-		return nil // an injected pod's labels did not keep it out
+	switch {
+	case p == nil:
+		return nil
+	case p.Annotations["sidecar.istio.io/status"] != "":
+		if !diagnose.OptOutNeedsOwner(p) {
+			return nil // an injected pod's labels did not keep it out
+		}
+		// A Job's injected pod: its Job's own labels may hold the opt-out
+		// its template lacks (diagnose.CodeOptOutOnWorkload).
+	case !diagnose.HasInjectionKeys(p):
+		return nil
 	}
 	o := inspect.OwnerOf(p)
 	if o == nil {

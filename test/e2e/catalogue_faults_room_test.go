@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,10 +17,28 @@ import (
 
 // faultsRoom are the faults of what the kubelet and the scheduler make of
 // a sidecar pod's spec: a probe sent to the node's loopback, a pod the
-// sidecar's requests keep off every node.
+// sidecar's requests keep off every node; and an opt-out that never
+// reaches the pod.
 func (b *catBed) faultsRoom() []*catFault {
 	c, inj, createPod := b.c, b.inj, b.createPod
 	return []*catFault{
+		{code: "KM-INJ-023", ns: b.rev, name: "optout-on-job", how: `a Job labelled sidecar.istio.io/inject="false" on its own metadata.labels, its pod template not, in a namespace of revision canary (classic sidecars): the opt-out does nothing, its pod's sidecar keeps it from ending`,
+			plant: func(ctx context.Context, f *catFault) error {
+				job := optOutJob(b.rev)
+				if _, err := c.Client.BatchV1().Jobs(b.rev).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				pod, err := catPodOf(ctx, c, b.rev, "job-name=optout-on-job")
+				if err != nil {
+					return err
+				}
+				f.pod, f.state = pod, "its work done, the classic sidecar running"
+				_, err = catWaitPod(ctx, c, b.rev, pod, f.state, func(p *corev1.Pod) bool {
+					s := catStatus(p, "app")
+					return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+				})
+				return err
+			}},
 		{code: "KM-START-023", ns: inj, name: "probe-host-local", how: "a sidecar pod whose app's readiness probe is httpGet host localhost on 8080: the injector's rewrite keeps the host, the kubelet asks the node's loopback, never ready",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("probe-host-local", nil, catLean())
@@ -79,4 +98,16 @@ func memoryLeft(ctx context.Context, c kubernetes.Interface) (int64, error) {
 		return 0, fmt.Errorf("no node has 1Gi of memory left (%d bytes)", best)
 	}
 	return best, nil
+}
+
+// optOutJob is a Job labelled sidecar.istio.io/inject="false" on its own
+// metadata, its pod template not.
+func optOutJob(ns string) *batchv1.Job {
+	p := appPod("optout-on-job", nil, catLean())
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo done"}
+	p.Spec.Containers[0].Ports = nil
+	backoff := int32(0)
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "optout-on-job", Namespace: ns, Labels: map[string]string{"sidecar.istio.io/inject": "false"}},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoff, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: p.Annotations}, Spec: p.Spec}}}
 }

@@ -263,6 +263,12 @@ var fixCases = []fixCase{
 		injected: true, state: anyPod("catalog", "running, not ready, over 20s", olderThan(20*time.Second, func(p *corev1.Pod) bool {
 			return p.Status.Phase == corev1.PodRunning && !podReadyNow(p)
 		}))},
+	// Round 27's 08: the opt-out on the jobTemplate's metadata, not its pod template.
+	{nn: "73", object: "report", code: "KM-INJ-023", fixStarts: `kubectl patch cronjob/report -n kmfix-73 --type=merge -p '{"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"false"}}}}}}}'`,
+		completes: true, mesh: true, state: anyPod("report", "its work done, istio-proxy running", func(p *corev1.Pod) bool {
+			s := catStatus(p, "report")
+			return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+		})},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
