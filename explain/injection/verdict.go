@@ -30,6 +30,9 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Reason = "pod creation rejected by a webhook"
 		if blocker != nil {
 			r.Fix = webhookDownFix(w, nsLabels, evals, blocker) + retryNow(w)
+			if fix := wrongPathFix(blocked, evals, blocker); fix != "" {
+				r.Fix = fix + retryNow(w)
+			}
 		}
 		switch r.BlockedBy {
 		case BlockedQuota:

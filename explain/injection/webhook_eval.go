@@ -26,6 +26,10 @@ type webhookEval struct {
 	failClosed   bool
 	backend      string // where it sends the pod
 	url          string // the URL the apiserver posts to (backendURL)
+	// index is the webhook's place in its configuration's list; service
+	// says its clientConfig names a Service (else a URL).
+	index        int
+	service      bool
 	backendIssue string // "" when the backend looks fine or cannot be checked
 	backendNote  string
 	// backendUnknown says why the backend's readiness could not be read.
@@ -117,11 +121,11 @@ func istioModelOf(f *ClusterFacts) *istioModel {
 	configs := append([]admissionregistrationv1.MutatingWebhookConfiguration(nil), f.Webhooks...)
 	sort.Slice(configs, func(i, j int) bool { return configs[i].Name < configs[j].Name })
 	for _, c := range configs {
-		for _, w := range c.Webhooks {
+		for i, w := range c.Webhooks {
 			if !isIstioWebhook(w.Name) {
 				continue
 			}
-			e := compiledWebhook{webhookEval: webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istio.LabelTag]}}
+			e := compiledWebhook{webhookEval: webhookEval{config: c.Name, name: w.Name, tag: c.Labels[istio.LabelTag], index: i, service: w.ClientConfig.Service != nil}}
 			e.revision = c.Labels[istio.LabelRev]
 			if e.revision == "" && w.ClientConfig.Service != nil {
 				e.revision = strings.TrimPrefix(strings.TrimPrefix(w.ClientConfig.Service.Name, "istiod"), "-")
