@@ -15,6 +15,8 @@ func TestRestartCommand(t *testing.T) {
 	pod := func(phase corev1.PodPhase) *corev1.Pod { return &corev1.Pod{Status: corev1.PodStatus{Phase: phase}} }
 	injectedPod := pod(corev1.PodRunning)
 	injectedPod.Annotations = map[string]string{"sidecar.istio.io/status": "{}"}
+	pendingPod := pod(corev1.PodRunning) // ambient, istio-cni's mark dropped when it is made again
+	pendingPod.Annotations = map[string]string{"ambient.istio.io/redirection": "pending"}
 	cases := []struct {
 		owner *Owner
 		pod   *corev1.Pod
@@ -27,6 +29,7 @@ func TestRestartCommand(t *testing.T) {
 		{&Owner{Kind: "Job", Name: "nightly-1"}, pod(corev1.PodFailed), "# pod p-1 has finished"},
 		{nil, pod(corev1.PodRunning), "kubectl get pod p-1 -n shop -o json | kubectl replace --force -f -   # a bare pod"},
 		{nil, injectedPod, "kubectl delete pod p-1 -n shop   # a bare pod: create it again from its manifest"},
+		{nil, pendingPod, `kubectl get pod p-1 -n shop -o json | kubectl patch --local -f - --type=merge -p '{"metadata":{"annotations":{"ambient.istio.io/redirection":null}}}' -o json | kubectl replace --force -f -`},
 	}
 	for _, tc := range cases {
 		got := restartCommand(&Workload{Name: "p-1", Namespace: "shop", Owner: tc.owner, Pod: tc.pod})

@@ -505,8 +505,13 @@ func restartCommand(w *Workload) string {
 	}
 	if w.Pod != nil && w.Pod.Annotations[istio.AnnotationStatus] == "" {
 		// A bare pod without the sidecar: created again as it is, the
-		// injector decides on it anew (nothing of the mesh to carry over).
-		return fmt.Sprintf("kubectl get pod %s -n %s -o json | kubectl replace --force -f -   # a bare pod: no controller re-creates it; this deletes it and creates it again as it is, and admission decides anew", w.Name, w.Namespace)
+		// injector decides on it anew (nothing of the mesh to carry over
+		// but istio-cni's mark of an ambient pod, which is dropped).
+		strip := ""
+		if _, ok := w.Pod.Annotations[istio.AnnotationRedirection]; ok {
+			strip = fmt.Sprintf(` | kubectl patch --local -f - --type=merge -p '{"metadata":{"annotations":{%q:null}}}' -o json`, istio.AnnotationRedirection)
+		}
+		return fmt.Sprintf("kubectl get pod %s -n %s -o json%s | kubectl replace --force -f -   # a bare pod: no controller re-creates it; this deletes it and creates it again as it is, and admission decides anew", w.Name, w.Namespace, strip)
 	}
 	return fmt.Sprintf("kubectl delete pod %s -n %s   # a bare pod: create it again from its manifest (no controller re-creates it)", w.Name, w.Namespace)
 }

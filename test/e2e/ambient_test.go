@@ -164,7 +164,7 @@ func TestWhyInjectedAmbient(t *testing.T) {
 		{captured, injection.AmbientCaptured, "ztunnel captures the pod's traffic", "", false},
 		{pending, injection.AmbientPending, "ztunnel pod " + agentsNS + "/ztunnel-standin not ready",
 			"kubectl describe pod ztunnel-standin -n " + agentsNS, true},
-		{unset, injection.AmbientNotSetUp, "istio-cni on its node is ready, so setting it up failed", "kubectl delete pod unset -n " + ns, true},
+		{unset, injection.AmbientNotSetUp, "istio-cni on its node is ready, so setting it up failed", "kubectl get pod unset -n " + ns + " -o json | kubectl replace --force -f -", true},
 	} {
 		r := report(c.pod, "-n", ns)
 		if !r.Ambient || r.AmbientCapture != c.capture || r.IsMismatch() != c.mismatch || !strings.Contains(r.Verdict, c.verdict) || !strings.Contains(r.Fix, c.fix) {
@@ -194,7 +194,7 @@ func TestWhyInjectedAmbient(t *testing.T) {
 		t.Errorf("sweep: %v", got)
 	}
 	table := mesh(t, c, "", "why-injected", "-n", ns)
-	if !strings.Contains(table.stdout, "ambient mode, not captured: pending") || !strings.Contains(table.stdout, "kubectl delete pod unset -n "+ns) {
+	if !strings.Contains(table.stdout, "ambient mode, not captured: pending") || !strings.Contains(table.stdout, "kubectl get pod unset -n "+ns+" -o json | kubectl replace --force -f -") {
 		t.Errorf("sweep table:\n%s", table.stdout)
 	}
 	checks += 2

@@ -656,7 +656,7 @@ func (b *dgBed) casesCapture(t *testing.T, k *diagTally) {
 		// event, no pending), so only capture fails, with injection's fix.
 		r, d = diagOne(t, c, "amb-unset", "-n", ambientNS)
 		k.check(t, r.code == 4, "amb-unset: exit %d, want 4: %s", r.code, r.stderr)
-		k.firstIs(t, "amb-unset", d, diagnose.CheckCapture, diagnose.Fail, "kubectl delete pod amb-unset -n "+ambientNS)
+		k.firstIs(t, "amb-unset", d, diagnose.CheckCapture, diagnose.Fail, "kubectl get pod amb-unset -n "+ambientNS+" -o json | kubectl replace --force -f -")
 		// amb-captured: the control, ztunnel captures it.
 		r, d = diagOne(t, c, "amb-captured", "-n", ambientNS)
 		k.check(t, r.code == 0 && d.First == "" && d.Status == diagnose.Pass, "amb-captured: exit %d first %q status %q\n%s", r.code, d.First, d.Status, describeDiagnosis(d))
