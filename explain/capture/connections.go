@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -21,6 +22,9 @@ type Flow struct {
 	Dst   netip.AddrPort `json:"dst"`
 	// ReplySrc is where replies come from: the proxy's port when captured.
 	ReplySrc netip.AddrPort `json:"replySrc"`
+	// Expires is the seconds the table keeps the flow without traffic;
+	// -1 when the line did not say.
+	Expires int `json:"-"`
 }
 
 // ParseConntrack reads /proc/net/nf_conntrack (or `conntrack -L`) lines:
@@ -29,14 +33,20 @@ func ParseConntrack(text string) []Flow {
 	var out []Flow
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
-		var fl Flow
+		fl := Flow{Expires: -1}
 		var tuples []map[string]string
 		cur := map[string]string{}
-		for _, w := range f {
+		for i, w := range f {
 			switch w {
 			case "tcp", "udp":
 				if fl.Proto == "" {
 					fl.Proto = w
+					// The protocol's number, then the seconds left.
+					if i+2 < len(f) {
+						if n, err := strconv.Atoi(f[i+2]); err == nil {
+							fl.Expires = n
+						}
+					}
 				}
 				continue
 			case "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT", "CLOSE_WAIT", "LAST_ACK", "TIME_WAIT", "CLOSE":
@@ -218,10 +228,11 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 	// Each captured outbound connection makes the proxy open one of its own
 	// to the same destination: that many flows there, sent as the proxy's
 	// uid, are its upstreams; any more are something else bypassing it.
-	upstreams := map[netip.AddrPort]int{}
+	upstreams, capturedTo := map[netip.AddrPort]int{}, map[netip.AddrPort]bool{}
 	for _, f := range flows {
 		if f.ReplySrc.Port() == istio.PortOutbound && f.Dst.Port() != istio.PortOutbound {
 			upstreams[f.Dst]++
+			capturedTo[f.Dst] = true
 		}
 	}
 	// The tables are read one after the other, and neither at once: a call
@@ -259,8 +270,28 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 		}
 		return tr.Path[len(tr.Path)-1].Rule
 	}
+	// sender is the uid a flow was sent as: its socket's, or, the socket
+	// gone, the proxy's where any other uid would have been redirected.
+	sender := func(f Flow) (uid int, known, inferred bool) {
+		if uid, ok := sockets[socketKey(f.Proto, f.Src, f.Dst)]; ok {
+			return uid, true, false
+		}
+		if tr := trace(fmt.Sprintf("out:%s/%s", f.Dst, f.Proto)); tr != nil && (tr.Verdict == "redirect" || tr.Verdict == "tproxy") {
+			return proxyUID, false, true
+		}
+		return 0, false, false
+	}
+	outbound := func(f Flow) bool {
+		redirected := f.ReplySrc.Port() != f.Dst.Port() || f.ReplySrc.Addr() != f.Dst.Addr()
+		return !(redirected && proxyPorts[f.ReplySrc.Port()] != "") && f.Src.Addr().String() != "127.0.0.6" &&
+			!(f.Src.Addr().IsLoopback() && f.Dst.Addr().IsLoopback()) && (isPod(f.Src.Addr()) || f.Src.Addr().IsLoopback())
+	}
+	paired := pairUpstreams(flows, upstreams, func(f Flow) bool {
+		uid, _, _ := sender(f)
+		return outbound(f) && uid == proxyUID
+	})
 	var out []Connection
-	for _, f := range flows {
+	for i, f := range flows {
 		c := Connection{Flow: f}
 		if uid, ok := sockets[socketKey(f.Proto, f.Src, f.Dst)]; ok {
 			c.UID = &uid
@@ -274,22 +305,19 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 		case f.Src.Addr().IsLoopback() && f.Dst.Addr().IsLoopback():
 			c.Class = "loopback"
 		case isPod(f.Src.Addr()) || f.Src.Addr().IsLoopback():
-			uid, inferred := 0, false
-			if c.UID != nil {
-				uid = *c.UID
-			} else if tr := trace(fmt.Sprintf("out:%s/%s", f.Dst, f.Proto)); tr != nil && (tr.Verdict == "redirect" || tr.Verdict == "tproxy") {
-				// Its socket is gone. Any uid but an excluded one would have
-				// been redirected: it was sent as the proxy's.
-				uid, inferred = proxyUID, true
-			}
-			if uid == proxyUID && upstreams[f.Dst] > 0 {
-				upstreams[f.Dst]--
+			uid, _, inferred := sender(f)
+			if paired[i] {
 				c.Class = "proxy upstream"
 				break
 			}
 			if call := f.Proto + " " + f.Dst.String(); uid == proxyUID && appCalls[call] > 0 && c.UID != nil {
 				appCalls[call]--
 				c.Class = "proxy upstream"
+				break
+			}
+			if inferred && capturedTo[f.Dst] && f.State == "TIME_WAIT" && f.Expires >= 0 && f.Expires <= expiringSoon {
+				c.Class = Unpaired
+				c.Why = fmt.Sprintf("closed, sent as uid %d (inferred) to where captured calls go, and leaving the table in %ds: the captured call it served may have left first, or an app running as the proxy's uid made it; not counted as bypassing", uid, f.Expires)
 				break
 			}
 			c.Class = Bypassing
@@ -322,6 +350,44 @@ func ClassifyConnections(flows []Flow, sockets Sockets, rulesets []*Ruleset, pod
 	}
 	sort.SliceStable(out, func(i, j int) bool { return classRank(out[i].Class) < classRank(out[j].Class) })
 	return out
+}
+
+// Unpaired is the class of a closed flow sent as the proxy's uid whose
+// captured call is not in the table as it leaves it: the table drops closed
+// flows one by one, so the call the upstream served may have gone first.
+// What made it is not known; it is not counted as bypassing.
+const Unpaired = "unpaired proxy flow"
+
+// expiringSoon is how many seconds from leaving the table a closed flow may
+// be and its captured twin, closed a moment before, already gone.
+const expiringSoon = 3
+
+// pairUpstreams hands each destination's captured-call count to the flows
+// isProxy says the proxy sent there, those the table keeps longest first:
+// an upstream whose captured call already left the table is among the last
+// to leave it, so it is the one left unpaired, not a live upstream.
+func pairUpstreams(flows []Flow, counts map[netip.AddrPort]int, isProxy func(Flow) bool) map[int]bool {
+	var idx []int
+	for i, f := range flows {
+		if isProxy(f) {
+			idx = append(idx, i)
+		}
+	}
+	keep := func(f Flow) int {
+		if f.Expires < 0 || f.State != "TIME_WAIT" {
+			return math.MaxInt
+		}
+		return f.Expires
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return keep(flows[idx[a]]) > keep(flows[idx[b]]) })
+	paired := map[int]bool{}
+	for _, i := range idx {
+		if counts[flows[i].Dst] > 0 {
+			counts[flows[i].Dst]--
+			paired[i] = true
+		}
+	}
+	return paired
 }
 
 func classRank(c string) int {

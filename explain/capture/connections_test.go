@@ -100,3 +100,40 @@ ipv4     2 tcp      6 431999 ESTABLISHED src=10.0.0.5 dst=10.0.0.9 sport=40022 d
 	checked++
 	t.Logf("%d mid-read cases", checked)
 }
+
+// Closed flows leave the table one by one: the captured call an upstream
+// served can be gone while the upstream (its socket closed too) is still
+// there, about to go. The upstreams the table keeps longest take the
+// captured calls, whatever order the table lists them in; the one about to
+// leave is unpaired, not a bypass; a closed call to where nothing captured
+// goes, or one far from leaving, stays a bypass.
+func TestConnectionsClosedTwinExpired(t *testing.T) {
+	rs, err := ParseSave(readDump(t, "istio-default.nft.save"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := ParseConntrack(`ipv4     2 tcp      6 1 TIME_WAIT src=10.0.0.5 dst=10.0.0.9 sport=40033 dport=8080 src=10.0.0.9 dst=10.0.0.5 sport=8080 dport=40033 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 90 TIME_WAIT src=10.0.0.5 dst=10.0.0.9 sport=40030 dport=8080 src=127.0.0.1 dst=10.0.0.5 sport=15001 dport=40030 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 91 TIME_WAIT src=10.0.0.5 dst=10.0.0.9 sport=40031 dport=8080 src=10.0.0.9 dst=10.0.0.5 sport=8080 dport=40031 [ASSURED] mark=0 zone=0 use=2
+ipv4     2 tcp      6 60 TIME_WAIT src=10.0.0.5 dst=10.0.0.9 sport=40037 dport=8080 src=10.0.0.9 dst=10.0.0.5 sport=8080 dport=40037 [ASSURED] mark=0 zone=0 use=2
+tcp      6 2 TIME_WAIT src=10.0.0.5 dst=10.0.0.7 sport=40035 dport=8080 src=10.0.0.7 dst=10.0.0.5 sport=8080 dport=40035 [ASSURED] mark=0 use=1`)
+	if len(flows) != 5 || flows[0].Expires != 1 || flows[4].Expires != 2 {
+		t.Fatalf("seconds left not read from either form: %+v", flows)
+	}
+	cs := ClassifyConnections(flows, Sockets{}, []*Ruleset{rs}, []netip.Addr{netip.MustParseAddr("10.0.0.5")}, 1337)
+	got := map[string]string{}
+	for _, c := range cs {
+		got[c.Src.String()] = c.Class
+	}
+	for src, want := range map[string]string{
+		"10.0.0.5:40030": "captured outbound",
+		"10.0.0.5:40031": "proxy upstream", // kept longest: it takes the one captured call
+		"10.0.0.5:40033": Unpaired,         // about to leave, its captured call gone first
+		"10.0.0.5:40037": Bypassing,        // a minute from leaving: no captured call left for it
+		"10.0.0.5:40035": Bypassing,        // nothing captured goes to 10.0.0.7
+	} {
+		if got[src] != want {
+			t.Errorf("%s: %q, want %q", src, got[src], want)
+		}
+	}
+}
