@@ -107,32 +107,40 @@ func SchedRequests(spec *corev1.PodSpec) corev1.ResourceList {
 				continue
 			}
 		}
-		var sidecars, initMax, sum resource.Quantity
-		for _, c := range spec.InitContainers {
-			q := c.Resources.Requests[r]
-			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-				sidecars.Add(q)
-				q = sidecars.DeepCopy()
-			} else {
-				q.Add(sidecars)
-			}
-			if q.Cmp(initMax) > 0 {
-				initMax = q
-			}
-		}
-		for _, c := range spec.Containers {
-			sum.Add(c.Resources.Requests[r])
-		}
-		sum.Add(sidecars)
-		if initMax.Cmp(sum) > 0 {
-			sum = initMax
-		}
+		sum := containerRequest(spec, r)
 		if q, ok := spec.Overhead[r]; ok {
 			sum.Add(q)
 		}
 		out[r] = sum
 	}
 	return out
+}
+
+// containerRequest is what spec's containers ask of r together: the largest
+// of each init container's request (with the native sidecars started before
+// it) and the containers' with every native sidecar.
+func containerRequest(spec *corev1.PodSpec, r corev1.ResourceName) resource.Quantity {
+	var sidecars, initMax, sum resource.Quantity
+	for _, c := range spec.InitContainers {
+		q := c.Resources.Requests[r]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars.Add(q)
+			q = sidecars.DeepCopy()
+		} else {
+			q.Add(sidecars)
+		}
+		if q.Cmp(initMax) > 0 {
+			initMax = q
+		}
+	}
+	for _, c := range spec.Containers {
+		sum.Add(c.Resources.Requests[r])
+	}
+	sum.Add(sidecars)
+	if initMax.Cmp(sum) > 0 {
+		return initMax
+	}
+	return sum
 }
 
 // withProxyRequest is spec with istio-proxy's request of r set to q (its

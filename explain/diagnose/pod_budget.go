@@ -87,29 +87,8 @@ func jobBudgetPatch(spec []byte) string {
 }
 
 // ownRequests is what the template's own containers request of res in
-// all: its containers' sum, or its largest init container when larger
-// (an init container that keeps running, a sidecar of its own, adds to
-// the sum).
+// all, summed as the scheduler and the pod-level budget's validation do
+// (containerRequest), without the pod's overhead or its pod-level request.
 func ownRequests(t *corev1.PodTemplateSpec, res corev1.ResourceName) resource.Quantity {
-	var sum, initMax resource.Quantity
-	for _, c := range t.Spec.Containers {
-		if q, ok := c.Resources.Requests[res]; ok {
-			sum.Add(q)
-		}
-	}
-	for _, c := range t.Spec.InitContainers {
-		q, ok := c.Resources.Requests[res]
-		if !ok {
-			continue
-		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum.Add(q)
-		} else if q.Cmp(initMax) > 0 {
-			initMax = q
-		}
-	}
-	if initMax.Cmp(sum) > 0 {
-		return initMax
-	}
-	return sum
+	return containerRequest(&t.Spec, res)
 }

@@ -76,3 +76,30 @@ func TestWorkloadShortPodLevelBudget(t *testing.T) {
 	}
 	t.Logf("%d assertions", checked)
 }
+
+// A template's own request is summed as the scheduler sums it: an init
+// container after the template's own native sidecar runs beside it, so
+// both count; one before it does not.
+func TestOwnRequestsNativeSidecarBeforeInit(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	req := func(cpu string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+	}
+	shipper := corev1.Container{Name: "shipper", RestartPolicy: &always, Resources: req("100m")}
+	migrate := corev1.Container{Name: "migrate", Resources: req("500m")}
+	app := corev1.Container{Name: "app", Resources: req("50m")}
+	for _, tc := range []struct {
+		name  string
+		inits []corev1.Container
+		want  string
+	}{
+		{"the init container after the sidecar", []corev1.Container{shipper, migrate}, "600m"},
+		{"the init container before it", []corev1.Container{migrate, shipper}, "500m"},
+		{"no init container", []corev1.Container{shipper}, "150m"},
+	} {
+		tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{InitContainers: tc.inits, Containers: []corev1.Container{app}}}
+		if got := ownRequests(tmpl, corev1.ResourceCPU); got.Cmp(resource.MustParse(tc.want)) != 0 {
+			t.Errorf("%s: %s, want %s", tc.name, got.String(), tc.want)
+		}
+	}
+}
