@@ -25,6 +25,9 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		return Warning, "the pod is " + s.Phase, describe
 	}
 	age := s.Now.Sub(p.CreationTimestamp.Time).Round(time.Second)
+	if status, ev, fix, ok := in.heldByFinalizers(); ok {
+		return status, ev, fix
+	}
 	switch p.Status.Phase {
 	case "":
 		return Unknown, "the pod has no status yet: no kubelet has reported it", describe
@@ -62,6 +65,9 @@ func (in *Input) notRunning() (status, evidence, fix string) {
 		return Fail, "the pod's phase is Unknown: node " + p.Spec.NodeName + " stopped reporting it", "kubectl get node " + p.Spec.NodeName + " -o wide   # is the node Ready?"
 	}
 	if p.Spec.NodeName == "" {
+		if status, ev, fix, ok := in.gated(age); ok {
+			return status, ev, fix
+		}
 		ev := "the pod is on no node yet: the scheduler has not placed it, so nothing has run"
 		said := ""
 		for _, c := range p.Status.Conditions {

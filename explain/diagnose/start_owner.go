@@ -18,7 +18,7 @@ func StartNeedsOwner(p *corev1.Pod) bool {
 	if p == nil || p.DeletionTimestamp != nil {
 		return false
 	}
-	return classicJobPod(p) || proxyInTrouble(p) || unschedulable(p) || statefulSetUnready(p)
+	return classicJobPod(p) || proxyInTrouble(p) || unschedulable(p) || statefulSetUnready(p) || len(p.Spec.SchedulingGates) > 0
 }
 
 // statefulSetUnready: a StatefulSet's pod not ready (its revision against

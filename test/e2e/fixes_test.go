@@ -269,6 +269,16 @@ var fixCases = []fixCase{
 			s := catStatus(p, "report")
 			return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
 		})},
+	// Round 28's 06: a scheduling gate in the template, which nothing lifts.
+	{nn: "74", object: "search", code: "KM-START-012", fixStarts: `kubectl patch deployment/search -n kmfix-74 --type=json -p '[{"op":"remove","path":"/spec/template/spec/schedulingGates"}]'`,
+		injected: true, names: "its pod template (deployment/search) carries them", state: anyPod("search", "scheduling gated, over 65s", olderThan(65*time.Second, func(p *corev1.Pod) bool {
+			return len(p.Spec.SchedulingGates) > 0
+		}))},
+	// Round 28's 07: a StatefulSet's pod deleted with a finalizer nothing removes.
+	{nn: "75", object: "queue", code: "KM-START-012", fixStarts: `kubectl patch pod queue-0 -n kmfix-75 --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'`,
+		injected: true, names: "statefulset/queue makes no new queue-0", state: anyPod("queue", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) }),
+		then: []string{`kubectl patch pod queue-0 -n kmfix-75 --type=merge -p '{"metadata":{"finalizers":["drain.example.com/protect"]}}'`,
+			"kubectl delete pod queue-0 -n kmfix-75 --wait=false", "sleep 40"}},
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
