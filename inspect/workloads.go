@@ -356,6 +356,9 @@ func JobWorkload(j *batchv1.Job) Workload {
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.Desired = 0
 	}
+	if m := j.Spec.ManagedBy; m != nil && *m != batchv1.JobControllerName {
+		w.ManagedBy = *m
+	}
 	var times []metav1.Time
 	for _, c := range j.Status.Conditions {
 		times = append(times, c.LastTransitionTime)

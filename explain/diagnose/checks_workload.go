@@ -61,6 +61,9 @@ type WorkloadState struct {
 	// Controller is its own controller ("CronJob/nightly"), "" for none.
 	Labels     map[string]string `json:"-"`
 	Controller string            `json:"-"`
+	// ManagedBy is a Job's spec.managedBy when it names a controller other
+	// than the built-in one (which then leaves the Job alone).
+	ManagedBy string `json:"managedBy,omitempty"`
 	// Rollout says a Deployment's rollout is stuck: its newest ReplicaSet
 	// (NewReplicaSet) lacks pods its controller cannot create while the
 	// old ones serve ("" when it is not); Progressing is its Progressing
@@ -222,6 +225,8 @@ func workloadShort(in *Input) []Finding {
 	}
 	switch {
 	case len(said) > 0 || w.Failed != "":
+	case w.ManagedBy != "":
+		f.Status, f.Evidence, f.Fix = managedElsewhere(w, f.Evidence)
 	case w.EventsUnknown != "":
 		f.Status = Unknown
 		f.Evidence += "; its events could not be read: " + w.EventsUnknown

@@ -17,6 +17,17 @@ import (
 // apiserver version. annotations and labels map a key to its new value, or
 // to nil to remove it.
 func RecreateJob(name, ns string, annotations, labels map[string]*string) string {
+	return recreateJob(name, ns, annotations, labels, nil, "with the change")
+}
+
+// RecreateJobSpec is RecreateJob for a change of the Job's own spec (its
+// fields by key, nil to remove one): one a Job cannot be patched for
+// either. Its comment ends with "re-creates it", for the caller's words.
+func RecreateJobSpec(name, ns string, spec map[string]any) string {
+	return recreateJob(name, ns, nil, nil, spec, "")
+}
+
+func recreateJob(name, ns string, annotations, labels map[string]*string, spec map[string]any, with string) string {
 	uid := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
 	tmplLabels := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
 	for k, v := range labels {
@@ -30,17 +41,25 @@ func RecreateJob(name, ns string, annotations, labels map[string]*string) string
 		}
 		tmplMeta["annotations"] = a
 	}
+	jobSpec := map[string]any{"selector": nil, "manualSelector": nil, "template": map[string]any{"metadata": tmplMeta}}
+	for k, v := range spec {
+		jobSpec[k] = v
+	}
 	patch := map[string]any{
 		"metadata": map[string]any{"uid": nil, "resourceVersion": nil, "creationTimestamp": nil, "managedFields": nil, "labels": uid},
 		"status":   nil,
-		"spec":     map[string]any{"selector": nil, "manualSelector": nil, "template": map[string]any{"metadata": tmplMeta}},
+		"spec":     jobSpec,
 	}
 	b, err := json.Marshal(patch)
 	if err != nil {
 		panic(err) // maps of strings always marshal
 	}
-	return fmt.Sprintf("kubectl get job %s -n %s -o json | kubectl patch --local -f - --type=merge -p '%s' -o json | kubectl replace --force -f -   # a Job's pod template cannot be patched: this deletes job/%s and creates it again with the change",
-		name, ns, b, name)
+	if spec != nil {
+		return fmt.Sprintf("kubectl get job %s -n %s -o json | kubectl patch --local -f - --type=merge -p '%s' -o json | kubectl replace --force -f -   # this deletes job/%s and creates it again",
+			name, ns, b, name)
+	}
+	return fmt.Sprintf("kubectl get job %s -n %s -o json | kubectl patch --local -f - --type=merge -p '%s' -o json | kubectl replace --force -f -   # a Job's pod template cannot be patched: this deletes job/%s and creates it again %s",
+		name, ns, b, name, with)
 }
 
 // templateOwnerOf is the kind and name of the object whose pod template

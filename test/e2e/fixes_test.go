@@ -279,6 +279,20 @@ var fixCases = []fixCase{
 		injected: true, names: "statefulset/queue makes no new queue-0", state: anyPod("queue", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) }),
 		then: []string{`kubectl patch pod queue-0 -n kmfix-75 --type=merge -p '{"metadata":{"finalizers":["drain.example.com/protect"]}}'`,
 			"kubectl delete pod queue-0 -n kmfix-75 --wait=false", "sleep 40"}},
+	// Round 28's 05: a Job whose spec.managedBy names a controller not run here.
+	{nn: "76", object: "job/export", code: "KM-INJ-013", fixStarts: `kubectl get job export -n kmfix-76 -o json | kubectl patch --local -f - --type=merge`,
+		completes: true, injected: true, names: "its spec.managedBy is kueue.x-k8s.io/multikueue", minMinor: 32, state: jobOlderThan("export", 65*time.Second)},
+}
+
+// jobOlderThan: Job name exists and is older than d.
+func jobOlderThan(name string, d time.Duration) func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
+	return func(ctx context.Context, c *testcluster.Cluster, ns string) (bool, string) {
+		j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return time.Since(j.CreationTimestamp.Time) > d, "job/" + name + " younger than " + d.String()
+	}
 }
 
 // plantFixes plants the faults of testdata/fixes that can exist on the
