@@ -28,7 +28,7 @@ func (e *Engine) proveMeshSide(ctx context.Context, r *injection.InjectionReport
 // annotations, sidecar and all (a dry-run create of each candidate in
 // turn): the first admitted is kept in r.RefusedBy.MeshSide.
 func (e *Engine) proveOwnSettings(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec) {
-	e.proveFirst(ctx, r, tmpl, injection.OwnSettingsCandidates(tmpl.Annotations))
+	e.proveFirst(ctx, r, tmpl, append(injection.OptOutCandidates(tmpl.Labels, tmpl.Annotations), injection.OwnSettingsCandidates(tmpl.Annotations)...))
 }
 
 // proveFirst keeps in r.RefusedBy.MeshSide the first candidate admission
@@ -37,6 +37,7 @@ func (e *Engine) proveFirst(ctx context.Context, r *injection.InjectionReport, t
 	for _, c := range candidates {
 		t := tmpl.DeepCopy()
 		t.Annotations = c.Apply(t.Annotations)
+		t.Labels = c.ApplyLabels(t.Labels)
 		pr := e.dryRun(ctx, r.Namespace, strings.ToLower(r.Name), t)
 		switch {
 		case pr.err != nil || pr.notVerified != "":

@@ -503,19 +503,28 @@ func appBreaksRatio(t *corev1.PodTemplateSpec, res string, ratio float64) bool {
 // workload's pod template (a Job's CronJob's, for a Job it made; a Job of
 // its own is re-created), comment after it.
 func templateAnnotationsFix(w *WorkloadState, set map[string]string, comment string) string {
+	return templateMetaFix(w, set, nil, comment)
+}
+
+// templateMetaFix is templateAnnotationsFix with the template's labels set
+// the same way.
+func templateMetaFix(w *WorkloadState, set, labels map[string]string, comment string) string {
 	kind, name := w.Kind, w.Name
 	cron, isCron := strings.CutPrefix(w.Controller, "CronJob/")
 	if isCron && kind == "Job" {
 		kind, name = "CronJob", cron
 	}
-	change := map[string]*string{}
-	for k, v := range set {
-		change[k] = nil // "" removes it
-		if v != "" {
-			change[k] = &v
+	pointers := func(set map[string]string) map[string]*string {
+		change := map[string]*string{}
+		for k, v := range set {
+			change[k] = nil // "" removes it
+			if v != "" {
+				change[k] = &v
+			}
 		}
+		return change
 	}
-	fix := injection.SetTemplateAnnotations(kind, name, w.Namespace, change) + comment
+	fix := injection.SetTemplateMeta(kind, name, w.Namespace, pointers(set), pointers(labels)) + comment
 	if isCron && w.Kind == "Job" {
 		fix += "\n" + stuckRun(w.Name, cron, w.Namespace)
 	}

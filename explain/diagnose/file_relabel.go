@@ -55,6 +55,9 @@ func fileMeshSideFix(files []string, r *injection.InjectionReport) string {
 	default:
 		return ""
 	}
+	if len(ms.Labels) > 0 {
+		return "" // kubectl label --local would label the file's objects, not their pod templates
+	}
 	keys := make([]string, 0, len(ms.Set))
 	for k := range ms.Set {
 		keys = append(keys, k)

@@ -31,7 +31,11 @@ func recreateJob(name, ns string, annotations, labels map[string]*string, spec m
 	uid := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
 	tmplLabels := map[string]any{"controller-uid": nil, "batch.kubernetes.io/controller-uid": nil}
 	for k, v := range labels {
-		tmplLabels[k] = v
+		// The Job's own labels too: a Job made without labels of its own
+		// got its template's, and kept there, a changed one would say
+		// the old (sidecar.istio.io/inject on a Job's own labels is read
+		// as an opt-out meant for its pods: KM-INJ-023).
+		tmplLabels[k], uid[k] = v, v
 	}
 	tmplMeta := map[string]any{"labels": tmplLabels}
 	if len(annotations) > 0 {
@@ -114,14 +118,27 @@ func removeTemplateAnnotations(w *Workload, keys []string, comment string) strin
 // re-created (RecreateJob). It ends with "   # " and no comment, for the
 // caller's, when the command is a patch.
 func SetTemplateAnnotations(kind, name, ns string, set map[string]*string) string {
+	return SetTemplateMeta(kind, name, ns, set, nil)
+}
+
+// SetTemplateMeta is SetTemplateAnnotations with the template's labels set
+// the same way.
+func SetTemplateMeta(kind, name, ns string, set, labels map[string]*string) string {
 	if kind == "Job" {
-		return RecreateJob(name, ns, set, nil) + "; "
+		return RecreateJob(name, ns, set, labels) + "; "
 	}
-	a := map[string]any{}
-	for k, v := range set {
-		a[k] = v
+	meta := map[string]any{}
+	for key, m := range map[string]map[string]*string{"annotations": set, "labels": labels} {
+		if len(m) == 0 {
+			continue
+		}
+		a := map[string]any{}
+		for k, v := range m {
+			a[k] = v
+		}
+		meta[key] = a
 	}
-	tmpl := map[string]any{"metadata": map[string]any{"annotations": a}}
+	tmpl := map[string]any{"metadata": meta}
 	spec := map[string]any{"template": tmpl}
 	if kind == "CronJob" {
 		spec = map[string]any{"jobTemplate": map[string]any{"spec": spec}}

@@ -107,11 +107,23 @@ func MinimumCandidates(refusal string) []MeshSide {
 // Apply is a copy of annotations changed as m says (a value "" removes
 // the key).
 func (m MeshSide) Apply(annotations map[string]string) map[string]string {
-	out := make(map[string]string, len(annotations)+len(m.Set))
-	for k, v := range annotations {
+	return setKeys(annotations, m.Set)
+}
+
+// ApplyLabels is a copy of labels changed as m says.
+func (m MeshSide) ApplyLabels(labels map[string]string) map[string]string {
+	if len(m.Labels) == 0 {
+		return labels
+	}
+	return setKeys(labels, m.Labels)
+}
+
+func setKeys(in, set map[string]string) map[string]string {
+	out := make(map[string]string, len(in)+len(set))
+	for k, v := range in {
 		out[k] = v
 	}
-	for k, v := range m.Set {
+	for k, v := range set {
 		if v == "" {
 			delete(out, k)
 			continue

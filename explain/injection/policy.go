@@ -60,8 +60,11 @@ type Refusal struct {
 // annotations to set (a value "" removes it), What what of the injection
 // it changes.
 type MeshSide struct {
-	Set  map[string]string `json:"set"`
-	What string            `json:"what"`
+	Set map[string]string `json:"set"`
+	// Labels are the template's labels to set the same way (the opt-out
+	// taken off).
+	Labels map[string]string `json:"labels,omitempty"`
+	What   string            `json:"what"`
 }
 
 // platformFix is the fix for a refusal of the pod's own (not of what the

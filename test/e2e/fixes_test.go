@@ -282,6 +282,9 @@ var fixCases = []fixCase{
 	// Round 28's 05: a Job whose spec.managedBy names a controller not run here.
 	{nn: "76", object: "job/export", code: "KM-INJ-013", fixStarts: `kubectl get job export -n kmfix-76 -o json | kubectl patch --local -f - --type=merge`,
 		completes: true, injected: true, names: "its spec.managedBy is kueue.x-k8s.io/multikueue", minMinor: 32, state: jobOlderThan("export", 65*time.Second)},
+	// Round 28's 03: a policy that requires the sidecar, a Job opted out.
+	{nn: "77", object: "job/migrate", code: "KM-INJ-013", fixStarts: "kubectl get job migrate -n kmfix-77 -o json | kubectl patch --local -f - --type=merge",
+		completes: true, injected: true, mesh: true, names: "the template's opt-out from the mesh", state: podEvent("FailedCreate")},
 }
 
 // jobOlderThan: Job name exists and is older than d.
