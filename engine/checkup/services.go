@@ -150,7 +150,7 @@ func (s *services) of(f *diagnose.Facts, p *corev1.Pod) {
 		switch {
 		case sv.sel.Matches(set):
 			f.Services = append(f.Services, sv.svc)
-		case len(diagnose.InjectedLabelMiss(sv.svc.Spec.Selector, p)) > 0:
+		case len(diagnose.InjectedLabelMiss(sv.svc.Spec.Selector, p)) > 0, len(diagnose.TemplateLabelMiss(sv.svc.Spec.Selector, p)) > 0:
 			f.ServicesMissing = append(f.ServicesMissing, sv.svc)
 		}
 	}

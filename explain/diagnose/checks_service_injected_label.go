@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,28 +59,7 @@ func WithoutInjectedLabels(selector map[string]string) map[string]string {
 // pods, when selector less them matches pod while one of them does not:
 // the Service misses the pod for them alone. None otherwise.
 func InjectedLabelMiss(selector map[string]string, pod *corev1.Pod) []string {
-	if pod == nil || len(selector) == 0 {
-		return nil
-	}
-	var miss []string
-	rest := 0
-	for k, v := range selector {
-		if _, injected := injectedLabels[k]; injected {
-			if got, ok := pod.Labels[k]; !ok || got != v {
-				miss = append(miss, k)
-			}
-			continue
-		}
-		rest++
-		if got, ok := pod.Labels[k]; !ok || got != v {
-			return nil // it does not select the pod for another key
-		}
-	}
-	if rest == 0 {
-		return nil // nothing but the injector's labels: not this pod's Service by anything else
-	}
-	sort.Strings(miss)
-	return miss
+	return labelMiss(selector, pod, injectedLabels)
 }
 
 func serviceInjectedLabel(in *Input) []Finding {

@@ -114,8 +114,9 @@ type Facts struct {
 	Services        []corev1.Service
 	ServicesUnknown string
 	// ServicesMissing are the Services of the pod's namespace that would
-	// select it but for a label Istio's injector sets on the pod, whose
-	// value the pod's differs from (InjectedLabelMiss).
+	// select it but for a label Istio's injector (InjectedLabelMiss) or
+	// the pod's controller (TemplateLabelMiss) sets on the pod, whose value
+	// the pod's differs from.
 	ServicesMissing []corev1.Service
 	// ServiceMeshed are, for a running pod outside the mesh, the pods in
 	// the mesh that each Service selecting it also selects, by Service

@@ -723,6 +723,15 @@ func (b *catBed) faultsConnections() []*catFault {
 				}
 				return runningReady(ctx, f, inj, appPod(f.name, map[string]string{"app": f.name, "version": "v2"}, catLean()))
 			}},
+		{code: "KM-CONN-011", ns: inj, name: "stale-hash", how: "a sidecar pod labelled app=stale-hash pod-template-hash=86d465c74f (its ReplicaSet's) and a Service selecting app=stale-hash pod-template-hash=db9fbd689 (an older template's, copied from a pod)",
+			plant: func(ctx context.Context, f *catFault) error {
+				svc := catService(f.name, f.name, corev1.ServicePort{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)})
+				svc.Spec.Selector["pod-template-hash"] = "db9fbd689"
+				if err := createService(ctx, inj, svc); err != nil {
+					return err
+				}
+				return runningReady(ctx, f, inj, appPod(f.name, map[string]string{"app": f.name, "pod-template-hash": "86d465c74f"}, catLean()))
+			}},
 		{code: "KM-START-016", ns: inj, name: "no-istiod", how: "a sidecar pod and a NetworkPolicy selecting it (app=no-istiod) with policyTypes Egress that admits DNS (UDP and TCP 53) only, not istiod's 15012",
 			plant: func(ctx context.Context, f *catFault) error {
 				if err := createPolicy(ctx, inj, catPolicy(f.name, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, nil,

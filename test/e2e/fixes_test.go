@@ -285,6 +285,9 @@ var fixCases = []fixCase{
 	// Round 28's 03: a policy that requires the sidecar, a Job opted out.
 	{nn: "77", object: "job/migrate", code: "KM-INJ-013", fixStarts: "kubectl get job migrate -n kmfix-77 -o json | kubectl patch --local -f - --type=merge",
 		completes: true, injected: true, mesh: true, names: "the template's opt-out from the mesh", state: podEvent("FailedCreate")},
+	// Round 28's 02: a Service selecting an older template's pod-template-hash.
+	{nn: "78", object: "cart", code: "KM-CONN-011", fixStarts: `kubectl patch service cart -n kmfix-78 --type=json -p '[{"op":"remove","path":"/spec/selector/pod-template-hash"}]'`,
+		injected: true, state: anyPod("cart", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
 }
 
 // jobOlderThan: Job name exists and is older than d.
