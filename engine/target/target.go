@@ -141,10 +141,11 @@ func ServicePods(ctx context.Context, client *inspect.Client, svc *corev1.Servic
 		return nil, inspect.ExplainAPIError(err, "list pods")
 	}
 	if len(pods) == 0 {
-		// A selector that reads a label Istio's injector sets: the pods
-		// its other keys select are the ones meant, and their diagnosis
-		// says why the Service misses them (diagnose.InjectedLabelMiss).
-		if meant := diagnose.WithoutInjectedLabels(svc.Spec.Selector); len(meant) > 0 && len(meant) < len(svc.Spec.Selector) {
+		// A selector that reads a label Istio's injector sets, or one the
+		// pods' controller sets per template: the pods its other keys
+		// select are the ones meant, and their diagnosis says why the
+		// Service misses them (diagnose.InjectedLabelMiss, TemplateLabelMiss).
+		if meant := diagnose.WithoutTemplateLabels(diagnose.WithoutInjectedLabels(svc.Spec.Selector)); len(meant) > 0 && len(meant) < len(svc.Spec.Selector) {
 			err := client.EachPodPage(ctx, svc.Namespace, labels.SelectorFromSet(meant).String(), func(page []corev1.Pod) error {
 				pods = append(pods, page...)
 				return nil

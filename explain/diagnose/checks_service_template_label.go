@@ -31,6 +31,17 @@ func init() {
 		run:     serviceTemplateLabel})
 }
 
+// WithoutTemplateLabels is selector less the labels set per template.
+func WithoutTemplateLabels(selector map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range selector {
+		if _, set := templateLabels[k]; !set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // TemplateLabelMiss are the keys of selector that a controller sets on
 // pods per template, when selector less them matches pod while one of
 // them does not. None otherwise.

@@ -66,3 +66,12 @@ func TestServiceTemplateLabel(t *testing.T) {
 	}
 	t.Logf("%d checks", checks)
 }
+
+// diagnose service/NAME looks for the pods a Service is meant for by its
+// selector less the per-template labels.
+func TestWithoutTemplateLabels(t *testing.T) {
+	got := WithoutTemplateLabels(map[string]string{"app": "cart", "pod-template-hash": "x", "controller-revision-hash": "y"})
+	if len(got) != 1 || got["app"] != "cart" {
+		t.Errorf("%v, want only app=cart", got)
+	}
+}
