@@ -151,7 +151,7 @@ func istioVerdict(r *InjectionReport, w *Workload, st istioStatus, evals []*webh
 		r.Verdict = "Not injected, and it would not be if re-created: " + whyNot + "."
 		r.Reason = whyNot
 		switch {
-		case strings.HasPrefix(enable, "kubectl patch"), strings.HasPrefix(enable, "kubectl get job"):
+		case strings.HasPrefix(enable, "kubectl patch") && !strings.HasPrefix(enable, "kubectl patch mutatingwebhookconfiguration"), strings.HasPrefix(enable, "kubectl get job"):
 			r.Fix = enable // a changed template rolls the pods out by itself; a re-created Job makes new ones
 		case enable != "":
 			r.Fix = enable + "\n" + restart
@@ -276,6 +276,9 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 			setTemplateLabel(w, istio.KeyInject, "")
 	}
 	if len(calls) == 0 {
+		if why, fix, ok := createNotCovered(evals); ok {
+			return why, fix
+		}
 		active := activeNamespaceWebhooks(evals)
 		if rev, ok := nsLabels[istio.LabelRev]; ok {
 			if _, both := nsLabels[istio.LabelInjection]; !both {
@@ -301,6 +304,9 @@ func istioWhyNot(w *Workload, evals []*webhookEval, calls []webhookCall, nsLabel
 		if v := w.Annotations[istio.KeyInject]; v == "true" && w.Labels[istio.KeyInject] == "" {
 			return "no Istio webhook matches: the annotation sidecar.istio.io/inject=\"true\" is invisible to webhook selectors (only the label is seen)",
 				setTemplateLabel(w, istio.KeyInject, "true")
+		}
+		if why, fix, ok := namespaceOnlyRevision(w, ns, nsLabels, evals); ok {
+			return why, fix
 		}
 		why := "no Istio webhook matches: the namespace has no istio-injection=enabled or istio.io/rev label, and the pod no sidecar.istio.io/inject=true or istio.io/rev label"
 		if len(evals) == 0 {
