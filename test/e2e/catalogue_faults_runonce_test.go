@@ -88,6 +88,16 @@ func (b *catBed) faultsProxySettings() []*catFault {
 				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
 				return err
 			}},
+		{code: "KM-CAP-015", ns: inj, name: "init-dry-run", how: `proxy.istio.io/config proxyMetadata DRY_RUN="true": istio-init runs istio-iptables as with --dry-run and writes no rules`,
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("init-dry-run", nil, catLean("proxy.istio.io/config", `{"proxyMetadata":{"DRY_RUN":"true"}}`))
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "ready, no capture rules written"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
+				return err
+			}},
 		{code: "KM-START-020", ns: inj, name: "drain-past-grace", how: `proxy.istio.io/config terminationDrainDuration 60s, terminationGracePeriodSeconds 5: the kubelet kills the proxy 5s into its drain`,
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("drain-past-grace", nil, catLean("proxy.istio.io/config", `{"terminationDrainDuration":"60s"}`))

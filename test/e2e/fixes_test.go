@@ -288,6 +288,9 @@ var fixCases = []fixCase{
 	// Round 28's 02: a Service selecting an older template's pod-template-hash.
 	{nn: "78", object: "cart", code: "KM-CONN-011", fixStarts: `kubectl patch service cart -n kmfix-78 --type=json -p '[{"op":"remove","path":"/spec/selector/pod-template-hash"}]'`,
 		injected: true, state: anyPod("cart", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
+	// Round 29's 01: proxyMetadata DRY_RUN, so istio-init writes no rules.
+	{nn: "79", object: "api", code: "KM-CAP-015", fixStarts: `kubectl patch deployment/api -n kmfix-79 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":null}}}}}'`,
+		injected: true, mesh: true, state: anyPod("api", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
 }
 
 // jobOlderThan: Job name exists and is older than d.
