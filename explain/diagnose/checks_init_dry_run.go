@@ -28,19 +28,20 @@ func init() {
 		run:     initDryRun})
 }
 
-// initEnv is istio-init's value of name, and whether it sets it.
-func initEnv(p *corev1.Pod, name string) (string, bool) {
+// initEnv is istio-init's value of name (the last entry wins, as in the
+// kubelet), and whether it sets it.
+func initEnv(p *corev1.Pod, name string) (value string, set bool) {
 	for _, c := range p.Spec.InitContainers {
 		if c.Name != istio.InitContainer {
 			continue
 		}
 		for _, e := range c.Env {
 			if e.Name == name {
-				return strings.TrimSpace(e.Value), true
+				value, set = strings.TrimSpace(e.Value), true
 			}
 		}
 	}
-	return "", false
+	return value, set
 }
 
 func initDryRun(in *Input) []Finding {

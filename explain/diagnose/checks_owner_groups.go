@@ -37,14 +37,7 @@ type ownerGroupFilter struct {
 // initOwnerGroups reads the filter from istio-init's env; ok false when it
 // captures every group (the default).
 func initOwnerGroups(p *corev1.Pod) (ownerGroupFilter, bool) {
-	env := map[string]string{}
-	for _, c := range p.Spec.InitContainers {
-		if c.Name == istio.InitContainer {
-			for _, e := range c.Env {
-				env[e.Name] = strings.TrimSpace(e.Value)
-			}
-		}
-	}
+	env := func(name string) string { v, _ := initEnv(p, name); return v }
 	split := func(v string) []string {
 		var out []string
 		for _, g := range strings.Split(v, ",") {
@@ -55,10 +48,10 @@ func initOwnerGroups(p *corev1.Pod) (ownerGroupFilter, bool) {
 		return out
 	}
 	include, exclude := ownerGroupVars[0], ownerGroupVars[1]
-	if v := env[include]; v != "" && v != "*" {
+	if v := env(include); v != "" && v != "*" {
 		return ownerGroupFilter{groups: split(v), said: fmt.Sprintf("%s=%q (only these groups' traffic is captured)", include, v)}, true
 	}
-	if v := env[exclude]; v != "" {
+	if v := env(exclude); v != "" {
 		return ownerGroupFilter{except: true, groups: split(v), said: fmt.Sprintf("%s=%q (these groups' traffic is let out)", exclude, v)}, true
 	}
 	return ownerGroupFilter{}, false

@@ -26,16 +26,9 @@ func ownerGroups(p *corev1.Pod) (said, fix string) {
 		return "", ""
 	}
 	var set []string
-	for _, c := range p.Spec.InitContainers {
-		if c.Name != istio.InitContainer {
-			continue
-		}
-		for _, e := range c.Env {
-			for _, v := range ownerGroupVars {
-				if e.Name == v && strings.TrimSpace(e.Value) != "" {
-					set = append(set, e.Name+"="+quoteValue(e.Value))
-				}
-			}
+	for _, v := range ownerGroupVars {
+		if value, ok := initEnv(p, v); ok && value != "" {
+			set = append(set, v+"="+quoteValue(value))
 		}
 	}
 	if len(set) == 0 {
