@@ -76,20 +76,10 @@ func serviceInjectedLabel(in *Input) []Finding {
 		if len(keys) == 0 {
 			continue
 		}
-		var said, ops []string
-		for _, k := range keys {
-			has := "none"
-			if v, ok := p.Labels[k]; ok {
-				has = fmt.Sprintf("%q", v)
-			}
-			said = append(said, fmt.Sprintf("%s=%q (this pod's: %s; %s)", k, s.Spec.Selector[k], has, labelOrigin(k)))
-			ops = append(ops, `{"op":"remove","path":"/spec/selector/`+jsonPointer(k)+`"}`)
-		}
 		out = append(out, Finding{Status: Warning,
-			Evidence: fmt.Sprintf("Service %s selects %s: every other key of its selector matches this pod, so it is meant for it, but it does not send to it", s.Name, strings.Join(said, "; ")),
+			Evidence: fmt.Sprintf("Service %s selects %s: every other key of its selector matches this pod, so it is meant for it, but it does not send to it", s.Name, selectorSays(s, p, keys, labelOrigin)),
 			Mesh:     "the label Istio's injector sets (" + strings.Join(keys, ", ") + ")",
-			Fix: fmt.Sprintf("kubectl patch service %s -n %s --type=json -p '[%s]'   # its other keys still select the pods; to pin a version, select the pod's own version label instead",
-				s.Name, s.Namespace, strings.Join(ops, ","))})
+			Fix:      selectorRemoval(s, keys) + "   # its other keys still select the pods; to pin a version, select the pod's own version label instead"})
 	}
 	return out
 }
@@ -107,8 +97,7 @@ func revisionSelected(in *Input) []Finding {
 		out = append(out, Finding{Status: Warning,
 			Evidence: fmt.Sprintf("Service %s selects %s=%q beside the pod's own labels: it sends to this pod now, and to none of its workload's pods once they move to another revision (a canary upgrade relabels them), until its selector is changed as well", s.Name, istio.LabelRev, v),
 			Mesh:     "the revision label " + istio.LabelRev,
-			Fix: fmt.Sprintf(`kubectl patch service %s -n %s --type=json -p '[{"op":"remove","path":"/spec/selector/%s"}]'   # its other keys still select the pods, on any revision`,
-				s.Name, s.Namespace, jsonPointer(istio.LabelRev))})
+			Fix:      selectorRemoval(s, []string{istio.LabelRev}) + "   # its other keys still select the pods, on any revision"})
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -49,62 +48,22 @@ func TemplateLabelMiss(selector map[string]string, pod *corev1.Pod) []string {
 	return labelMiss(selector, pod, templateLabels)
 }
 
-// labelMiss are the keys of selector among set whose value pod lacks, when
-// every other key of selector (at least one) matches pod.
-func labelMiss[V any](selector map[string]string, pod *corev1.Pod, set map[string]V) []string {
-	if pod == nil || len(selector) == 0 {
-		return nil
-	}
-	var miss []string
-	rest := 0
-	for k, v := range selector {
-		if _, in := set[k]; in {
-			if got, ok := pod.Labels[k]; !ok || got != v {
-				miss = append(miss, k)
-			}
-			continue
-		}
-		rest++
-		if got, ok := pod.Labels[k]; !ok || got != v {
-			return nil // it does not select the pod for another key
-		}
-	}
-	if rest == 0 {
-		return nil // nothing but those labels: not this pod's Service by anything else
-	}
-	sort.Strings(miss)
-	return miss
-}
-
 func serviceTemplateLabel(in *Input) []Finding {
 	p := in.Pod
 	if p == nil {
 		return nil
 	}
 	var out []Finding
-	remove := func(s corev1.Service, keys []string) string {
-		var ops []string
-		for _, k := range keys {
-			ops = append(ops, `{"op":"remove","path":"/spec/selector/`+jsonPointer(k)+`"}`)
-		}
-		return fmt.Sprintf("kubectl patch service %s -n %s --type=json -p '[%s]'   # its other keys still select the pods, at every rollout", s.Name, s.Namespace, strings.Join(ops, ","))
-	}
+	const still = "   # its other keys still select the pods, at every rollout"
 	for _, s := range in.ServicesMissing {
 		keys := TemplateLabelMiss(s.Spec.Selector, p)
 		if len(keys) == 0 {
 			continue
 		}
-		var said []string
-		for _, k := range keys {
-			has := "none"
-			if v, ok := p.Labels[k]; ok {
-				has = fmt.Sprintf("%q", v)
-			}
-			said = append(said, fmt.Sprintf("%s=%q (this pod's: %s; %s)", k, s.Spec.Selector[k], has, templateLabels[k]))
-		}
+		said := selectorSays(s, p, keys, func(k string) string { return templateLabels[k] })
 		out = append(out, Finding{Status: Fail,
-			Evidence: fmt.Sprintf("Service %s selects %s: every other key of its selector matches this pod, so it is meant for it, but it does not send to it, nor to any pod of a template made since", s.Name, strings.Join(said, "; ")),
-			Fix:      remove(s, keys)})
+			Evidence: fmt.Sprintf("Service %s selects %s: every other key of its selector matches this pod, so it is meant for it, but it does not send to it, nor to any pod of a template made since", s.Name, said),
+			Fix:      selectorRemoval(s, keys) + still})
 	}
 	for _, s := range in.Services {
 		var keys []string
@@ -119,7 +78,7 @@ func serviceTemplateLabel(in *Input) []Finding {
 		sort.Strings(keys)
 		out = append(out, Finding{Status: Warning,
 			Evidence: fmt.Sprintf("Service %s selects %s beside the pod's own labels: it sends to this pod now, and to none of its workload's pods after the next rollout (%s)", s.Name, quoteList(keys), templateLabels[keys[0]]),
-			Fix:      remove(s, keys)})
+			Fix:      selectorRemoval(s, keys) + still})
 	}
 	return out
 }
