@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -56,20 +55,6 @@ func initDryRun(in *Input) []Finding {
 	said := "istio-init's environment sets " + dryRunVar + "=" + strconv.Quote(v)
 	fd := Finding{Status: Fail, Mesh: said, explains: []string{CodeRulesDrift, CodeBypassing},
 		Evidence: said + " (from proxyMetadata): istio-iptables runs as with --dry-run, prints the rules and writes none, so nothing of the pod's traffic goes through the proxy (no mTLS, no policy, no telemetry), though the pod is ready"}
-	conf := p.Annotations[istio.AnnotationProxyConfig]
-	value, found := injection.EditProxyMetadata(conf, func(md map[string]any) bool {
-		_, ok := md[dryRunVar]
-		delete(md, dryRunVar)
-		return ok
-	})
-	if found && conf != "" {
-		if fix := setTemplateAnnotations(p, map[string]string{istio.AnnotationProxyConfig: value}); !strings.HasPrefix(fix, "in the pod's manifest") {
-			fd.Fix = fix + "   # the pod's proxy.istio.io/config without DRY_RUN: istio-init writes the rules again (the rollout re-creates the pods)"
-			return []Finding{fd}
-		}
-		fd.Fix = "in the pod's manifest, remove DRY_RUN from the proxyMetadata of its proxy.istio.io/config annotation, then create it again"
-		return []Finding{fd}
-	}
-	fd.Fix = "kubectl get configmap istio -n istio-system -o yaml   # the mesh's defaultConfig.proxyMetadata (or a revision's istio-REV) sets DRY_RUN: remove it there, then re-create the pod"
+	fd.Fix = proxyMetadataFix(p, []string{dryRunVar}, "istio-init writes the rules again")
 	return []Finding{fd}
 }

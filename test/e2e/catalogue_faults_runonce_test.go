@@ -98,6 +98,16 @@ func (b *catBed) faultsProxySettings() []*catFault {
 				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
 				return err
 			}},
+		{code: "KM-CAP-016", ns: inj, name: "init-env-gid", how: `proxy.istio.io/config proxyMetadata PROXY_GID="0": istio-iptables reads it as -g, and its rules let group 0's traffic (the app's) out uncaptured`,
+			plant: func(ctx context.Context, f *catFault) error {
+				p := appPod("init-env-gid", nil, catLean("proxy.istio.io/config", `{"proxyMetadata":{"PROXY_GID":"0"}}`))
+				if err := createPod(ctx, inj, p); err != nil {
+					return err
+				}
+				f.pod, f.state = p.Name, "ready, group 0 let out of the capture"
+				_, err := catWaitPod(ctx, c, inj, p.Name, f.state, podReadyNow)
+				return err
+			}},
 		{code: "KM-START-020", ns: inj, name: "drain-past-grace", how: `proxy.istio.io/config terminationDrainDuration 60s, terminationGracePeriodSeconds 5: the kubelet kills the proxy 5s into its drain`,
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("drain-past-grace", nil, catLean("proxy.istio.io/config", `{"terminationDrainDuration":"60s"}`))
