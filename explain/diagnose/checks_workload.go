@@ -171,8 +171,8 @@ func workloadShort(in *Input) []Finding {
 	if len(said) > keep {
 		said = said[:keep]
 	}
-	if len(said) > 0 {
-		ev += "; " + strings.Join(said, "; ")
+	for _, s := range said {
+		ev += "; " + injection.ShortInvalid(s)
 	}
 	f := Finding{Status: Fail, Evidence: ev, Fix: "kubectl describe " + target + "   # its conditions and events say why its pods are missing"}
 	text := strings.Join(said, " ")

@@ -115,7 +115,7 @@ func (v *Verification) Summary() string {
 func (v *Verification) summary() string {
 	switch {
 	case v.Refused:
-		return "admission refuses the pod: " + v.Message
+		return "admission refuses the pod: " + ShortInvalid(v.Message)
 	case v.FailedOpen != "":
 		return "admission does not inject it: webhook " + v.FailedOpen + " did not answer, and its failurePolicy Ignore let the pod through without a sidecar"
 	case v.Injected:
@@ -130,4 +130,43 @@ func (v *Verification) summary() string {
 		return s
 	}
 	return "admission does not inject it"
+}
+
+// ShortInvalid keeps the first three field errors of an apiserver
+// validation message ("Pod "x" is invalid: [a, b, c, d, …]") and says how
+// many more it lists; any other message is returned as it is.
+func ShortInvalid(msg string) string {
+	const head = "is invalid: ["
+	i := strings.Index(msg, head)
+	if i < 0 {
+		return msg
+	}
+	start := i + len(head)
+	depth, end := 1, -1
+	for j := start; j < len(msg) && end < 0; j++ {
+		switch msg[j] {
+		case '[':
+			depth++
+		case ']':
+			if depth--; depth == 0 {
+				end = j
+			}
+		}
+	}
+	if end < 0 {
+		return msg
+	}
+	// Each error starts with its field's path.
+	var errs []string
+	for _, part := range strings.Split(msg[start:end], ", ") {
+		if len(errs) > 0 && !strings.HasPrefix(part, "spec.") && !strings.HasPrefix(part, "metadata.") {
+			errs[len(errs)-1] += ", " + part
+			continue
+		}
+		errs = append(errs, part)
+	}
+	if len(errs) <= 3 {
+		return msg
+	}
+	return msg[:start] + strings.Join(errs[:3], ", ") + fmt.Sprintf(", and %d more like them", len(errs)-3) + msg[end:]
 }

@@ -39,6 +39,10 @@ func (b *catBed) faultsRoom() []*catFault {
 				})
 				return err
 			}},
+		{code: "KM-INJ-024", ns: inj, name: "windows-pod", workload: true, how: "a Deployment whose template sets spec.os.name windows, in a namespace that asks for injection: the apiserver refuses the Linux securityContext of istio-init and istio-proxy on a Windows pod (FailedCreate)",
+			plant: func(ctx context.Context, f *catFault) error {
+				return b.refused(ctx, f, inj, catLean(), func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Windows} }, "cannot be set for a windows pod")
+			}},
 		{code: "KM-START-023", ns: inj, name: "probe-host-local", how: "a sidecar pod whose app's readiness probe is httpGet host localhost on 8080: the injector's rewrite keeps the host, the kubelet asks the node's loopback, never ready",
 			plant: func(ctx context.Context, f *catFault) error {
 				p := appPod("probe-host-local", nil, catLean())
