@@ -269,6 +269,10 @@ func refusalAnswer(w *WorkloadState, r *injection.InjectionReport, text string) 
 			then = "\nsleep 3; " + injection.RecreateJob(w.Name, w.Namespace, nil, nil) + ", which runs it now rather than after the Job controller's back-off"
 		}
 		fix = rb.Fix + then + "\n" + meshSideOfRefusal(w, text)
+	} else if rb.MeshSide == nil && w.Template != nil {
+		// The apiserver's own validation: nothing to exempt, and no
+		// setting proved to make it valid. Out of the mesh, it is created.
+		fix = templateMetaFix(w, nil, map[string]string{InjectLabel: "false"}, "a choice: its pods are then created without the sidecar, out of the mesh; to keep them in it, change what in the template makes the injected containers invalid (the fields the refusal names)")
 	}
 	if ms := rb.MeshSide; ms != nil {
 		mesh, ev = ms.What, ev+"; "+ProvedMeshSide(ms)

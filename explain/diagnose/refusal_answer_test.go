@@ -89,3 +89,18 @@ func TestRefusalInjectedTwice(t *testing.T) {
 		t.Errorf("no extra webhook known: %q", fix)
 	}
 }
+
+// The apiserver's validation refusing only what the injector adds, with
+// nothing proved to make it valid: the opt-out, said to be a choice.
+func TestRefusalAnswerValidationOptOut(t *testing.T) {
+	w := &WorkloadState{Kind: "Deployment", Namespace: "shop", Name: "api", Template: &corev1.PodTemplateSpec{}}
+	r := &injection.InjectionReport{RefusedBy: &injection.Refusal{By: "the apiserver's validation of the pod", WithoutSidecar: "admitted"}}
+	_, mesh, fix := refusalAnswer(w, r, `Pod "api-1" is invalid: spec.initContainers[0].securityContext.runAsUser: Forbidden`)
+	if mesh == "" || !strings.HasPrefix(fix, `kubectl patch deployment/api -n shop --type=merge -p '{"spec":{"template":{"metadata":{"labels":{"sidecar.istio.io/inject":"false"}}}}}'`) || !strings.Contains(fix, "a choice") {
+		t.Errorf("mesh %q\nfix %q", mesh, fix)
+	}
+	r.RefusedBy.WithoutSidecar = "refused"
+	if _, _, fix := refusalAnswer(w, r, "x"); strings.Contains(fix, "inject") {
+		t.Errorf("refused without the sidecar too: %q", fix)
+	}
+}
