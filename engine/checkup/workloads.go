@@ -225,7 +225,11 @@ func (e *Engine) workloadItem(ctx context.Context, facts *injection.ClusterFacts
 		if r.Kind == "CronJob" {
 			return nil, "its last Job " + w.Name + " wants no pods now (finished or suspended)", incomplete, err
 		}
-		return nil, "it wants no pods now (" + strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended)", incomplete, err
+		why := strings.ToLower(w.Kind) + " scaled to zero, paused, finished or suspended"
+		if w.Kind == "DaemonSet" {
+			why = "no node matches its nodeSelector, affinity and tolerations"
+		}
+		return nil, "it wants no pods now (" + why + ")", incomplete, err
 	}
 	if old := items[0].facts.Injection; r.RefusedBy != nil && r.RefusedBy.WithoutSidecar == "" {
 		// The named report is kept: the proof made for the sweep's goes

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
@@ -193,6 +194,9 @@ func (in *Input) injection() *stageAnswer {
 				status = Fail
 			}
 			f := Finding{Code: code, Status: status, Evidence: w, Fix: warningFix(r, code, in.Target)}
+			if kind == injection.WarnAmbientAndSidecar {
+				f.Fix = ambientSidecarFix(in, r)
+			}
 			if code == CodeSkippedByInjector {
 				hostNetworkFix(in, &f)
 			}
@@ -448,14 +452,43 @@ func hostNetworkFix(in *Input, f *Finding) {
 
 // specFixLabel sets a label on the pod's template.
 func specFixLabel(p *corev1.Pod, owner, key, value string) string {
+	return specFixLabels(p, owner, key, &value)
+}
+
+// specFixLabels sets a label on the pod's template, or removes it (nil).
+func specFixLabels(p *corev1.Pod, owner, key string, value *string) string {
+	v, said := "null", "remove the label "+key
+	if value != nil {
+		v, said = strconv.Quote(*value), fmt.Sprintf("set the label %s: %q", key, *value)
+	}
+	labels := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, v)
 	switch {
 	case owner == "":
-		if cmd := recreateBarePod(p, "", "merge", fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)); cmd != "" {
+		if cmd := recreateBarePod(p, "", "merge", labels); cmd != "" {
 			return cmd
 		}
-		return fmt.Sprintf("in the pod's manifest, set the label %s: %q, then re-create the pod", key, value)
+		return "in the pod's manifest, " + said + ", then re-create the pod"
 	case strings.HasPrefix(owner, "job/"):
-		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), p.Namespace, nil, map[string]*string{key: &value})
+		return injection.RecreateJob(strings.TrimPrefix(owner, "job/"), p.Namespace, nil, map[string]*string{key: value})
 	}
-	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}'`, owner, p.Namespace, key, value) + replacePod(p, owner)
+	return fmt.Sprintf(`kubectl patch %s -n %s --type=merge -p '{"spec":{"template":%s}}'`, owner, p.Namespace, labels) + replacePod(p, owner)
+}
+
+// ambientSidecarFix answers a pod with a sidecar that ambient mode also
+// selects, by where that comes from: the pod's own istio.io/dataplane-mode
+// label is taken off its template (it keeps its sidecar), or, the other
+// way, the sidecar is opted out; selected by its namespace, the sidecar is
+// the pod's own choice, which ambient leaves alone.
+func ambientSidecarFix(in *Input, r *injection.InjectionReport) string {
+	p := in.Pod
+	if p == nil {
+		return "kubectl mesh why-injected " + in.Target + "   # which label asks for ambient mode and which for the sidecar: keep one"
+	}
+	owner := templateOwner(p)
+	optOut := specFixLabel(p, owner, istio.KeyInject, "false")
+	if v, ok := p.Labels[istio.LabelDataplaneMode]; ok {
+		return specFixLabels(p, owner, istio.LabelDataplaneMode, nil) + "   # a choice: its label " + istio.LabelDataplaneMode + "=" + v + " off its template; it keeps its sidecar, which is what serves it now (ambient does not capture a pod with one)" +
+			"\n# or, for ambient mode instead of the sidecar: " + optOut
+	}
+	return "# nothing to change if the sidecar is meant: ambient mode, which its namespace selects, leaves a pod with a sidecar to it\n# for ambient mode instead: " + optOut
 }
