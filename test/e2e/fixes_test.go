@@ -291,6 +291,9 @@ var fixCases = []fixCase{
 	// Round 29's 01: proxyMetadata DRY_RUN, so istio-init writes no rules.
 	{nn: "79", object: "api", code: "KM-CAP-015", fixStarts: `kubectl patch deployment/api -n kmfix-79 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":null}}}}}'`,
 		injected: true, mesh: true, state: anyPod("api", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
+	// Round 31's 06: a sidecar pod labelled for ambient mode; the fix takes the pod's label off, not the namespace's.
+	{nn: "81", object: "api", code: "KM-INJ-003", fixStarts: `kubectl patch deployment/api -n kmfix-81 --type=merge -p '{"spec":{"template":{"metadata":{"labels":{"istio.io/dataplane-mode":null}}}}}'`,
+		injected: true, state: anyPod("api", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
 	// Round 30's 02: proxyMetadata PROXY_GID=0, so group 0's traffic bypasses the proxy.
 	{nn: "80", object: "api", code: "KM-CAP-016", fixStarts: `kubectl patch deployment/api -n kmfix-80 --type=merge -p '{"spec":{"template":{"metadata":{"annotations":{"proxy.istio.io/config":null}}}}}'`,
 		injected: true, mesh: true, state: anyPod("api", "ready", func(p *corev1.Pod) bool { return podReadyNow(p) })},
