@@ -231,7 +231,7 @@ func (e *Engine) attributeRefusal(ctx context.Context, v *injection.Verification
 			v.WithoutSidecar, v.MeshSide = a.RefusedBy.WithoutSidecar, a.RefusedBy.MeshSide
 		}
 	case a.RefusedBy != nil:
-		v.RefusedBy, v.Fix = a.RefusedBy.By, a.RefusedBy.Fix
+		v.RefusedBy, v.Fix, v.Condition = a.RefusedBy.By, a.RefusedBy.Fix, a.RefusedBy.Condition
 		e.ProveWithoutSidecar(ctx, a, tmpl)
 		v.WithoutSidecar, v.MeshSide = a.RefusedBy.WithoutSidecar, a.RefusedBy.MeshSide
 	}

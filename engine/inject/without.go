@@ -18,7 +18,9 @@ import (
 // own. It needs create pods in the namespace; without it (or any other
 // failure to ask) nothing is said.
 func (e *Engine) ProveWithoutSidecar(ctx context.Context, r *injection.InjectionReport, tmpl *corev1.PodTemplateSpec) {
-	if r == nil || r.RefusedBy == nil || tmpl == nil {
+	if r == nil || r.RefusedBy == nil || tmpl == nil || r.RefusedBy.Condition {
+		// A webhook's condition that fails on the pod refused it before
+		// anything in it was looked at: there is nothing to prove.
 		return
 	}
 	t := tmpl.DeepCopy()

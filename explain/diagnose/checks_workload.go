@@ -249,6 +249,10 @@ func refusalAnswer(w *WorkloadState, r *injection.InjectionReport, text string) 
 	}
 	rb := r.RefusedBy
 	ev, fix = "; refused by "+rb.By, rb.Fix
+	if rb.Condition {
+		// The webhook's own condition failed, before it looked at the pod.
+		return ev + ", which the apiserver cannot evaluate on this pod, and the webhook's failurePolicy Fail refuses it", "the matchCondition of " + rb.By, fix
+	}
 	if ms := rb.MeshSide; ms != nil && rb.WithoutSidecar != "admitted" {
 		// Its own Istio settings are what the policy refuses: the dry runs
 		// admitted the template without them, sidecar and all.

@@ -275,6 +275,9 @@ func (in *Input) injection() *stageAnswer {
 		c.Status, c.Evidence = Pass, r.Verdict
 	}
 	proof(&c, r)
+	if v := r.Verified; v != nil && v.Condition && refusedMesh == "" {
+		refusedMesh = "the matchCondition of " + v.RefusedBy
+	}
 	if len(in.Files) > 0 && r.Kind == "Pod" && strings.HasPrefix(c.Fix, "in the pod's manifest, set ") {
 		// A pod of a manifest: the file applied with the proved change.
 		if fix := fileMeshSideFix(in.Files, r); fix != "" {

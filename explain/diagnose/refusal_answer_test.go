@@ -104,3 +104,15 @@ func TestRefusalAnswerValidationOptOut(t *testing.T) {
 		t.Errorf("refused without the sidecar too: %q", fix)
 	}
 }
+
+// A webhook's matchCondition failing on the pod is the webhook's: its fix,
+// no dry-run proof about the injected parts.
+func TestRefusalAnswerCondition(t *testing.T) {
+	w := &WorkloadState{Kind: "StatefulSet", Namespace: "db", Name: "db", Template: &corev1.PodTemplateSpec{}}
+	r := &injection.InjectionReport{RefusedBy: &injection.Refusal{By: "MutatingWebhookConfiguration tag-teal (webhook w)'s matchCondition skip", Condition: true, WithoutSidecar: "admitted",
+		Fix: "kubectl patch mutatingwebhookconfiguration tag-teal --type=json -p '[]'"}}
+	ev, mesh, fix := refusalAnswer(w, r, "expression 'x' resulted in error: no such key: k")
+	if !strings.Contains(ev, "cannot evaluate on this pod") || strings.Contains(ev, "without the sidecar") || !strings.Contains(mesh, "matchCondition") || fix != r.RefusedBy.Fix {
+		t.Errorf("evidence %q\nmesh %q\nfix %q", ev, mesh, fix)
+	}
+}

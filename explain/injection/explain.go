@@ -510,7 +510,7 @@ func (x *explainer) failedCreates() {
 		kind := RefusalOf(ev.Message)
 		if pr, ok := refusalBy(f, w, x.nsLabels, ev.Message); ok && kind == "" && (pr.what == "" || x.injecting == nil) && r.RefusedBy == nil {
 			// The platform's own refusal: named, not the mesh's.
-			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w), Message: ev.Message}
+			r.RefusedBy = &Refusal{By: pr.by, Fix: platformFix(pr, w), Message: ev.Message, Condition: pr.condition}
 			if r.RefusedBy.Fix != "" {
 				r.RefusedBy.Fix += retryNow(w)
 			}

@@ -27,6 +27,10 @@ type policyRefusal struct {
 	// denying the pod.
 	down    bool
 	problem string
+	// fix, when set, is the fix as it is (not an exemption); condition:
+	// a webhook's matchCondition failed on the pod.
+	fix       string
+	condition bool
 }
 
 // Refusal is a refusal of the pod by something other than the mesh, put
@@ -38,6 +42,10 @@ type Refusal struct {
 	Fix string `json:"fix,omitempty"`
 	// Message is the refusal's own words (the controller's FailedCreate).
 	Message string `json:"message,omitempty"`
+	// Condition: a webhook's matchCondition that cannot be evaluated on
+	// the pod refused it (By names the webhook and the condition), not
+	// anything in the pod.
+	Condition bool `json:"condition,omitempty"`
 	// OwnerKind and OwnerName name the object whose template makes the
 	// refused pods (a ReplicaSet's Deployment, a Job's CronJob is not: the
 	// Job's own).
@@ -71,6 +79,8 @@ type MeshSide struct {
 // injector added): exempt the namespace, or make the webhook answer.
 func platformFix(pr policyRefusal, w *Workload) string {
 	switch {
+	case pr.fix != "":
+		return pr.fix
 	case pr.exempt != "" && pr.down:
 		return pr.exempt + "   # exempts namespace " + w.Namespace + " from " + pr.by + ", which does not answer (" + truncate(pr.problem, 120) + "); or bring its backend back"
 	case pr.exempt != "":
@@ -214,6 +224,9 @@ func refusalBy(f *ClusterFacts, w *Workload, nsLabels map[string]string, msg str
 				pr.exempt = exemptCommand("validatingadmissionpolicybinding "+b.Name, "/spec/matchResources", b.Spec.MatchResources == nil, sel, w.Namespace)
 			}
 		}
+		return pr, true
+	}
+	if pr, ok := conditionRefusal(f, w, nsLabels, msg); ok {
 		return pr, true
 	}
 	ref, ok := parseWebhookRefusal(msg)

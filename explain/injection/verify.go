@@ -26,6 +26,9 @@ type Verification struct {
 	BlockedBy string `json:"blockedBy,omitempty"`
 	// RefusedBy names what refused it when that is not the mesh.
 	RefusedBy string `json:"refusedBy,omitempty"`
+	// Condition: RefusedBy is a webhook's matchCondition that failed on
+	// the pod.
+	Condition bool   `json:"condition,omitempty"`
 	Fix       string `json:"fix,omitempty"`
 	// WithoutSidecar is what admission made of the same pod without its
 	// sidecar, when RefusedBy refused it ("admitted": what the injector
