@@ -195,15 +195,7 @@ func initEnvSettings(in *Input) []Finding {
 // or says where else they are set; then means what that gives.
 func proxyMetadataFix(p *corev1.Pod, vars []string, then string) string {
 	conf := p.Annotations[istio.AnnotationProxyConfig]
-	value, found := injection.EditProxyMetadata(conf, func(md map[string]any) bool {
-		found := false
-		for _, v := range vars {
-			_, ok := md[v]
-			found = found || ok
-			delete(md, v)
-		}
-		return found
-	})
+	value, found := withoutProxyMetadata(conf, vars)
 	list := strings.Join(vars, ", ")
 	if found && conf != "" {
 		if fix := setTemplateAnnotations(p, map[string]string{istio.AnnotationProxyConfig: value}); !strings.HasPrefix(fix, "in the pod's manifest") {
@@ -212,4 +204,18 @@ func proxyMetadataFix(p *corev1.Pod, vars []string, then string) string {
 		return "in the pod's manifest, remove " + list + " from the proxyMetadata of its proxy.istio.io/config annotation, then create it again"
 	}
 	return "kubectl get configmap istio -n istio-system -o yaml   # the mesh's defaultConfig.proxyMetadata (or a revision's istio-REV) sets " + list + ": remove it there, then re-create the pod"
+}
+
+// withoutProxyMetadata is a proxy.istio.io/config value without vars in its
+// proxyMetadata (the rest kept), and whether it had any of them.
+func withoutProxyMetadata(conf string, vars []string) (string, bool) {
+	return injection.EditProxyMetadata(conf, func(md map[string]any) bool {
+		found := false
+		for _, v := range vars {
+			_, ok := md[v]
+			found = found || ok
+			delete(md, v)
+		}
+		return found
+	})
 }

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-mesh/kubectl-mesh/explain/injection"
 	"github.com/kubectl-mesh/kubectl-mesh/internal/istio"
 )
 
@@ -36,15 +35,7 @@ func ownerGroups(p *corev1.Pod) (said, fix string) {
 	}
 	sort.Strings(set)
 	said = "istio-init's environment sets " + strings.Join(set, ", ") + " (from proxyMetadata), so its rules capture or let out outbound traffic by the socket's group: the extra rules are those, and a group they let out bypasses the proxy"
-	value, found := injection.EditProxyMetadata(p.Annotations[istio.AnnotationProxyConfig], func(md map[string]any) bool {
-		found := false
-		for _, v := range ownerGroupVars {
-			_, ok := md[v]
-			found = found || ok
-			delete(md, v)
-		}
-		return found
-	})
+	value, found := withoutProxyMetadata(p.Annotations[istio.AnnotationProxyConfig], ownerGroupVars)
 	if found && p.Annotations[istio.AnnotationProxyConfig] != "" {
 		if fix = setTemplateAnnotations(p, map[string]string{istio.AnnotationProxyConfig: value}); !strings.HasPrefix(fix, "in the pod's manifest") {
 			return said, fix + "   # a choice: the pod's proxy.istio.io/config without the owner-group settings, so every group's traffic is captured again (the rollout re-creates the pods)"
